@@ -1,0 +1,120 @@
+//! Agents and the agent loop: a model step, then the tool calls it made,
+//! then the next step. The loop does no I/O beyond its model and tools; it
+//! reports what happens to a [`ChunkSink`] and leaves storing to the runtime.
+
+mod message;
+mod registry;
+mod step;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use message::Message;
+pub use registry::{AgentRegistry, AgentSpec, RegistryError};
+pub use step::{record_result, ChunkSink, StepEnd};
+
+use crate::model::LanguageModel;
+use crate::run::{PendingCall, Waiting};
+use crate::tools::{
+    Answer, AnswerError, AskUser, Tool, ToolContext, ToolOutcome, ToolOutput, ToolSet, ToolSpec,
+};
+
+/// Steps a run may take when neither the agent nor the request says.
+pub const DEFAULT_MAX_STEPS: u32 = 10;
+
+/// An agent: a model, its instructions and its tools.
+pub struct Agent {
+    pub id: String,
+    pub description: String,
+    /// System instructions placed before the conversation.
+    pub instructions: Option<String>,
+    pub max_steps: u32,
+    model: Arc<dyn LanguageModel>,
+    tools: ToolSet,
+}
+
+/// What a valid answer to a pending call leads to.
+#[derive(Debug, PartialEq)]
+pub enum Resolution {
+    /// The call's result is ready.
+    Output(ToolOutput),
+    /// The call was approved: the tool runs now.
+    Execute,
+}
+
+impl Agent {
+    pub fn new(
+        id: impl Into<String>,
+        description: impl Into<String>,
+        model: Arc<dyn LanguageModel>,
+        tools: ToolSet,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            description: description.into(),
+            instructions: None,
+            max_steps: DEFAULT_MAX_STEPS,
+            model,
+            tools,
+        }
+    }
+
+    pub fn model_name(&self) -> &str {
+        self.model.name()
+    }
+
+    pub fn tool_specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.specs()
+    }
+
+    /// Calls a tool by name: unknown tools and arguments that break the
+    /// tool's input schema become error results, never failures.
+    pub async fn call_tool(&self, name: &str, args: &Value, ctx: ToolContext) -> ToolOutcome {
+        let Some(tool) = self.tools.get(name) else {
+            return ToolOutcome::Done(ToolOutput::error(format!("Unknown tool: {name}")));
+        };
+        if let Err(message) = tool.validate(args) {
+            return ToolOutcome::Done(ToolOutput::error(message));
+        }
+        tool.tool().execute(args, ctx).await
+    }
+
+    /// Checks an answer to a pending call without changing anything.
+    pub fn resolve(&self, pending: &PendingCall, answer: &Answer) -> Result<Resolution, AnswerError> {
+        match (&pending.waiting, answer) {
+            (Waiting::Approval, Answer::Approval { approved: true, .. }) => Ok(Resolution::Execute),
+            (
+                Waiting::Approval,
+                Answer::Approval {
+                    approved: false,
+                    reason,
+                },
+            ) => {
+                let why = if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {reason}")
+                };
+                Ok(Resolution::Output(ToolOutput::error(format!(
+                    "The user declined this call of {}{why}",
+                    pending.call.name
+                ))))
+            }
+            (Waiting::Approval, other) => Err(AnswerError::new(
+                other.field(),
+                "this call waits for approval: send approval",
+            )),
+            (Waiting::Suspended { .. }, Answer::Approval { .. }) => Err(AnswerError::new(
+                "approval",
+                "this call is suspended, not waiting for approval",
+            )),
+            (Waiting::Suspended { payload }, answer) => match self.tools.get(&pending.call.name) {
+                Some(tool) => tool.tool().resume(payload, answer).map(Resolution::Output),
+                // The tool left the configuration since the run suspended:
+                // answers are still checked against the stored payload.
+                None => Tool::resume(&AskUser::new(), payload, answer).map(Resolution::Output),
+            },
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The agents a server hosts, built from their configuration.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::{Agent, DEFAULT_MAX_STEPS};
+use crate::model::{LanguageModel, Scripted};
+use crate::tools::{AskUser, RegisteredTool, Tool, ToolSet};
+
+/// An agent as `agentd.toml` declares it (`[[agents]]`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub id: String,
+    #[serde(default)]
+    pub description: String,
+    /// `scripted` (the default).
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// System instructions placed before every conversation.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+    /// Tool names; `ask_user` is built in.
+    #[serde(default = "default_tools")]
+    pub tools: Vec<String>,
+    /// Selected by an empty agent_id. Without one, the first agent is.
+    #[serde(default)]
+    pub default: bool,
+}
+
+fn default_model() -> String {
+    "scripted".to_owned()
+}
+
+fn default_max_steps() -> u32 {
+    DEFAULT_MAX_STEPS
+}
+
+fn default_tools() -> Vec<String> {
+    vec![AskUser::NAME.to_owned()]
+}
+
+impl AgentSpec {
+    /// The agent a server without configuration hosts.
+    pub fn assistant() -> Self {
+        Self {
+            id: "assistant".to_owned(),
+            description: "A helpful assistant that asks before it assumes (scripted model).".to_owned(),
+            model: default_model(),
+            instructions: None,
+            max_steps: DEFAULT_MAX_STEPS,
+            tools: default_tools(),
+            default: true,
+        }
+    }
+}
+
+/// A configuration that does not describe a usable set of agents.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("no agents are configured")]
+    Empty,
+    #[error("agent id {0:?} is used twice")]
+    DuplicateAgent(String),
+    #[error("agent {agent}: unknown model {model:?} (known: scripted)")]
+    UnknownModel { agent: String, model: String },
+    #[error("agent {agent}: unknown tool {tool:?} (known: ask_user)")]
+    UnknownTool { agent: String, tool: String },
+    #[error("agent {agent}: max_steps must be at least 1")]
+    NoSteps { agent: String },
+    #[error("several agents are marked default: {0:?}")]
+    SeveralDefaults(Vec<String>),
+    #[error("{0}")]
+    InvalidTool(String),
+}
+
+/// The agents of a server; one of them is the default.
+pub struct AgentRegistry {
+    agents: Vec<Arc<Agent>>,
+    default: usize,
+}
+
+impl AgentRegistry {
+    pub fn from_specs(specs: &[AgentSpec]) -> Result<Self, RegistryError> {
+        if specs.is_empty() {
+            return Err(RegistryError::Empty);
+        }
+        let defaults: Vec<String> = specs.iter().filter(|s| s.default).map(|s| s.id.clone()).collect();
+        if defaults.len() > 1 {
+            return Err(RegistryError::SeveralDefaults(defaults));
+        }
+        let mut agents: Vec<Arc<Agent>> = Vec::with_capacity(specs.len());
+        for spec in specs {
+            if agents.iter().any(|a| a.id == spec.id) {
+                return Err(RegistryError::DuplicateAgent(spec.id.clone()));
+            }
+            agents.push(Arc::new(build_agent(spec)?));
+        }
+        let default = specs.iter().position(|s| s.default).unwrap_or(0);
+        Ok(Self { agents, default })
+    }
+
+    /// Builds a registry from agents made in code (library use).
+    pub fn from_agents(agents: Vec<Agent>) -> Result<Self, RegistryError> {
+        if agents.is_empty() {
+            return Err(RegistryError::Empty);
+        }
+        Ok(Self {
+            agents: agents.into_iter().map(Arc::new).collect(),
+            default: 0,
+        })
+    }
+
+    /// The agent with this id; an empty id selects the default agent.
+    pub fn get(&self, id: &str) -> Option<&Arc<Agent>> {
+        if id.is_empty() {
+            return self.agents.get(self.default);
+        }
+        self.agents.iter().find(|a| a.id == id)
+    }
+
+    /// The default agent first, then the others in configuration order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<Agent>, bool)> {
+        let default = &self.agents[self.default];
+        std::iter::once((default, true)).chain(
+            self.agents
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| *i != self.default)
+                .map(|(_, a)| (a, false)),
+        )
+    }
+}
+
+fn build_agent(spec: &AgentSpec) -> Result<Agent, RegistryError> {
+    let model: Arc<dyn LanguageModel> = match spec.model.as_str() {
+        "scripted" => Arc::new(Scripted),
+        other => {
+            return Err(RegistryError::UnknownModel {
+                agent: spec.id.clone(),
+                model: other.to_owned(),
+            })
+        }
+    };
+    if spec.max_steps == 0 {
+        return Err(RegistryError::NoSteps {
+            agent: spec.id.clone(),
+        });
+    }
+    let mut tools = Vec::with_capacity(spec.tools.len());
+    for name in &spec.tools {
+        let tool: Arc<dyn Tool> = match name.as_str() {
+            AskUser::NAME => Arc::new(AskUser::new()),
+            other => {
+                return Err(RegistryError::UnknownTool {
+                    agent: spec.id.clone(),
+                    tool: other.to_owned(),
+                })
+            }
+        };
+        tools.push(RegisteredTool::new(tool).map_err(RegistryError::InvalidTool)?);
+    }
+    let mut agent = Agent::new(&spec.id, &spec.description, model, ToolSet::new(tools));
+    agent.instructions.clone_from(&spec.instructions);
+    agent.max_steps = spec.max_steps;
+    Ok(agent)
+}

@@ -1,0 +1,137 @@
+//! One step of the agent loop: stream the model's output, then run the tool
+//! calls it made. A call that suspends (or awaits approval) becomes a pending
+//! call in the run state; the runtime decides what to store and when.
+
+use std::future::Future;
+
+use tokio_stream::StreamExt;
+
+use super::{Agent, Message};
+use crate::chunk::{Chunk, Usage};
+use crate::model::{ModelError, ModelEvent, ModelRequest};
+use crate::run::{PendingCall, RunOptions, RunState, Waiting};
+use crate::tools::{ToolCall, ToolContext, ToolOutcome, ToolOutput};
+
+/// Where the loop reports what happens. The runtime's emitter numbers,
+/// streams and stores what it receives.
+pub trait ChunkSink: Send {
+    fn emit(&mut self, chunk: Chunk) -> impl Future<Output = ()> + Send;
+}
+
+/// How a step ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepEnd {
+    /// The model called tools and every call has its result: step again.
+    ToolsDone,
+    /// The model answered without calling a tool: the run is complete.
+    Stopped,
+    /// One or more calls wait for Resume.
+    Suspended,
+}
+
+impl Agent {
+    /// Runs one model step and the tool calls it made.
+    pub async fn step<S: ChunkSink>(
+        &self,
+        state: &mut RunState,
+        options: &RunOptions,
+        sink: &mut S,
+    ) -> Result<StepEnd, ModelError> {
+        state.steps += 1;
+        let step = state.steps;
+        sink.emit(Chunk::StepStart { step }).await;
+
+        let request = ModelRequest {
+            messages: &state.messages,
+            tools: self.tools.specs().collect(),
+        };
+        let mut stream = self.model.stream(request).await?;
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut usage = Usage::default();
+        while let Some(event) = stream.next().await {
+            match event? {
+                ModelEvent::TextDelta(delta) => {
+                    text.push_str(&delta);
+                    sink.emit(Chunk::TextDelta { text: delta }).await;
+                }
+                ModelEvent::ToolCall(call) => {
+                    sink.emit(Chunk::ToolCall { call: call.clone() }).await;
+                    calls.push(call);
+                }
+                ModelEvent::Usage(step_usage) => usage += step_usage,
+            }
+        }
+        drop(stream);
+        state.usage += usage;
+
+        let end = if calls.is_empty() {
+            state.final_text.clone_from(&text);
+            StepEnd::Stopped
+        } else {
+            StepEnd::ToolsDone
+        };
+        state.messages.push(Message::Assistant {
+            content: text,
+            tool_calls: calls.clone(),
+        });
+        for call in calls {
+            if options.require_tool_approval && call.name != crate::tools::AskUser::NAME {
+                state.pending.push(PendingCall {
+                    call,
+                    waiting: Waiting::Approval,
+                });
+                continue;
+            }
+            let outcome = self.call_tool(&call.name, &call.args, ToolContext::IN_RUN).await;
+            self.record_outcome(state, call, outcome, sink).await;
+        }
+        sink.emit(Chunk::StepFinish { step, usage }).await;
+
+        Ok(if state.pending.is_empty() {
+            end
+        } else {
+            StepEnd::Suspended
+        })
+    }
+
+    /// Records how a tool call ended: a result goes to the conversation (and
+    /// the sink), a suspension to the pending calls.
+    pub async fn record_outcome<S: ChunkSink>(
+        &self,
+        state: &mut RunState,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        sink: &mut S,
+    ) {
+        match outcome {
+            ToolOutcome::Done(output) => record_result(state, &call, output, sink).await,
+            ToolOutcome::Suspend(payload) => state.pending.push(PendingCall {
+                call,
+                waiting: Waiting::Suspended { payload },
+            }),
+        }
+    }
+}
+
+/// Adds a call's result to the conversation and reports it.
+pub async fn record_result<S: ChunkSink>(
+    state: &mut RunState,
+    call: &ToolCall,
+    output: ToolOutput,
+    sink: &mut S,
+) {
+    state.messages.push(Message::tool(
+        &call.id,
+        &call.name,
+        output.content.clone(),
+        output.is_error,
+    ));
+    sink.emit(Chunk::ToolResult {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: output.content,
+        is_error: output.is_error,
+    })
+    .await;
+}

@@ -1,0 +1,22 @@
+//! Proto <-> domain conversions, one module per message family. Malformed
+//! input becomes `RuntimeError::InvalidRequest` naming the field.
+
+mod chunk;
+mod request;
+mod run;
+mod value;
+
+pub use chunk::event_to_proto;
+pub use request::{parse_run_id, resume_request, start_request};
+pub use run::{agent_to_proto, run_to_proto};
+pub use value::{json_to_struct, struct_to_json, timestamp};
+
+use crate::runtime::RuntimeError;
+
+/// A request field that does not hold what it must.
+pub fn invalid(field: &'static str, reason: impl Into<String>) -> RuntimeError {
+    RuntimeError::InvalidRequest {
+        field,
+        reason: reason.into(),
+    }
+}

@@ -1,0 +1,118 @@
+//! Requests -> domain commands. Every malformed field is named.
+
+use crate::agent::Message;
+use crate::pb;
+use crate::run::RunId;
+use crate::runtime::{ResumeRun, RuntimeError, StartRun};
+use crate::tools::Answer;
+
+use super::invalid;
+use super::value::value_to_json;
+
+pub fn parse_run_id(run_id: &str) -> Result<RunId, RuntimeError> {
+    if run_id.is_empty() {
+        return Err(invalid("run_id", "run_id is required"));
+    }
+    run_id
+        .parse()
+        .map_err(|_| invalid("run_id", format!("{run_id:?} is not a valid run id (a UUID)")))
+}
+
+fn optional(value: String) -> Option<String> {
+    (!value.is_empty()).then_some(value)
+}
+
+fn message_from_proto(index: usize, message: pb::Message) -> Result<Message, RuntimeError> {
+    let pb::Message { role, content } = message;
+    if content.is_empty() {
+        return Err(invalid(
+            "messages",
+            format!("messages[{index}].content must not be empty"),
+        ));
+    }
+    match pb::Role::try_from(role) {
+        Ok(pb::Role::System) => Ok(Message::System { content }),
+        Ok(pb::Role::User) => Ok(Message::User { content }),
+        Ok(pb::Role::Assistant) => Ok(Message::Assistant {
+            content,
+            tool_calls: Vec::new(),
+        }),
+        Ok(pb::Role::Unspecified) | Err(_) => Err(invalid(
+            "messages",
+            format!("messages[{index}].role must be ROLE_SYSTEM, ROLE_USER or ROLE_ASSISTANT"),
+        )),
+    }
+}
+
+pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, RuntimeError> {
+    let pb::StreamAgentRequest {
+        agent_id,
+        prompt,
+        messages,
+        options,
+        metadata,
+        request_id,
+    } = request;
+    let messages = match (prompt.is_empty(), messages.is_empty()) {
+        (false, false) => return Err(invalid("prompt", "give either prompt or messages, not both")),
+        (true, true) => return Err(invalid("prompt", "give a prompt or messages")),
+        (false, true) => vec![Message::user(prompt)],
+        (true, false) => messages
+            .into_iter()
+            .enumerate()
+            .map(|(index, message)| message_from_proto(index, message))
+            .collect::<Result<_, _>>()?,
+    };
+    let pb::RunOptions {
+        max_steps,
+        require_tool_approval,
+        on_disconnect,
+    } = options.unwrap_or_default();
+    let cancel_on_disconnect = match pb::DisconnectPolicy::try_from(on_disconnect) {
+        Ok(pb::DisconnectPolicy::Unspecified | pb::DisconnectPolicy::Continue) => false,
+        Ok(pb::DisconnectPolicy::Cancel) => true,
+        Err(_) => {
+            return Err(invalid(
+                "options.on_disconnect",
+                format!("unknown policy {on_disconnect}"),
+            ))
+        }
+    };
+    Ok(StartRun {
+        agent_id,
+        messages,
+        max_steps,
+        require_tool_approval,
+        cancel_on_disconnect,
+        metadata: metadata.into_iter().collect(),
+        request_id: optional(request_id),
+    })
+}
+
+pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeError> {
+    let pb::ResumeRequest {
+        run_id,
+        tool_call_id,
+        answer,
+        request_id,
+    } = request;
+    use pb::resume_request::Answer as A;
+    let answer = match answer {
+        None => {
+            return Err(invalid(
+                "answer",
+                "give an answer: text, selections, data or approval",
+            ));
+        }
+        Some(A::Text(text)) => Answer::Text(text),
+        Some(A::Selections(pb::Selections { labels })) => Answer::Selections(labels),
+        Some(A::Data(value)) => Answer::Data(value_to_json(&value)),
+        Some(A::Approval(pb::Approval { approved, reason })) => Answer::Approval { approved, reason },
+    };
+    Ok(ResumeRun {
+        run_id: parse_run_id(&run_id)?,
+        tool_call_id: optional(tool_call_id),
+        answer,
+        request_id: optional(request_id),
+    })
+}

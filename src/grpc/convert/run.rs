@@ -1,0 +1,80 @@
+//! Runs and agents -> their proto messages.
+
+use crate::agent::Agent;
+use crate::pb;
+use crate::run::{PendingCall, RunRecord, RunStatus, Waiting};
+
+use super::chunk::{failure_to_proto, payload_to_proto, usage_to_proto};
+use super::value::{json_to_struct, timestamp};
+
+pub fn status_to_proto(status: RunStatus) -> pb::RunStatus {
+    match status {
+        RunStatus::Running => pb::RunStatus::Running,
+        RunStatus::Suspended => pb::RunStatus::Suspended,
+        RunStatus::Completed => pb::RunStatus::Completed,
+        RunStatus::Failed => pb::RunStatus::Failed,
+        RunStatus::Cancelled => pb::RunStatus::Cancelled,
+        RunStatus::Expired => pb::RunStatus::Expired,
+    }
+}
+
+fn pending_to_proto(pending: &PendingCall, run: &RunRecord) -> pb::PendingToolCall {
+    let (suspend_payload, awaiting_approval) = match &pending.waiting {
+        Waiting::Suspended { payload } => (Some(payload_to_proto(payload)), false),
+        Waiting::Approval => (None, true),
+    };
+    pb::PendingToolCall {
+        tool_call_id: pending.call.id.clone(),
+        tool_name: pending.call.name.clone(),
+        args: Some(json_to_struct(&pending.call.args)),
+        suspend_payload,
+        awaiting_approval,
+        expires_at: run.expires_at.map(timestamp),
+    }
+}
+
+pub fn run_to_proto(run: &RunRecord) -> pb::Run {
+    let suspended = run.status == RunStatus::Suspended;
+    pb::Run {
+        run_id: run.id.to_string(),
+        agent_id: run.agent_id.clone(),
+        status: status_to_proto(run.status) as i32,
+        pending: if suspended {
+            run.state
+                .pending
+                .iter()
+                .map(|p| pending_to_proto(p, run))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        usage: Some(usage_to_proto(run.state.usage)),
+        final_text: run.state.final_text.clone(),
+        steps: run.state.steps,
+        last_seq: run.last_seq,
+        created_at: Some(timestamp(run.created_at)),
+        updated_at: Some(timestamp(run.updated_at)),
+        expires_at: run.expires_at.filter(|_| suspended).map(timestamp),
+        error: run.state.failure.clone().map(failure_to_proto),
+        metadata: run.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+pub fn agent_to_proto(agent: &Agent, is_default: bool) -> pb::Agent {
+    pb::Agent {
+        agent_id: agent.id.clone(),
+        description: agent.description.clone(),
+        model: agent.model_name().to_owned(),
+        tools: agent
+            .tool_specs()
+            .map(|spec| pb::ToolInfo {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                input_schema: Some(json_to_struct(&spec.input_schema)),
+                source: spec.source.to_owned(),
+            })
+            .collect(),
+        is_default,
+        max_steps: agent.max_steps,
+    }
+}

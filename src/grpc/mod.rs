@@ -1,0 +1,123 @@
+//! The gRPC edge: decodes requests into domain commands, calls the runtime,
+//! encodes the results. No business logic lives here; every error becomes a
+//! status in `status.rs`.
+
+pub mod convert;
+mod status;
+
+use std::pin::Pin;
+
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status};
+use tracing::instrument;
+
+use crate::pb;
+use crate::pb::agent_service_server::AgentService;
+use crate::runtime::{RunStream, Runtime};
+
+/// A stream of chunks as tonic sends it.
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::AgentChunk, Status>> + Send>>;
+
+/// The `agentd.v1.AgentService` implementation.
+pub struct AgentServiceImpl {
+    runtime: Runtime,
+}
+
+impl AgentServiceImpl {
+    pub fn new(runtime: Runtime) -> Self {
+        Self { runtime }
+    }
+}
+
+fn chunk_stream(stream: RunStream) -> Response<ChunkStream> {
+    let run_id = stream.run_id.to_string();
+    let chunks =
+        ReceiverStream::new(stream.events).map(move |event| Ok(convert::event_to_proto(&run_id, event)));
+    Response::new(Box::pin(chunks))
+}
+
+fn unimplemented(rpc: &str) -> Status {
+    Status::unimplemented(format!("{rpc} is not available in this version of agentd"))
+}
+
+#[tonic::async_trait]
+impl AgentService for AgentServiceImpl {
+    type StreamAgentStream = ChunkStream;
+    type ResumeStream = ChunkStream;
+    type SubscribeRunStream = ChunkStream;
+
+    #[instrument(skip_all)]
+    async fn stream_agent(
+        &self,
+        request: Request<pb::StreamAgentRequest>,
+    ) -> Result<Response<ChunkStream>, Status> {
+        let start = convert::start_request(request.into_inner())?;
+        Ok(chunk_stream(self.runtime.start(start).await?))
+    }
+
+    #[instrument(skip_all)]
+    async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
+        let resume = convert::resume_request(request.into_inner())?;
+        Ok(chunk_stream(self.runtime.resume(resume).await?))
+    }
+
+    async fn subscribe_run(
+        &self,
+        _request: Request<pb::SubscribeRunRequest>,
+    ) -> Result<Response<ChunkStream>, Status> {
+        Err(unimplemented("SubscribeRun"))
+    }
+
+    #[instrument(skip_all)]
+    async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
+        let pb::GetRunRequest { run_id } = request.into_inner();
+        let run = self.runtime.get_run(convert::parse_run_id(&run_id)?).await?;
+        Ok(Response::new(convert::run_to_proto(&run)))
+    }
+
+    async fn list_runs(
+        &self,
+        _request: Request<pb::ListRunsRequest>,
+    ) -> Result<Response<pb::ListRunsResponse>, Status> {
+        Err(unimplemented("ListRuns"))
+    }
+
+    async fn cancel_run(&self, _request: Request<pb::CancelRunRequest>) -> Result<Response<pb::Run>, Status> {
+        Err(unimplemented("CancelRun"))
+    }
+
+    async fn list_agents(
+        &self,
+        _request: Request<pb::ListAgentsRequest>,
+    ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        let agents = self
+            .runtime
+            .agents()
+            .iter()
+            .map(|(agent, is_default)| convert::agent_to_proto(agent, is_default))
+            .collect();
+        Ok(Response::new(pb::ListAgentsResponse { agents }))
+    }
+
+    #[instrument(skip_all)]
+    async fn execute_tool(
+        &self,
+        request: Request<pb::ExecuteToolRequest>,
+    ) -> Result<Response<pb::ExecuteToolResponse>, Status> {
+        let pb::ExecuteToolRequest {
+            tool_name,
+            args,
+            agent_id,
+        } = request.into_inner();
+        if tool_name.is_empty() {
+            return Err(convert::invalid("tool_name", "tool_name is required").into());
+        }
+        let args = convert::struct_to_json(&args.unwrap_or_default());
+        let output = self.runtime.execute_tool(&agent_id, &tool_name, &args).await?;
+        Ok(Response::new(pb::ExecuteToolResponse {
+            content: output.content,
+            is_error: output.is_error,
+        }))
+    }
+}

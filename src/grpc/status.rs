@@ -1,0 +1,95 @@
+//! The one place where domain errors become gRPC statuses, with
+//! google.rpc.BadRequest / ErrorInfo details naming the field and reason.
+
+use std::collections::HashMap;
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use crate::runtime::RuntimeError;
+use crate::store::StoreError;
+
+/// The ErrorInfo domain of every agentd error.
+const DOMAIN: &str = "agentd.v1";
+
+fn info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
+    let metadata: HashMap<String, String> = metadata
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    ErrorDetails::with_error_info(reason, DOMAIN, metadata)
+}
+
+fn bad_request(field: &str, description: &str, reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
+    let mut details = info(reason, metadata);
+    details.add_bad_request_violation(field, description);
+    details
+}
+
+impl From<RuntimeError> for Status {
+    fn from(error: RuntimeError) -> Self {
+        let message = error.to_string();
+        let (code, details) = match &error {
+            RuntimeError::AgentNotFound(agent) => (
+                Code::NotFound,
+                info("AGENT_NOT_FOUND", &[("agent_id", agent.clone())]),
+            ),
+            RuntimeError::ToolNotFound { agent, tool } => (
+                Code::NotFound,
+                info(
+                    "TOOL_NOT_FOUND",
+                    &[("agent_id", agent.clone()), ("tool_name", tool.clone())],
+                ),
+            ),
+            RuntimeError::RunNotFound => (Code::NotFound, info("RUN_NOT_FOUND", &[])),
+            RuntimeError::InvalidRequest { field, reason } => (
+                Code::InvalidArgument,
+                bad_request(field, reason, "INVALID_REQUEST", &[]),
+            ),
+            RuntimeError::NotSuspended(status) => (
+                Code::FailedPrecondition,
+                info("RUN_NOT_SUSPENDED", &[("status", status.as_str().to_owned())]),
+            ),
+            RuntimeError::ToolCallNotPending { pending, .. }
+            | RuntimeError::ToolCallAmbiguous { pending } => (
+                Code::InvalidArgument,
+                bad_request(
+                    "tool_call_id",
+                    &message,
+                    "TOOL_CALL_NOT_PENDING",
+                    &[("pending", pending.join(", "))],
+                ),
+            ),
+            RuntimeError::InvalidAnswer(answer) => {
+                let mut metadata = vec![("field", answer.field.to_owned())];
+                if !answer.valid_labels.is_empty() {
+                    metadata.push(("valid_labels", answer.valid_labels.join(", ")));
+                }
+                let details = bad_request(answer.field, &answer.reason, "INVALID_ANSWER", &metadata);
+                let message = if answer.valid_labels.is_empty() {
+                    message
+                } else {
+                    format!("{message} (valid labels: {})", answer.valid_labels.join(", "))
+                };
+                return Status::with_error_details(Code::InvalidArgument, message, details);
+            }
+            RuntimeError::ResumeConflict => (Code::FailedPrecondition, info("RESUME_CONFLICT", &[])),
+            RuntimeError::AgentGone(agent) => (
+                Code::FailedPrecondition,
+                info("AGENT_GONE", &[("agent_id", agent.clone())]),
+            ),
+            RuntimeError::Store(store) => {
+                let code = match store {
+                    StoreError::Backend(_) => Code::Unavailable,
+                    StoreError::Corrupt(_)
+                    | StoreError::NotFound
+                    | StoreError::AlreadyExists
+                    | StoreError::VersionConflict { .. } => Code::Internal,
+                };
+                tracing::error!(error = %store, "store error");
+                (code, info("STORE_ERROR", &[]))
+            }
+        };
+        Status::with_error_details(code, message, details)
+    }
+}

@@ -1,0 +1,28 @@
+//! agentd: hosts LLM agents whose tools can pause a run to ask a person
+//! something, keep the run durably, and continue it when an answer arrives,
+//! on any replica.
+//!
+//! The library is usable without gRPC: build a [`runtime::Runtime`] from an
+//! [`agent::AgentRegistry`] and a [`store::RunStore`], then start and resume
+//! runs directly. [`server::serve`] puts the gRPC edge in front of it.
+
+pub mod agent;
+pub mod chunk;
+pub mod config;
+pub mod grpc;
+pub mod model;
+pub mod run;
+pub mod runtime;
+pub mod server;
+pub mod store;
+pub mod time;
+pub mod tools;
+
+/// Generated protobuf and tonic code for `agentd.v1`.
+pub mod pb {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("agentd.v1");
+
+    /// Encoded file descriptor set, served by reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/agentd_descriptor.bin"));
+}

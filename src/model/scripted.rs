@@ -1,0 +1,256 @@
+//! The scripted model: deterministic, offline, built in and the default. The
+//! latest user message picks a behaviour by keyword (first match wins,
+//! case-insensitive), so a client can reach every path of the runtime:
+//!
+//! | prompt contains | the model                                                        |
+//! |-----------------|------------------------------------------------------------------|
+//! | `stream N`      | streams N text deltas and stops (for benchmarks)                 |
+//! | `plain`         | answers in text, with no tool call                               |
+//! | `invalid`       | calls ask_user with `selectionMode` but no options (an error)    |
+//! | `two questions` | calls ask_user twice in one step (free text, then single-select) |
+//! | `multi`         | asks a multi-select question (toppings)                          |
+//! | `free`          | asks a free-text question (your name)                            |
+//! | anything else   | asks a single-select question (a plan)                           |
+//!
+//! Once every call of its last step has a result, it writes a final text that
+//! quotes the answers (or the tool errors) and stops.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use tokio_stream::StreamExt;
+
+use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use crate::agent::Message;
+use crate::chunk::Usage;
+use crate::tools::ToolCall;
+
+const ASK_USER: &str = "ask_user";
+const ANSWER_PREFIX: &str = "User answered: ";
+
+/// The scripted model.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scripted;
+
+/// What the model does on a step, decided from the conversation.
+enum Script {
+    Stream(usize),
+    Say(String),
+    Call(Vec<Value>),
+}
+
+fn free_text_question() -> Value {
+    json!({"question": "What should I call you?"})
+}
+
+fn single_select_question() -> Value {
+    json!({
+        "question": "Which plan should I set up for you?",
+        "options": [
+            {"label": "Basic", "description": "One project, community support"},
+            {"label": "Pro", "description": "Unlimited projects, email support"},
+            {"label": "Enterprise", "description": "SSO, audit logs and a dedicated engineer"}
+        ]
+    })
+}
+
+fn multi_select_question() -> Value {
+    json!({
+        "question": "Which toppings do you want on your pizza?",
+        "options": [
+            {"label": "Mushrooms", "description": "Roasted chestnut mushrooms"},
+            {"label": "Olives", "description": "Black Kalamata olives"},
+            {"label": "Peppers", "description": "Sweet red peppers"},
+            {"label": "Basil", "description": "Fresh basil leaves, added after baking"}
+        ],
+        "selectionMode": "multi_select"
+    })
+}
+
+fn invalid_question() -> Value {
+    json!({"question": "Which toppings do you want?", "selectionMode": "multi_select"})
+}
+
+/// The number after the word `stream`, if the prompt asks for a stream.
+fn stream_count(prompt: &str) -> Option<usize> {
+    let mut words = prompt.split_whitespace();
+    while let Some(word) = words.next() {
+        if word == "stream" {
+            return words
+                .next()?
+                .trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .ok();
+        }
+    }
+    None
+}
+
+fn first_step(prompt: &str, can_ask: bool) -> Script {
+    let prompt = prompt.to_lowercase();
+    if let Some(n) = stream_count(&prompt) {
+        return Script::Stream(n);
+    }
+    if prompt.contains("plain") || !can_ask {
+        return Script::Say(format!(
+            "Hello! You said: {}. This is a plain answer, with no tool call.",
+            prompt.trim()
+        ));
+    }
+    Script::Call(if prompt.contains("invalid") {
+        vec![invalid_question()]
+    } else if prompt.contains("two questions") {
+        vec![free_text_question(), single_select_question()]
+    } else if prompt.contains("multi") {
+        vec![multi_select_question()]
+    } else if prompt.contains("free") {
+        vec![free_text_question()]
+    } else {
+        vec![single_select_question()]
+    })
+}
+
+/// The final text after the tool results that close the conversation.
+fn closing_text(results: &[&Message]) -> String {
+    let mut answers = Vec::new();
+    let mut errors = Vec::new();
+    for message in results {
+        if let Message::Tool {
+            content, is_error, ..
+        } = message
+        {
+            match content.strip_prefix(ANSWER_PREFIX) {
+                Some(answer) if !is_error => answers.push(answer.to_owned()),
+                _ if *is_error => errors.push(content.clone()),
+                _ => answers.push(content.clone()),
+            }
+        }
+    }
+    let mut text = String::new();
+    if !answers.is_empty() {
+        text.push_str(&format!("Thanks! You answered: {}.", answers.join("; ")));
+    }
+    if !errors.is_empty() {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&format!("The tool reported an error: {}", errors.join(" ")));
+    }
+    text
+}
+
+fn script(messages: &[Message], can_ask: bool) -> Script {
+    let trailing_results: Vec<&Message> = messages
+        .iter()
+        .rev()
+        .take_while(|m| matches!(m, Message::Tool { .. }))
+        .collect();
+    if !trailing_results.is_empty() {
+        let mut in_order = trailing_results;
+        in_order.reverse();
+        return Script::Say(closing_text(&in_order));
+    }
+    let prompt = messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    first_step(prompt, can_ask)
+}
+
+/// Splits text into word deltas, each keeping its following space.
+fn word_deltas(text: &str) -> Vec<ModelEvent> {
+    text.split_inclusive(' ')
+        .map(|word| ModelEvent::TextDelta(word.to_owned()))
+        .collect()
+}
+
+fn approx_tokens(chars: usize) -> u64 {
+    chars.div_ceil(4) as u64
+}
+
+fn input_tokens(messages: &[Message]) -> u64 {
+    approx_tokens(messages.iter().map(Message::text_len).sum())
+}
+
+#[async_trait]
+impl LanguageModel for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn stream(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
+        let can_ask = request.tools.iter().any(|t| t.name == ASK_USER);
+        let input_tokens = input_tokens(request.messages);
+        let step = 1 + request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let events = match script(request.messages, can_ask) {
+            Script::Stream(n) => {
+                let usage = Usage {
+                    input_tokens,
+                    output_tokens: n as u64,
+                };
+                let deltas = (0..n).map(|i| Ok(ModelEvent::TextDelta(format!("token{i} "))));
+                let stream =
+                    tokio_stream::iter(deltas).chain(tokio_stream::once(Ok(ModelEvent::Usage(usage))));
+                return Ok(Box::pin(stream));
+            }
+            Script::Say(text) => {
+                let mut events = word_deltas(&text);
+                events.push(ModelEvent::Usage(Usage {
+                    input_tokens,
+                    output_tokens: approx_tokens(text.len()),
+                }));
+                events
+            }
+            Script::Call(calls) => {
+                let mut output_chars = 0;
+                let mut events: Vec<ModelEvent> = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, args)| {
+                        output_chars += args.to_string().len();
+                        ModelEvent::ToolCall(ToolCall {
+                            id: format!("call_{step}_{}", i + 1),
+                            name: ASK_USER.to_owned(),
+                            args,
+                        })
+                    })
+                    .collect();
+                events.push(ModelEvent::Usage(Usage {
+                    input_tokens,
+                    output_tokens: approx_tokens(output_chars),
+                }));
+                events
+            }
+        };
+        Ok(Box::pin(tokio_stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_count_reads_the_number_after_stream() {
+        assert_eq!(stream_count("please stream 1000 deltas"), Some(1000));
+        assert_eq!(stream_count("stream"), None);
+        assert_eq!(stream_count("upstream 5"), None);
+    }
+
+    #[test]
+    fn closing_text_quotes_answers_in_order() {
+        let results = [
+            Message::tool("call_1_1", "ask_user", "User answered: Ada", false),
+            Message::tool("call_1_2", "ask_user", "User answered: Pro", false),
+        ];
+        let refs: Vec<&Message> = results.iter().collect();
+        assert_eq!(closing_text(&refs), "Thanks! You answered: Ada; Pro.");
+    }
+}

@@ -1,0 +1,160 @@
+//! A run's durable record: its status, its conversation so far and the tool
+//! calls it waits on. Everything here is plain data that the store keeps;
+//! the transitions live in `runtime/`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::agent::Message;
+use crate::chunk::{RunFailure, Usage};
+use crate::time::Timestamp;
+use crate::tools::{SuspendPayload, ToolCall};
+
+/// A run's id: a UUIDv7, so ids sort by creation time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(pub Uuid);
+
+impl RunId {
+    /// A fresh, time-ordered id.
+    pub fn new() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
+impl Default for RunId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl FromStr for RunId {
+    type Err = uuid::Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::try_parse(s).map(Self)
+    }
+}
+
+/// Where a run is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Suspended,
+    Completed,
+    Failed,
+    Cancelled,
+    Expired,
+}
+
+impl RunStatus {
+    /// Every status, for parsing and listing.
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Running,
+        RunStatus::Suspended,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+        RunStatus::Expired,
+    ];
+
+    /// The lowercase name used in messages and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Suspended => "suspended",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Expired => "expired",
+        }
+    }
+
+    /// Parses [`RunStatus::as_str`] back.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a pending call waits for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Waiting {
+    /// The tool suspended itself with this payload.
+    Suspended { payload: SuspendPayload },
+    /// The tool has not run yet: it needs approval first.
+    Approval,
+}
+
+/// A tool call of a suspended run that waits for Resume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    pub call: ToolCall,
+    pub waiting: Waiting,
+}
+
+/// Options fixed when the run starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// Maximum number of model steps of the whole run.
+    pub max_steps: u32,
+    /// Every tool call other than ask_user waits for approval first.
+    pub require_tool_approval: bool,
+    /// Cancel the run when the client drops its stream.
+    pub cancel_on_disconnect: bool,
+}
+
+/// The part of a run that the agent loop reads and writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The conversation, tool calls and results included.
+    pub messages: Vec<Message>,
+    /// Calls waiting for Resume (only while suspended).
+    pub pending: Vec<PendingCall>,
+    /// Model steps taken.
+    pub steps: u32,
+    /// Tokens used by every step.
+    pub usage: Usage,
+    /// The text of the last step once the run has finished.
+    pub final_text: String,
+    /// Why a failed run failed.
+    pub failure: Option<RunFailure>,
+}
+
+/// A run as the store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub agent_id: String,
+    pub status: RunStatus,
+    /// Bumped by every write: the store's compare-and-set guard.
+    pub version: u64,
+    /// The seq of the run's last stored event.
+    pub last_seq: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// When a suspended run expires.
+    pub expires_at: Option<Timestamp>,
+    /// The idempotency key of the StreamAgent that started it.
+    pub request_id: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    pub options: RunOptions,
+    pub state: RunState,
+}

@@ -1,0 +1,44 @@
+//! What the runtime refuses, and why. The gRPC edge maps each variant to a
+//! status in one place (`grpc/status.rs`).
+
+use crate::run::RunStatus;
+use crate::store::StoreError;
+use crate::tools::AnswerError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("agent {0:?} not found")]
+    AgentNotFound(String),
+    #[error("agent {agent:?} has no tool {tool:?}")]
+    ToolNotFound { agent: String, tool: String },
+    #[error("run not found")]
+    RunNotFound,
+    #[error("{field}: {reason}")]
+    InvalidRequest { field: &'static str, reason: String },
+    #[error("run is {0}, not suspended")]
+    NotSuspended(RunStatus),
+    #[error("tool call {tool_call_id:?} is not pending (pending: {})", pending.join(", "))]
+    ToolCallNotPending {
+        tool_call_id: String,
+        pending: Vec<String>,
+    },
+    #[error("several tool calls are pending ({}): name one in tool_call_id", pending.join(", "))]
+    ToolCallAmbiguous { pending: Vec<String> },
+    #[error("invalid answer: {0}")]
+    InvalidAnswer(#[from] AnswerError),
+    #[error("run is no longer suspended: another Resume claimed this suspension")]
+    ResumeConflict,
+    #[error("run's agent {0:?} is no longer configured on this server")]
+    AgentGone(String),
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for RuntimeError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound => RuntimeError::RunNotFound,
+            other => RuntimeError::Store(other),
+        }
+    }
+}

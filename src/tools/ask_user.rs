@@ -1,0 +1,304 @@
+//! The built-in `ask_user` tool: asks the user a question (free text,
+//! single-select or multi-select), suspending the run until Resume answers.
+//! Outside a run it returns a readable fallback text instead.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{
+    Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, Tool, ToolContext,
+    ToolOutcome, ToolOutput, ToolSpec,
+};
+
+/// The `ask_user` tool.
+pub struct AskUser {
+    spec: ToolSpec,
+}
+
+impl Default for AskUser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AskUser {
+    /// The tool's name, as models call it.
+    pub const NAME: &'static str = "ask_user";
+
+    pub fn new() -> Self {
+        Self {
+            spec: ToolSpec {
+                name: Self::NAME.to_owned(),
+                description: "Ask the user a question and wait for the answer. Give options to \
+                              let the user choose (single_select by default, or multi_select); \
+                              leave them out for a free-text answer."
+                    .to_owned(),
+                input_schema: input_schema(),
+                source: "builtin",
+            },
+        }
+    }
+
+    /// Checks the model's input and resolves the selection mode.
+    pub fn parse(args: &Value) -> Result<AskUserPayload, String> {
+        let input: Input =
+            serde_json::from_value(args.clone()).map_err(|e| format!("Failed to ask user: {e}."))?;
+        input
+            .validate()
+            .map_err(|reason| format!("Failed to ask user: {reason}."))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Input {
+    question: String,
+    #[serde(default)]
+    options: Option<Vec<AskUserOption>>,
+    #[serde(default)]
+    selection_mode: Option<ModeInput>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ModeInput {
+    SingleSelect,
+    MultiSelect,
+}
+
+impl Input {
+    fn validate(self) -> Result<AskUserPayload, String> {
+        if self.question.trim().is_empty() {
+            return Err("question must not be empty".into());
+        }
+        let options = self.options.unwrap_or_default();
+        let selection_mode = match (self.selection_mode, options.is_empty()) {
+            (Some(_), true) => return Err("selectionMode requires options".into()),
+            (None, true) => SelectionMode::FreeText,
+            (None | Some(ModeInput::SingleSelect), false) => SelectionMode::SingleSelect,
+            (Some(ModeInput::MultiSelect), false) => SelectionMode::MultiSelect,
+        };
+        let mut seen = HashSet::new();
+        for option in &options {
+            if option.label.trim().is_empty() {
+                return Err("option labels must not be empty".into());
+            }
+            if !seen.insert(option.label.as_str()) {
+                return Err(format!(
+                    "option labels must be unique (\"{}\" appears twice)",
+                    option.label
+                ));
+            }
+        }
+        Ok(AskUserPayload {
+            question: self.question,
+            options,
+            selection_mode,
+        })
+    }
+}
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "The question to ask the user."},
+            "options": {
+                "type": "array",
+                "description": "Choices to offer; leave out for a free-text answer.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "label": {"type": "string", "description": "Short, unique label."},
+                        "description": {"type": "string", "description": "What the option means."}
+                    },
+                    "required": ["label"]
+                }
+            },
+            "selectionMode": {
+                "type": "string",
+                "enum": ["single_select", "multi_select"],
+                "description": "How many options the user may pick; requires options. Defaults to single_select."
+            }
+        },
+        "required": ["question"]
+    })
+}
+
+/// The text a caller outside any run gets instead of a suspension.
+fn fallback_text(payload: &AskUserPayload) -> String {
+    let mut text = format!("[Question for user]: {}", payload.question);
+    if !payload.options.is_empty() {
+        let labels: Vec<&str> = payload.options.iter().map(|o| o.label.as_str()).collect();
+        text.push_str(&format!("\nOptions: {}", labels.join(", ")));
+        text.push_str(&format!("\nSelection mode: {}", payload.selection_mode.as_str()));
+    }
+    text
+}
+
+#[async_trait]
+impl Tool for AskUser {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome {
+        match Self::parse(args) {
+            Err(message) => ToolOutcome::Done(ToolOutput::error(message)),
+            Ok(payload) if ctx.can_suspend() => ToolOutcome::Suspend(SuspendPayload::AskUser(payload)),
+            Ok(payload) => ToolOutcome::Done(ToolOutput::ok(fallback_text(&payload))),
+        }
+    }
+
+    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
+        let SuspendPayload::AskUser(question) = payload else {
+            return super::suspend::resume_with_data(payload, answer);
+        };
+        answer_text(question, answer).map(|text| ToolOutput::ok(format!("User answered: {text}")))
+    }
+}
+
+/// Checks that `answer` fits `question` and returns the answer as text.
+fn answer_text(question: &AskUserPayload, answer: &Answer) -> Result<String, AnswerError> {
+    let labels = || question.labels();
+    let is_label = |candidate: &str| question.options.iter().any(|o| o.label == candidate);
+    match (question.selection_mode, answer) {
+        (SelectionMode::FreeText, Answer::Text(text)) if text.trim().is_empty() => {
+            Err(AnswerError::new("text", "the answer must not be empty"))
+        }
+        (SelectionMode::FreeText, Answer::Text(text)) => Ok(text.clone()),
+        (SelectionMode::FreeText, other) => Err(AnswerError::new(
+            other.field(),
+            "this question takes a free-text answer: send text",
+        )),
+        (SelectionMode::SingleSelect, Answer::Text(text)) if is_label(text) => Ok(text.clone()),
+        (SelectionMode::SingleSelect, Answer::Text(text)) => Err(AnswerError::new(
+            "text",
+            format!("\"{text}\" is not one of the options"),
+        )
+        .with_labels(labels())),
+        (SelectionMode::SingleSelect, other) => Err(AnswerError::new(
+            other.field(),
+            "this is a single-select question: send text with one option label",
+        )
+        .with_labels(labels())),
+        (SelectionMode::MultiSelect, Answer::Selections(chosen)) => {
+            if chosen.is_empty() {
+                return Err(
+                    AnswerError::new("selections.labels", "choose at least one option").with_labels(labels()),
+                );
+            }
+            let mut seen = HashSet::new();
+            for label in chosen {
+                if !is_label(label) {
+                    return Err(AnswerError::new(
+                        "selections.labels",
+                        format!("\"{label}\" is not one of the options"),
+                    )
+                    .with_labels(labels()));
+                }
+                if !seen.insert(label.as_str()) {
+                    return Err(AnswerError::new(
+                        "selections.labels",
+                        format!("\"{label}\" is chosen more than once"),
+                    )
+                    .with_labels(labels()));
+                }
+            }
+            Ok(chosen.join(", "))
+        }
+        (SelectionMode::MultiSelect, other) => Err(AnswerError::new(
+            other.field(),
+            "this is a multi-select question: send selections",
+        )
+        .with_labels(labels())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: Value, ctx: ToolContext) -> ToolOutcome {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(AskUser::new().execute(&args, ctx))
+    }
+
+    #[test]
+    fn selection_mode_without_options_is_an_error_result() {
+        let outcome = run(
+            json!({"question": "Q?", "selectionMode": "multi_select"}),
+            ToolContext::IN_RUN,
+        );
+        assert_eq!(
+            outcome,
+            ToolOutcome::Done(ToolOutput::error(
+                "Failed to ask user: selectionMode requires options."
+            ))
+        );
+    }
+
+    #[test]
+    fn options_default_to_single_select() {
+        let outcome = run(
+            json!({"question": "Q?", "options": [{"label": "a"}]}),
+            ToolContext::IN_RUN,
+        );
+        let ToolOutcome::Suspend(SuspendPayload::AskUser(payload)) = outcome else {
+            panic!("expected a suspension, got {outcome:?}");
+        };
+        assert_eq!(payload.selection_mode, SelectionMode::SingleSelect);
+    }
+
+    #[test]
+    fn fallback_outside_a_run_lists_options_and_mode() {
+        let args = json!({"question": "Pick", "options": [{"label": "a"}, {"label": "b"}], "selectionMode": "multi_select"});
+        assert_eq!(
+            run(args, ToolContext::STANDALONE),
+            ToolOutcome::Done(ToolOutput::ok(
+                "[Question for user]: Pick\nOptions: a, b\nSelection mode: multi_select"
+            ))
+        );
+    }
+
+    #[test]
+    fn labels_must_be_unique_and_non_empty() {
+        for options in [json!([{"label": "a"}, {"label": "a"}]), json!([{"label": " "}])] {
+            let outcome = run(json!({"question": "Q?", "options": options}), ToolContext::IN_RUN);
+            assert!(
+                matches!(outcome, ToolOutcome::Done(ToolOutput { is_error: true, .. })),
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn multi_select_answer_is_joined_in_order_given() {
+        let payload = AskUserPayload {
+            question: "Q".into(),
+            options: vec![
+                AskUserOption {
+                    label: "a".into(),
+                    description: String::new(),
+                },
+                AskUserOption {
+                    label: "b".into(),
+                    description: String::new(),
+                },
+            ],
+            selection_mode: SelectionMode::MultiSelect,
+        };
+        let answer = Answer::Selections(vec!["b".into(), "a".into()]);
+        assert_eq!(answer_text(&payload, &answer).unwrap(), "b, a");
+        let duplicate = Answer::Selections(vec!["a".into(), "a".into()]);
+        assert_eq!(
+            answer_text(&payload, &duplicate).unwrap_err().field,
+            "selections.labels"
+        );
+    }
+}

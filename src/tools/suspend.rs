@@ -1,0 +1,127 @@
+//! Suspension payloads and the answers that resume them, with the rules
+//! that say which answer fits which payload.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::ToolOutput;
+
+/// How a question is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectionMode {
+    FreeText,
+    SingleSelect,
+    MultiSelect,
+}
+
+impl SelectionMode {
+    /// The name the model uses (`selectionMode`); free text has none.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SelectionMode::FreeText => "free_text",
+            SelectionMode::SingleSelect => "single_select",
+            SelectionMode::MultiSelect => "multi_select",
+        }
+    }
+}
+
+/// One option of a question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskUserOption {
+    pub label: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// A question for the user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskUserPayload {
+    pub question: String,
+    pub options: Vec<AskUserOption>,
+    pub selection_mode: SelectionMode,
+}
+
+impl AskUserPayload {
+    pub fn labels(&self) -> Vec<String> {
+        self.options.iter().map(|o| o.label.clone()).collect()
+    }
+}
+
+/// What a suspended call asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SuspendPayload {
+    AskUser(AskUserPayload),
+    Custom { data: Map<String, Value> },
+    ClientTool { tool_name: String, args: Value },
+}
+
+/// An answer given through Resume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    Text(String),
+    Selections(Vec<String>),
+    Data(Value),
+    Approval { approved: bool, reason: String },
+}
+
+impl Answer {
+    /// The request field that carries this answer.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Answer::Text(_) => "text",
+            Answer::Selections(_) => "selections",
+            Answer::Data(_) => "data",
+            Answer::Approval { .. } => "approval",
+        }
+    }
+}
+
+/// Why an answer does not fit what it answers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct AnswerError {
+    /// The request field at fault, e.g. `text` or `selections.labels`.
+    pub field: &'static str,
+    pub reason: String,
+    /// For select questions: the labels that would be accepted.
+    pub valid_labels: Vec<String>,
+}
+
+impl AnswerError {
+    pub fn new(field: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            field,
+            reason: reason.into(),
+            valid_labels: Vec::new(),
+        }
+    }
+
+    pub fn with_labels(mut self, labels: Vec<String>) -> Self {
+        self.valid_labels = labels;
+        self
+    }
+}
+
+/// The default resumption: `data` answers a custom or client-tool payload
+/// and becomes the result as JSON text.
+pub(super) fn resume_with_data(payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
+    match (payload, answer) {
+        (SuspendPayload::Custom { .. } | SuspendPayload::ClientTool { .. }, Answer::Data(value)) => {
+            Ok(ToolOutput::ok(match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }))
+        }
+        (SuspendPayload::AskUser(_), _) => Err(AnswerError::new(
+            "answer",
+            "this call is a question: answer it with text or selections",
+        )),
+        (_, other) => Err(AnswerError::new(
+            "data",
+            format!("this call waits for resume data, not {}", other.field()),
+        )),
+    }
+}
