@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -28,7 +29,7 @@ enum Command {
     Serve(ServeArgs),
 }
 
-#[derive(Args, Clone, Default)]
+#[derive(Args, Clone)]
 struct ServeArgs {
     /// The TOML file with server settings and agents.
     #[arg(long, env = "AGENTD_CONFIG")]
@@ -42,6 +43,10 @@ struct ServeArgs {
     /// Run store URL: sqlite://PATH or memory: [default: SQLite in the data dir].
     #[arg(long, env = "AGENTD_STORE")]
     store: Option<String>,
+    /// Seconds open streams get to finish after SIGINT/SIGTERM before the
+    /// server closes them.
+    #[arg(long, env = "AGENTD_DRAIN_SECS", default_value_t = 10)]
+    drain_secs: u64,
     /// Seconds a suspended run waits for an answer before it expires [default: 7 days].
     #[arg(long, env = "AGENTD_SUSPEND_TTL_SECS")]
     suspend_ttl_secs: Option<u64>,
@@ -80,7 +85,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", settings.listen))?;
     let address = listener.local_addr()?;
     tracing::info!(store = %settings.store, "agentd listening on {address}");
-    server::serve(listener, runtime, shutdown_signal()).await?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = server::serve(listener, runtime, async {
+        let _ = stopped.await;
+    });
+    tokio::pin!(serving);
+    tokio::select! {
+        result = &mut serving => return Ok(result?),
+        () = shutdown_signal() => {
+            let _ = stop.send(());
+        }
+    }
+    let drain = Duration::from_secs(args.drain_secs);
+    match tokio::time::timeout(drain, serving).await {
+        Ok(result) => result?,
+        Err(_) => tracing::warn!(?drain, "drain period over: closing the remaining streams"),
+    }
     tracing::info!("agentd stopped");
     Ok(())
 }

@@ -42,6 +42,10 @@ impl From<RuntimeError> for Status {
                 ),
             ),
             RuntimeError::RunNotFound => (Code::NotFound, info("RUN_NOT_FOUND", &[])),
+            RuntimeError::DuplicateRequest(request_id) => (
+                Code::AlreadyExists,
+                info("DUPLICATE_REQUEST", &[("request_id", request_id.clone())]),
+            ),
             RuntimeError::InvalidRequest { field, reason } => (
                 Code::InvalidArgument,
                 bad_request(field, reason, "INVALID_REQUEST", &[]),

@@ -13,6 +13,8 @@ pub enum RuntimeError {
     ToolNotFound { agent: String, tool: String },
     #[error("run not found")]
     RunNotFound,
+    #[error("a run was already started with request_id {0:?}")]
+    DuplicateRequest(String),
     #[error("{field}: {reason}")]
     InvalidRequest { field: &'static str, reason: String },
     #[error("run is {0}, not suspended")]

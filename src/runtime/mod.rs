@@ -22,7 +22,7 @@ pub use resume::ResumeRun;
 use crate::agent::{AgentRegistry, Message};
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunId, RunOptions, RunRecord, RunState, RunStatus};
-use crate::store::RunStore;
+use crate::store::{RunStore, StoreError};
 use crate::time::Timestamp;
 use crate::tools::{ToolContext, ToolOutcome, ToolOutput};
 
@@ -98,7 +98,7 @@ impl Runtime {
 
     /// Starts a run: stores it, then streams it from a task of its own until
     /// it suspends or finishes. The run goes on if the stream is dropped.
-    #[instrument(skip_all, fields(agent = %request.agent_id))]
+    #[instrument(skip_all, fields(agent = %request.agent_id, run_id = tracing::field::Empty))]
     pub async fn start(&self, request: StartRun) -> Result<RunStream, RuntimeError> {
         let agent = self
             .inner
@@ -156,7 +156,13 @@ impl Runtime {
         });
         let mut run = run;
         run.last_seq = emitter.last_seq();
-        self.inner.store.create_run(&run, emitter.unstored()).await?;
+        match self.inner.store.create_run(&run, emitter.unstored()).await {
+            Ok(()) => {}
+            Err(StoreError::AlreadyExists) => {
+                return Err(RuntimeError::DuplicateRequest(run.request_id.unwrap_or_default()))
+            }
+            Err(other) => return Err(other.into()),
+        }
         emitter.committed().await;
 
         let run_id = run.id;
@@ -219,7 +225,7 @@ impl Inner {
             Ok(()) => Ok(run),
             // Somebody else moved it first (a Resume, or another expiry):
             // what they stored is the truth.
-            Err(crate::store::StoreError::VersionConflict { .. }) => Ok(self.store.load_run(run.id).await?),
+            Err(StoreError::VersionConflict { .. }) => Ok(self.store.load_run(run.id).await?),
             Err(other) => Err(other.into()),
         }
     }

@@ -23,13 +23,32 @@ impl MemoryStore {
     }
 }
 
+/// Like the SQLite backend's primary key: a seq is stored once per run, and a
+/// write that repeats one is refused whole.
+fn check_new_seqs(log: &[Event], events: &[Event]) -> Result<(), StoreError> {
+    for (i, event) in events.iter().enumerate() {
+        let repeated = log.iter().chain(&events[..i]).any(|e| e.seq == event.seq);
+        if repeated {
+            return Err(StoreError::Backend(format!("duplicate event seq {}", event.seq)));
+        }
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl RunStore for MemoryStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
         let mut runs = self.lock();
-        if runs.contains_key(&run.id) {
+        // Like the SQLite backend: a request id (idempotency key) names one
+        // run only.
+        let request_taken = run.request_id.is_some()
+            && runs
+                .values()
+                .any(|(stored, _)| stored.request_id == run.request_id);
+        if runs.contains_key(&run.id) || request_taken {
             return Err(StoreError::AlreadyExists);
         }
+        check_new_seqs(&[], events)?;
         runs.insert(run.id, (run.clone(), events.to_vec()));
         Ok(())
     }
@@ -48,6 +67,7 @@ impl RunStore for MemoryStore {
                 actual: stored.version,
             });
         }
+        check_new_seqs(log, events)?;
         *stored = run.clone();
         log.extend_from_slice(events);
         Ok(())

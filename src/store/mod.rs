@@ -37,7 +37,7 @@ pub enum StoreError {
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
-    /// taken.
+    /// taken, or if another run has the same `request_id` (idempotency key).
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError>;
 
     /// Replaces a run's record and appends `events` to its log, if the stored

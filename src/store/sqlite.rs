@@ -209,8 +209,7 @@ fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceiver<Write>) {
 }
 
 fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreError>> {
-    let fail_all = |error: rusqlite::Error| {
-        let message = error.to_string();
+    let fail_all = |message: String| {
         batch
             .iter()
             .map(|_| Err(StoreError::Backend(message.clone())))
@@ -218,15 +217,22 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreE
     };
     let mut tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(error) => return fail_all(error),
+        Err(error) => return fail_all(error.to_string()),
     };
-    let outcomes: Vec<_> = batch
-        .iter()
-        .map(|write| apply_in_savepoint(&mut tx, write))
-        .collect();
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for write in batch {
+        outcomes.push(apply_in_savepoint(&mut tx, write));
+        // Some errors (disk full, I/O) make SQLite roll the whole
+        // transaction back. Every write applied so far is gone, and a
+        // savepoint opened now would start and commit a transaction of its
+        // own, outside this batch: stop and fail the whole batch.
+        if tx.is_autocommit() {
+            return fail_all("the batch transaction was rolled back by SQLite".into());
+        }
+    }
     match tx.commit() {
         Ok(()) => outcomes,
-        Err(error) => fail_all(error),
+        Err(error) => fail_all(error.to_string()),
     }
 }
 

@@ -1,0 +1,239 @@
+//! Starts the whole service on `127.0.0.1:0` with a fresh SQLite store in a
+//! temporary folder, and wraps the generated client with request helpers.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use agentd::config::{FileConfig, Overrides, ServerSettings};
+use agentd::pb::agent_chunk::Chunk;
+use agentd::pb::agent_service_client::AgentServiceClient;
+use agentd::pb::{self, AgentChunk};
+use agentd::server;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub client: AgentServiceClient<Channel>,
+    shutdown: Option<oneshot::Sender<()>>,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// Settings for a test server whose store lives in `data_dir`.
+pub fn settings_in(data_dir: &Path) -> ServerSettings {
+    FileConfig::default().settle(Overrides {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        data_dir: Some(data_dir.to_owned()),
+        ..Overrides::default()
+    })
+}
+
+impl TestServer {
+    /// A server with the embedded defaults and a fresh SQLite store.
+    pub async fn start() -> Self {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let settings = settings_in(temp.path());
+        let mut server = Self::start_with(settings).await;
+        server._temp = Some(temp);
+        server
+    }
+
+    /// A server with these settings (the listen address is ignored: the
+    /// server binds an ephemeral port).
+    pub async fn start_with(settings: ServerSettings) -> Self {
+        let runtime = server::build_runtime(&settings).expect("runtime");
+        // Bound before serving, so the client can connect without waiting.
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let (shutdown, signal) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            server::serve(listener, runtime, async {
+                let _ = signal.await;
+            })
+            .await
+            .expect("server failed");
+        });
+        let client = AgentServiceClient::connect(format!("http://{addr}"))
+            .await
+            .expect("connect");
+        Self {
+            addr,
+            client,
+            shutdown: Some(shutdown),
+            _temp: None,
+        }
+    }
+
+    /// A new connection to the server, for other services' clients.
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .expect("connect")
+    }
+
+    pub fn client(&self) -> AgentServiceClient<Channel> {
+        self.client.clone()
+    }
+
+    /// Starts a run with a prompt and collects its stream to the end.
+    pub async fn stream(&self, prompt: &str) -> Vec<AgentChunk> {
+        self.start_run(pb::StreamAgentRequest {
+            prompt: prompt.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("StreamAgent")
+    }
+
+    pub async fn start_run(&self, request: pb::StreamAgentRequest) -> Result<Vec<AgentChunk>, Status> {
+        let stream = self.client().stream_agent(request).await?.into_inner();
+        collect(stream).await
+    }
+
+    pub async fn resume(&self, request: pb::ResumeRequest) -> Result<Vec<AgentChunk>, Status> {
+        let stream = self.client().resume(request).await?.into_inner();
+        collect(stream).await
+    }
+
+    pub async fn resume_text(&self, run_id: &str, text: &str) -> Result<Vec<AgentChunk>, Status> {
+        self.resume(resume_request(
+            run_id,
+            "",
+            pb::resume_request::Answer::Text(text.into()),
+        ))
+        .await
+    }
+
+    pub async fn resume_labels(&self, run_id: &str, labels: &[&str]) -> Result<Vec<AgentChunk>, Status> {
+        let labels = labels.iter().map(|l| l.to_string()).collect();
+        let answer = pb::resume_request::Answer::Selections(pb::Selections { labels });
+        self.resume(resume_request(run_id, "", answer)).await
+    }
+
+    pub async fn get_run(&self, run_id: &str) -> pb::Run {
+        self.client()
+            .get_run(pb::GetRunRequest {
+                run_id: run_id.into(),
+            })
+            .await
+            .expect("GetRun")
+            .into_inner()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+pub fn resume_request(
+    run_id: &str,
+    tool_call_id: &str,
+    answer: pb::resume_request::Answer,
+) -> pb::ResumeRequest {
+    pb::ResumeRequest {
+        run_id: run_id.into(),
+        tool_call_id: tool_call_id.into(),
+        answer: Some(answer),
+        request_id: String::new(),
+    }
+}
+
+/// Reads a stream to its end; a stream must close OK.
+pub async fn collect(mut stream: tonic::Streaming<AgentChunk>) -> Result<Vec<AgentChunk>, Status> {
+    let mut chunks = Vec::new();
+    while let Some(chunk) = stream.message().await? {
+        chunks.push(chunk);
+    }
+    Ok(chunks)
+}
+
+pub fn run_id(chunks: &[AgentChunk]) -> String {
+    chunks.first().expect("at least one chunk").run_id.clone()
+}
+
+/// The kinds of the chunks, in order, e.g. `["start", "step_start", ...]`.
+pub fn kinds(chunks: &[AgentChunk]) -> Vec<&'static str> {
+    chunks
+        .iter()
+        .map(|c| match c.chunk.as_ref().expect("chunk kind") {
+            Chunk::Start(_) => "start",
+            Chunk::StepStart(_) => "step_start",
+            Chunk::TextDelta(_) => "text_delta",
+            Chunk::ToolCall(_) => "tool_call",
+            Chunk::ToolResult(_) => "tool_result",
+            Chunk::ToolCallSuspended(_) => "tool_call_suspended",
+            Chunk::ToolCallApproval(_) => "tool_call_approval",
+            Chunk::StepFinish(_) => "step_finish",
+            Chunk::Finish(_) => "finish",
+            Chunk::Error(_) => "error",
+        })
+        .collect()
+}
+
+pub fn finish(chunks: &[AgentChunk]) -> pb::RunFinished {
+    match chunks.last().and_then(|c| c.chunk.clone()) {
+        Some(Chunk::Finish(finish)) => finish,
+        other => panic!("stream did not end with finish: {other:?}"),
+    }
+}
+
+pub fn finish_reason(chunks: &[AgentChunk]) -> pb::FinishReason {
+    pb::FinishReason::try_from(finish(chunks).reason).expect("known reason")
+}
+
+pub fn suspensions(chunks: &[AgentChunk]) -> Vec<pb::ToolCallSuspended> {
+    chunks
+        .iter()
+        .filter_map(|c| match &c.chunk {
+            Some(Chunk::ToolCallSuspended(s)) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn ask_user_payload(suspended: &pb::ToolCallSuspended) -> pb::AskUserPayload {
+    match suspended.suspend_payload.as_ref().and_then(|p| p.kind.clone()) {
+        Some(pb::suspend_payload::Kind::AskUser(payload)) => payload,
+        other => panic!("not an ask_user payload: {other:?}"),
+    }
+}
+
+pub fn tool_results(chunks: &[AgentChunk]) -> Vec<pb::ToolResult> {
+    chunks
+        .iter()
+        .filter_map(|c| match &c.chunk {
+            Some(Chunk::ToolResult(r)) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn text(chunks: &[AgentChunk]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| match &c.chunk {
+            Some(Chunk::TextDelta(d)) => Some(d.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn status_of(run: &pb::Run) -> pb::RunStatus {
+    pb::RunStatus::try_from(run.status).expect("known status")
+}
+
+/// Asserts the call failed with `code` and returns the status.
+pub fn expect_code<T: std::fmt::Debug>(result: Result<T, Status>, code: Code) -> Status {
+    match result {
+        Err(status) if status.code() == code => status,
+        other => panic!("expected {code:?}, got {other:?}"),
+    }
+}
