@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -119,6 +120,8 @@ pub struct RunOptions {
     pub require_tool_approval: bool,
     /// Cancel the run when the client drops its stream.
     pub cancel_on_disconnect: bool,
+    /// How long each suspension waits for an answer before the run expires.
+    pub suspend_ttl: Duration,
 }
 
 /// The part of a run that the agent loop reads and writes.

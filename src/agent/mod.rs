@@ -6,6 +6,7 @@ mod message;
 mod registry;
 mod step;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -30,6 +31,10 @@ pub struct Agent {
     /// System instructions placed before the conversation.
     pub instructions: Option<String>,
     pub max_steps: u32,
+    /// How long this agent's suspensions wait; `None` takes the server's.
+    pub suspend_ttl: Option<std::time::Duration>,
+    /// Tools whose every call waits for approval before it runs.
+    pub approval_required: HashSet<String>,
     model: Arc<dyn LanguageModel>,
     tools: ToolSet,
 }
@@ -55,9 +60,16 @@ impl Agent {
             description: description.into(),
             instructions: None,
             max_steps: DEFAULT_MAX_STEPS,
+            suspend_ttl: None,
+            approval_required: HashSet::new(),
             model,
             tools,
         }
+    }
+
+    /// Whether calls of this tool always wait for approval.
+    pub fn requires_approval(&self, tool: &str) -> bool {
+        self.approval_required.contains(tool)
     }
 
     pub fn model_name(&self) -> &str {

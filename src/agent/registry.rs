@@ -23,6 +23,10 @@ pub struct AgentSpec {
     pub instructions: Option<String>,
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
+    /// Seconds this agent's suspensions wait for an answer (default: the
+    /// server's `suspend_ttl_secs`).
+    #[serde(default)]
+    pub suspend_ttl_secs: Option<u64>,
     /// Tool names; `ask_user` is built in.
     #[serde(default = "default_tools")]
     pub tools: Vec<String>,
@@ -52,6 +56,7 @@ impl AgentSpec {
             model: default_model(),
             instructions: None,
             max_steps: DEFAULT_MAX_STEPS,
+            suspend_ttl_secs: None,
             tools: default_tools(),
             default: true,
         }
@@ -166,5 +171,6 @@ fn build_agent(spec: &AgentSpec) -> Result<Agent, RegistryError> {
     let mut agent = Agent::new(&spec.id, &spec.description, model, ToolSet::new(tools));
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
+    agent.suspend_ttl = spec.suspend_ttl_secs.map(std::time::Duration::from_secs);
     Ok(agent)
 }

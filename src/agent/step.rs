@@ -76,7 +76,9 @@ impl Agent {
             tool_calls: calls.clone(),
         });
         for call in calls {
-            if options.require_tool_approval && call.name != crate::tools::AskUser::NAME {
+            let needs_approval = self.requires_approval(&call.name)
+                || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME);
+            if needs_approval {
                 state.pending.push(PendingCall {
                     call,
                     waiting: Waiting::Approval,

@@ -126,7 +126,7 @@ impl Execution {
     /// Pending calls wait for Resume: the suspension is stored before any
     /// `tool_call_suspended` chunk reaches the client.
     async fn suspend(&mut self) -> Result<(), StoreError> {
-        let expires_at = Timestamp::now().after(self.inner.config.suspend_ttl);
+        let expires_at = Timestamp::now().after(self.run.options.suspend_ttl);
         self.run.expires_at = Some(expires_at);
         for pending in &self.run.state.pending {
             let call = pending.call.clone();

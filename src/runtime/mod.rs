@@ -55,6 +55,8 @@ pub struct StartRun {
     pub max_steps: u32,
     pub require_tool_approval: bool,
     pub cancel_on_disconnect: bool,
+    /// How long a suspension waits; `None` takes the agent's or server's.
+    pub suspend_ttl: Option<Duration>,
     pub metadata: BTreeMap<String, String>,
     pub request_id: Option<String>,
 }
@@ -143,6 +145,10 @@ impl Runtime {
                 },
                 require_tool_approval: request.require_tool_approval,
                 cancel_on_disconnect: request.cancel_on_disconnect,
+                suspend_ttl: request
+                    .suspend_ttl
+                    .or(agent.suspend_ttl)
+                    .unwrap_or(self.inner.config.suspend_ttl),
             },
             state,
         };

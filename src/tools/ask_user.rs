@@ -38,6 +38,7 @@ impl AskUser {
                     .to_owned(),
                 input_schema: input_schema(),
                 source: "builtin",
+                resume_schema: None,
             },
         }
     }

@@ -33,6 +33,9 @@ pub struct ToolSpec {
     pub input_schema: Value,
     /// `builtin`, `client`, `http` or `mcp`.
     pub source: &'static str,
+    /// JSON Schema of the resume `data` of a tool that suspends with a
+    /// custom payload.
+    pub resume_schema: Option<Value>,
 }
 
 /// What the model is given back for a call.

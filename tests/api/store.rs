@@ -606,6 +606,7 @@ fn suspended_run(agent_id: &str) -> RunRecord {
             max_steps: 10,
             require_tool_approval: false,
             cancel_on_disconnect: true,
+            suspend_ttl: std::time::Duration::from_secs(3600),
         },
         state: RunState {
             messages: vec![

@@ -1,5 +1,7 @@
 //! Requests -> domain commands. Every malformed field is named.
 
+use std::time::Duration;
+
 use crate::agent::Message;
 use crate::pb;
 use crate::run::RunId;
@@ -67,6 +69,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         max_steps,
         require_tool_approval,
         on_disconnect,
+        suspend_ttl_seconds,
     } = options.unwrap_or_default();
     let cancel_on_disconnect = match pb::DisconnectPolicy::try_from(on_disconnect) {
         Ok(pb::DisconnectPolicy::Unspecified | pb::DisconnectPolicy::Continue) => false,
@@ -84,6 +87,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         max_steps,
         require_tool_approval,
         cancel_on_disconnect,
+        suspend_ttl: (suspend_ttl_seconds > 0).then(|| Duration::from_secs(suspend_ttl_seconds)),
         metadata: metadata.into_iter().collect(),
         request_id: optional(request_id),
     })

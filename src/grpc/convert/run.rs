@@ -72,6 +72,8 @@ pub fn agent_to_proto(agent: &Agent, is_default: bool) -> pb::Agent {
                 description: spec.description.clone(),
                 input_schema: Some(json_to_struct(&spec.input_schema)),
                 source: spec.source.to_owned(),
+                require_approval: agent.requires_approval(&spec.name),
+                resume_schema: spec.resume_schema.as_ref().map(json_to_struct),
             })
             .collect(),
         is_default,
