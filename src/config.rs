@@ -30,6 +30,8 @@ pub struct ServerFile {
     pub store: Option<String>,
     /// Seconds a suspended run waits for an answer before it expires.
     pub suspend_ttl_secs: Option<u64>,
+    /// Seconds between two expiry sweeps; 0 disables the sweep.
+    pub sweep_interval_secs: Option<u64>,
 }
 
 /// The settings a server runs with, after every source is merged.
@@ -40,6 +42,9 @@ pub struct ServerSettings {
     /// The run store URL.
     pub store: String,
     pub suspend_ttl: Duration,
+    /// How often suspended runs past their time to live are marked expired;
+    /// zero disables the sweep (runs then expire when next read).
+    pub sweep_interval: Duration,
     pub agents: Vec<AgentSpec>,
 }
 
@@ -50,11 +55,13 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     pub store: Option<String>,
     pub suspend_ttl_secs: Option<u64>,
+    pub sweep_interval_secs: Option<u64>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
 pub const DEFAULT_DATA_DIR: &str = "./agentd-data";
 pub const DEFAULT_SUSPEND_TTL_SECS: u64 = 7 * 24 * 3600;
+pub const DEFAULT_SWEEP_INTERVAL_SECS: u64 = 30;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -101,6 +108,12 @@ impl FileConfig {
                     .suspend_ttl_secs
                     .or(self.server.suspend_ttl_secs)
                     .unwrap_or(DEFAULT_SUSPEND_TTL_SECS),
+            ),
+            sweep_interval: Duration::from_secs(
+                overrides
+                    .sweep_interval_secs
+                    .or(self.server.sweep_interval_secs)
+                    .unwrap_or(DEFAULT_SWEEP_INTERVAL_SECS),
             ),
             agents: if self.agents.is_empty() {
                 vec![AgentSpec::assistant()]

@@ -50,6 +50,10 @@ struct ServeArgs {
     /// Seconds a suspended run waits for an answer before it expires [default: 7 days].
     #[arg(long, env = "AGENTD_SUSPEND_TTL_SECS")]
     suspend_ttl_secs: Option<u64>,
+    /// Seconds between two sweeps that mark suspended runs past their time
+    /// to live expired; 0 disables the sweep [default: 30].
+    #[arg(long, env = "AGENTD_SWEEP_INTERVAL_SECS")]
+    sweep_interval_secs: Option<u64>,
 }
 
 #[tokio::main]
@@ -78,6 +82,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir,
         store: args.store,
         suspend_ttl_secs: args.suspend_ttl_secs,
+        sweep_interval_secs: args.sweep_interval_secs,
     });
     let runtime = server::build_runtime(&settings)?;
     let listener = TcpListener::bind(settings.listen)

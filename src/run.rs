@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::agent::Message;
 use crate::chunk::{RunFailure, Usage};
 use crate::time::Timestamp;
-use crate::tools::{SuspendPayload, ToolCall};
+use crate::tools::{Answer, SuspendPayload, ToolCall};
 
 /// A run's id: a UUIDv7, so ids sort by creation time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -139,6 +139,23 @@ pub struct RunState {
     pub final_text: String,
     /// Why a failed run failed.
     pub failure: Option<RunFailure>,
+    /// Why a cancelled run was cancelled.
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
+    /// Resumes that carried an idempotency key, so a retry replays instead
+    /// of answering twice.
+    #[serde(default)]
+    pub resumes: Vec<ResumeRecord>,
+}
+
+/// A Resume that carried a `request_id`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResumeRecord {
+    pub request_id: String,
+    pub tool_call_id: String,
+    pub answer: Answer,
+    /// The seq of the `start` chunk of the continuation it started.
+    pub first_seq: u64,
 }
 
 /// A run as the store keeps it.

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
@@ -36,13 +37,25 @@ pub fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeError> {
     let store: Arc<dyn RunStore> = store::open(&settings.store)?;
     let config = RuntimeConfig {
         suspend_ttl: settings.suspend_ttl,
+        sweep_interval: settings.sweep_interval,
         ..RuntimeConfig::default()
     };
     Ok(Runtime::new(agents, store, config))
 }
 
+/// Aborts a background task when dropped, however its owner ends.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Serves `runtime` on `listener` until `shutdown` resolves, then stops
-/// accepting, reports NOT_SERVING, and lets open streams finish.
+/// accepting, reports NOT_SERVING, and lets open streams finish. The expiry
+/// sweep runs beside it, every `RuntimeConfig::sweep_interval`, and stops
+/// with it.
 pub async fn serve(
     listener: TcpListener,
     runtime: Runtime,
@@ -70,6 +83,7 @@ pub async fn serve(
             .await;
     };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let _sweeper = AbortOnDrop(runtime.spawn_expiry_sweeper(runtime.sweep_interval()));
     Server::builder()
         .add_service(health_service)
         .add_service(reflection_v1)

@@ -5,6 +5,7 @@
 mod message;
 mod registry;
 mod step;
+mod tool_entry;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde_json::Value;
 pub use message::Message;
 pub use registry::{AgentRegistry, AgentSpec, RegistryError};
 pub use step::{record_result, ChunkSink, StepEnd};
+pub use tool_entry::{ToolEntry, ToolTable};
 
 use crate::model::LanguageModel;
 use crate::run::{PendingCall, Waiting};
@@ -122,7 +124,14 @@ impl Agent {
                 "this call is suspended, not waiting for approval",
             )),
             (Waiting::Suspended { payload }, answer) => match self.tools.get(&pending.call.name) {
-                Some(tool) => tool.tool().resume(payload, answer).map(Resolution::Output),
+                Some(tool) => {
+                    // Resume data is checked against the tool's resume
+                    // schema before the tool sees it.
+                    if let Answer::Data(data) = answer {
+                        tool.validate_resume(data)?;
+                    }
+                    tool.tool().resume(payload, answer).map(Resolution::Output)
+                }
                 // The tool left the configuration since the run suspended:
                 // answers are still checked against the stored payload.
                 None => Tool::resume(&AskUser::new(), payload, answer).map(Resolution::Output),

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{Agent, DEFAULT_MAX_STEPS};
+use super::{Agent, ToolEntry, DEFAULT_MAX_STEPS};
 use crate::model::{LanguageModel, Scripted};
-use crate::tools::{AskUser, RegisteredTool, Tool, ToolSet};
+use crate::tools::{AskUser, HumanReview, RegisteredTool, Tool, ToolSet};
 
 /// An agent as `agentd.toml` declares it (`[[agents]]`).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -27,9 +27,11 @@ pub struct AgentSpec {
     /// server's `suspend_ttl_secs`).
     #[serde(default)]
     pub suspend_ttl_secs: Option<u64>,
-    /// Tool names; `ask_user` is built in.
+    /// The agent's tools: names (`"ask_user"`) or tables
+    /// (`{ name = "human_review", require_approval = true }`); `ask_user`
+    /// and `human_review` are built in.
     #[serde(default = "default_tools")]
-    pub tools: Vec<String>,
+    pub tools: Vec<ToolEntry>,
     /// Selected by an empty agent_id. Without one, the first agent is.
     #[serde(default)]
     pub default: bool,
@@ -43,8 +45,8 @@ fn default_max_steps() -> u32 {
     DEFAULT_MAX_STEPS
 }
 
-fn default_tools() -> Vec<String> {
-    vec![AskUser::NAME.to_owned()]
+fn default_tools() -> Vec<ToolEntry> {
+    vec![ToolEntry::name(AskUser::NAME)]
 }
 
 impl AgentSpec {
@@ -72,8 +74,10 @@ pub enum RegistryError {
     DuplicateAgent(String),
     #[error("agent {agent}: unknown model {model:?} (known: scripted)")]
     UnknownModel { agent: String, model: String },
-    #[error("agent {agent}: unknown tool {tool:?} (known: ask_user)")]
+    #[error("agent {agent}: unknown tool {tool:?} (known: ask_user, human_review)")]
     UnknownTool { agent: String, tool: String },
+    #[error("agent {agent}: tool {tool:?} is listed twice")]
+    DuplicateTool { agent: String, tool: String },
     #[error("agent {agent}: max_steps must be at least 1")]
     NoSteps { agent: String },
     #[error("several agents are marked default: {0:?}")]
@@ -156,9 +160,16 @@ fn build_agent(spec: &AgentSpec) -> Result<Agent, RegistryError> {
         });
     }
     let mut tools = Vec::with_capacity(spec.tools.len());
-    for name in &spec.tools {
-        let tool: Arc<dyn Tool> = match name.as_str() {
+    for (i, entry) in spec.tools.iter().enumerate() {
+        if spec.tools[..i].iter().any(|e| e.tool_name() == entry.tool_name()) {
+            return Err(RegistryError::DuplicateTool {
+                agent: spec.id.clone(),
+                tool: entry.tool_name().to_owned(),
+            });
+        }
+        let tool: Arc<dyn Tool> = match entry.tool_name() {
             AskUser::NAME => Arc::new(AskUser::new()),
+            HumanReview::NAME => Arc::new(HumanReview::new()),
             other => {
                 return Err(RegistryError::UnknownTool {
                     agent: spec.id.clone(),
@@ -169,6 +180,12 @@ fn build_agent(spec: &AgentSpec) -> Result<Agent, RegistryError> {
         tools.push(RegisteredTool::new(tool).map_err(RegistryError::InvalidTool)?);
     }
     let mut agent = Agent::new(&spec.id, &spec.description, model, ToolSet::new(tools));
+    agent.approval_required = spec
+        .tools
+        .iter()
+        .filter(|entry| entry.require_approval())
+        .map(|entry| entry.tool_name().to_owned())
+        .collect();
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
     agent.suspend_ttl = spec.suspend_ttl_secs.map(std::time::Duration::from_secs);

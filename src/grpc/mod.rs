@@ -37,10 +37,6 @@ fn chunk_stream(stream: RunStream) -> Response<ChunkStream> {
     Response::new(Box::pin(chunks))
 }
 
-fn unimplemented(rpc: &str) -> Status {
-    Status::unimplemented(format!("{rpc} is not available in this version of agentd"))
-}
-
 #[tonic::async_trait]
 impl AgentService for AgentServiceImpl {
     type StreamAgentStream = ChunkStream;
@@ -62,11 +58,14 @@ impl AgentService for AgentServiceImpl {
         Ok(chunk_stream(self.runtime.resume(resume).await?))
     }
 
+    #[instrument(skip_all)]
     async fn subscribe_run(
         &self,
-        _request: Request<pb::SubscribeRunRequest>,
+        request: Request<pb::SubscribeRunRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        Err(unimplemented("SubscribeRun"))
+        let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
+        let run_id = convert::parse_run_id(&run_id)?;
+        Ok(chunk_stream(self.runtime.subscribe(run_id, after_seq).await?))
     }
 
     #[instrument(skip_all)]
@@ -76,15 +75,24 @@ impl AgentService for AgentServiceImpl {
         Ok(Response::new(convert::run_to_proto(&run)))
     }
 
+    #[instrument(skip_all)]
     async fn list_runs(
         &self,
-        _request: Request<pb::ListRunsRequest>,
+        request: Request<pb::ListRunsRequest>,
     ) -> Result<Response<pb::ListRunsResponse>, Status> {
-        Err(unimplemented("ListRuns"))
+        let query = convert::list_runs_request(request.into_inner())?;
+        let page = self.runtime.list_runs(query).await?;
+        Ok(Response::new(convert::run_page_to_proto(&page)))
     }
 
-    async fn cancel_run(&self, _request: Request<pb::CancelRunRequest>) -> Result<Response<pb::Run>, Status> {
-        Err(unimplemented("CancelRun"))
+    #[instrument(skip_all)]
+    async fn cancel_run(&self, request: Request<pb::CancelRunRequest>) -> Result<Response<pb::Run>, Status> {
+        let pb::CancelRunRequest { run_id, reason } = request.into_inner();
+        let run = self
+            .runtime
+            .cancel(convert::parse_run_id(&run_id)?, reason)
+            .await?;
+        Ok(Response::new(convert::run_to_proto(&run)))
     }
 
     async fn list_agents(

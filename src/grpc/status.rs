@@ -78,6 +78,15 @@ impl From<RuntimeError> for Status {
                 return Status::with_error_details(Code::InvalidArgument, message, details);
             }
             RuntimeError::ResumeConflict => (Code::FailedPrecondition, info("RESUME_CONFLICT", &[])),
+            RuntimeError::NotCancellable(status) => (
+                Code::FailedPrecondition,
+                info("RUN_FINISHED", &[("status", status.as_str().to_owned())]),
+            ),
+            RuntimeError::RequestIdReused(request_id) => (
+                Code::FailedPrecondition,
+                info("REQUEST_ID_REUSED", &[("request_id", request_id.clone())]),
+            ),
+            RuntimeError::Busy => (Code::Unavailable, info("RUN_BUSY", &[])),
             RuntimeError::AgentGone(agent) => (
                 Code::FailedPrecondition,
                 info("AGENT_GONE", &[("agent_id", agent.clone())]),

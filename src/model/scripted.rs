@@ -4,6 +4,7 @@
 //!
 //! | prompt contains | the model                                                        |
 //! |-----------------|------------------------------------------------------------------|
+//! | `call TOOL {json}` | calls TOOL with the JSON object as arguments; several `call`s joined by ` then ` or `;` are several calls in one step; JSON that does not parse gets a plain-text answer saying why, and no call |
 //! | `stream N`      | streams N text deltas and stops (for benchmarks)                 |
 //! | `plain`         | answers in text, with no tool call                               |
 //! | `invalid`       | calls ask_user with `selectionMode` but no options (an error)    |
@@ -13,7 +14,9 @@
 //! | anything else   | asks a single-select question (a plan)                           |
 //!
 //! Once every call of its last step has a result, it writes a final text that
-//! quotes the answers (or the tool errors) and stops.
+//! quotes the answers, other tools' results and the tool errors, and stops.
+
+mod call_directive;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -35,7 +38,29 @@ pub struct Scripted;
 enum Script {
     Stream(usize),
     Say(String),
-    Call(Vec<Value>),
+    /// Tool calls: tool name and arguments.
+    Call(Vec<(String, Value)>),
+}
+
+/// Calls of ask_user with these arguments.
+fn ask(questions: Vec<Value>) -> Script {
+    Script::Call(
+        questions
+            .into_iter()
+            .map(|args| (ASK_USER.to_owned(), args))
+            .collect(),
+    )
+}
+
+/// What a prompt with `call` directives asks for.
+fn call_directives(prompt: &str) -> Option<Script> {
+    Some(match call_directive::parse(prompt)? {
+        Ok(directives) => Script::Call(directives.into_iter().map(|d| (d.name, d.args)).collect()),
+        Err(reason) => Script::Say(format!(
+            "I did not call any tool: the call directive is invalid: {reason}. \
+             Write it as call TOOL_NAME {{\"key\": \"value\"}}."
+        )),
+    })
 }
 
 fn free_text_question() -> Value {
@@ -86,6 +111,9 @@ fn stream_count(prompt: &str) -> Option<usize> {
 }
 
 fn first_step(prompt: &str, can_ask: bool) -> Script {
+    if let Some(script) = call_directives(prompt) {
+        return script;
+    }
     let prompt = prompt.to_lowercase();
     if let Some(n) = stream_count(&prompt) {
         return Script::Stream(n);
@@ -96,7 +124,7 @@ fn first_step(prompt: &str, can_ask: bool) -> Script {
             prompt.trim()
         ));
     }
-    Script::Call(if prompt.contains("invalid") {
+    ask(if prompt.contains("invalid") {
         vec![invalid_question()]
     } else if prompt.contains("two questions") {
         vec![free_text_question(), single_select_question()]
@@ -109,33 +137,46 @@ fn first_step(prompt: &str, can_ask: bool) -> Script {
     })
 }
 
-/// The final text after the tool results that close the conversation.
+/// The final text after the tool results that close the conversation:
+/// the user's answers, then other tools' results, then the tool errors.
 fn closing_text(results: &[&Message]) -> String {
     let mut answers = Vec::new();
+    let mut outputs = Vec::new();
     let mut errors = Vec::new();
     for message in results {
         if let Message::Tool {
-            content, is_error, ..
+            tool_name,
+            content,
+            is_error,
+            ..
         } = message
         {
             match content.strip_prefix(ANSWER_PREFIX) {
-                Some(answer) if !is_error => answers.push(answer.to_owned()),
                 _ if *is_error => errors.push(content.clone()),
-                _ => answers.push(content.clone()),
+                Some(answer) => answers.push(answer.to_owned()),
+                None => outputs.push(format!("The {tool_name} tool returned: {}", sentence(content))),
             }
         }
     }
-    let mut text = String::new();
+    let mut parts = Vec::new();
     if !answers.is_empty() {
-        text.push_str(&format!("Thanks! You answered: {}.", answers.join("; ")));
+        parts.push(format!("Thanks! You answered: {}.", answers.join("; ")));
     }
+    parts.extend(outputs);
     if !errors.is_empty() {
-        if !text.is_empty() {
-            text.push(' ');
-        }
-        text.push_str(&format!("The tool reported an error: {}", errors.join(" ")));
+        parts.push(format!("The tool reported an error: {}", errors.join(" ")));
     }
-    text
+    parts.join(" ")
+}
+
+/// `text` ending with a full stop (unless it ends with other punctuation).
+fn sentence(text: &str) -> String {
+    let text = text.trim_end();
+    if text.ends_with(['.', '!', '?']) {
+        text.to_owned()
+    } else {
+        format!("{text}.")
+    }
 }
 
 fn script(messages: &[Message], can_ask: bool) -> Script {
@@ -213,11 +254,11 @@ impl LanguageModel for Scripted {
                 let mut events: Vec<ModelEvent> = calls
                     .into_iter()
                     .enumerate()
-                    .map(|(i, args)| {
+                    .map(|(i, (name, args))| {
                         output_chars += args.to_string().len();
                         ModelEvent::ToolCall(ToolCall {
                             id: format!("call_{step}_{}", i + 1),
-                            name: ASK_USER.to_owned(),
+                            name,
                             args,
                         })
                     })
@@ -252,5 +293,33 @@ mod tests {
         ];
         let refs: Vec<&Message> = results.iter().collect();
         assert_eq!(closing_text(&refs), "Thanks! You answered: Ada; Pro.");
+    }
+
+    #[test]
+    fn closing_text_quotes_other_results_and_errors() {
+        let results = [
+            Message::tool("call_1_1", "ask_user", "User answered: Ada", false),
+            Message::tool("call_1_2", "human_review", "Reviewer approved the draft.", false),
+            Message::tool("call_1_3", "lookup", "42", false),
+            Message::tool("call_1_4", "x", "Unknown tool: x", true),
+        ];
+        let refs: Vec<&Message> = results.iter().collect();
+        assert_eq!(
+            closing_text(&refs),
+            "Thanks! You answered: Ada. The human_review tool returned: Reviewer approved the draft. \
+             The lookup tool returned: 42. The tool reported an error: Unknown tool: x"
+        );
+    }
+
+    #[test]
+    fn call_directive_takes_precedence_over_keywords() {
+        let Script::Call(calls) = first_step(r#"plain: call human_review {"draft": "multi"}"#, true) else {
+            panic!("expected calls");
+        };
+        assert_eq!(calls, [("human_review".to_owned(), json!({"draft": "multi"}))]);
+        let Script::Say(text) = first_step("call human_review {draft}", true) else {
+            panic!("expected a plain answer");
+        };
+        assert!(text.contains("the call directive is invalid"), "{text}");
     }
 }

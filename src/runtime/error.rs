@@ -30,6 +30,12 @@ pub enum RuntimeError {
     InvalidAnswer(#[from] AnswerError),
     #[error("run is no longer suspended: another Resume claimed this suspension")]
     ResumeConflict,
+    #[error("run is {0}: only running or suspended runs can be cancelled")]
+    NotCancellable(RunStatus),
+    #[error("request_id {0:?} was already used with a different answer")]
+    RequestIdReused(String),
+    #[error("the run kept changing; try again")]
+    Busy,
     #[error("run's agent {0:?} is no longer configured on this server")]
     AgentGone(String),
     #[error(transparent)]

@@ -2,10 +2,15 @@
 //! a run and persists each one through the [`RunStore`] before the client can
 //! depend on it. It knows nothing of gRPC.
 
+mod cancel;
 mod drive;
 mod emitter;
 mod error;
+mod expiry;
+mod list;
+mod live;
 mod resume;
+mod subscribe;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,11 +20,14 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::instrument;
 
-pub use emitter::Emitter;
+pub use emitter::{Emitter, Staging};
 pub use error::RuntimeError;
+pub use list::{ListRuns, RunPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use live::LiveRuns;
 pub use resume::ResumeRun;
+use subscribe::Wanted;
 
-use crate::agent::{AgentRegistry, Message};
+use crate::agent::{Agent, AgentRegistry, Message};
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunId, RunOptions, RunRecord, RunState, RunStatus};
 use crate::store::{RunStore, StoreError};
@@ -33,6 +41,9 @@ pub struct RuntimeConfig {
     pub suspend_ttl: Duration,
     /// Chunks buffered per client stream before the run waits for the client.
     pub stream_buffer: usize,
+    /// How often the expiry sweep looks for suspended runs past their time
+    /// to live (see `Runtime::spawn_expiry_sweeper`); zero disables it.
+    pub sweep_interval: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -40,6 +51,7 @@ impl Default for RuntimeConfig {
         Self {
             suspend_ttl: Duration::from_secs(7 * 24 * 3600),
             stream_buffer: 256,
+            sweep_interval: Duration::from_secs(30),
         }
     }
 }
@@ -77,15 +89,18 @@ struct Inner {
     agents: AgentRegistry,
     store: Arc<dyn RunStore>,
     config: RuntimeConfig,
+    live: LiveRuns,
 }
 
 impl Runtime {
     pub fn new(agents: AgentRegistry, store: Arc<dyn RunStore>, config: RuntimeConfig) -> Self {
+        let live = LiveRuns::default();
         Self {
             inner: Arc::new(Inner {
                 agents,
                 store,
                 config,
+                live,
             }),
         }
     }
@@ -98,8 +113,15 @@ impl Runtime {
         &self.inner.store
     }
 
+    /// Runs executing in this process right now.
+    pub fn executing_runs(&self) -> usize {
+        self.inner.live.executing()
+    }
+
     /// Starts a run: stores it, then streams it from a task of its own until
-    /// it suspends or finishes. The run goes on if the stream is dropped.
+    /// it suspends or finishes. The run goes on if the stream is dropped
+    /// (unless it asked to be cancelled then). A `request_id` that started a
+    /// run before gets that run's stream, replayed then live, instead.
     #[instrument(skip_all, fields(agent = %request.agent_id, run_id = tracing::field::Empty))]
     pub async fn start(&self, request: StartRun) -> Result<RunStream, RuntimeError> {
         let agent = self
@@ -114,64 +136,38 @@ impl Runtime {
                 reason: "a run needs at least one message".into(),
             });
         }
-        let mut state = RunState::default();
-        let has_system = request
-            .messages
-            .iter()
-            .any(|m| matches!(m, Message::System { .. }));
-        if let (Some(instructions), false) = (&agent.instructions, has_system) {
-            state.messages.push(Message::System {
-                content: instructions.clone(),
-            });
+        if let Some(request_id) = &request.request_id {
+            if let Some(existing) = self.inner.store.find_run_by_request_id(request_id).await? {
+                return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
+            }
         }
-        state.messages.extend(request.messages);
-        let now = Timestamp::now();
-        let run = RunRecord {
-            id: RunId::new(),
-            agent_id: agent.id.clone(),
-            status: RunStatus::Running,
-            version: 1,
-            last_seq: 0,
-            created_at: now,
-            updated_at: now,
-            expires_at: None,
-            request_id: request.request_id,
-            metadata: request.metadata,
-            options: RunOptions {
-                max_steps: if request.max_steps == 0 {
-                    agent.max_steps
-                } else {
-                    request.max_steps
-                },
-                require_tool_approval: request.require_tool_approval,
-                cancel_on_disconnect: request.cancel_on_disconnect,
-                suspend_ttl: request
-                    .suspend_ttl
-                    .or(agent.suspend_ttl)
-                    .unwrap_or(self.inner.config.suspend_ttl),
-            },
-            state,
-        };
+        let run = new_run(&agent, request, &self.inner.config);
         tracing::Span::current().record("run_id", tracing::field::display(run.id));
 
-        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
-        let mut emitter = Emitter::new(0, client);
-        emitter.hold(Chunk::Start {
+        let mut first = Staging::after(0);
+        first.push(Chunk::Start {
             agent_id: agent.id.clone(),
             resumed: false,
         });
         let mut run = run;
-        run.last_seq = emitter.last_seq();
-        match self.inner.store.create_run(&run, emitter.unstored()).await {
+        run.last_seq = first.last_seq;
+        match self.inner.store.create_run(&run, &first.events).await {
             Ok(()) => {}
-            Err(StoreError::AlreadyExists) => {
-                return Err(RuntimeError::DuplicateRequest(run.request_id.unwrap_or_default()))
+            // A retry racing its original: follow the run that won.
+            Err(StoreError::AlreadyExists) if run.request_id.is_some() => {
+                let request_id = run.request_id.unwrap_or_default();
+                let existing = self.inner.store.find_run_by_request_id(&request_id).await?;
+                let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
+                return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
             }
             Err(other) => return Err(other.into()),
         }
-        emitter.committed().await;
 
+        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
         let run_id = run.id;
+        let live = self.inner.live.start_execution(run_id);
+        let mut emitter = Emitter::new(live, run.last_seq, Some(client));
+        emitter.release_stored(first.events).await;
         let execution = drive::Execution::new(Arc::clone(&self.inner), agent, run, emitter);
         tokio::spawn(execution.run_steps());
         Ok(RunStream { run_id, events })
@@ -215,6 +211,48 @@ impl Runtime {
     }
 }
 
+/// A new run of `agent` as `request` asks, not yet stored.
+fn new_run(agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecord {
+    let mut state = RunState::default();
+    let has_system = request
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::System { .. }));
+    if let (Some(instructions), false) = (&agent.instructions, has_system) {
+        state.messages.push(Message::System {
+            content: instructions.clone(),
+        });
+    }
+    state.messages.extend(request.messages);
+    let now = Timestamp::now();
+    RunRecord {
+        id: RunId::new(),
+        agent_id: agent.id.clone(),
+        status: RunStatus::Running,
+        version: 1,
+        last_seq: 0,
+        created_at: now,
+        updated_at: now,
+        expires_at: None,
+        request_id: request.request_id,
+        metadata: request.metadata,
+        options: RunOptions {
+            max_steps: if request.max_steps == 0 {
+                agent.max_steps
+            } else {
+                request.max_steps
+            },
+            require_tool_approval: request.require_tool_approval,
+            cancel_on_disconnect: request.cancel_on_disconnect,
+            suspend_ttl: request
+                .suspend_ttl
+                .or(agent.suspend_ttl)
+                .unwrap_or(config.suspend_ttl),
+        },
+        state,
+    }
+}
+
 impl Inner {
     /// Marks a suspended run whose time to live has passed as expired.
     async fn expire_if_due(&self, mut run: RunRecord) -> Result<RunRecord, RuntimeError> {
@@ -228,7 +266,13 @@ impl Inner {
         run.status = RunStatus::Expired;
         run.updated_at = Timestamp::now();
         match self.store.commit(&run, expected, &[]).await {
-            Ok(()) => Ok(run),
+            Ok(()) => {
+                tracing::info!(run_id = %run.id, "suspended run expired");
+                if let Some(live) = self.live.get(run.id) {
+                    live.close();
+                }
+                Ok(run)
+            }
             // Somebody else moved it first (a Resume, or another expiry):
             // what they stored is the truth.
             Err(StoreError::VersionConflict { .. }) => Ok(self.store.load_run(run.id).await?),

@@ -8,10 +8,12 @@ use tokio::sync::mpsc;
 use tracing::instrument;
 
 use super::drive::Execution;
+use super::emitter::Staging;
+use super::subscribe::Wanted;
 use super::{Emitter, RunStream, Runtime, RuntimeError};
 use crate::agent::{record_result, Resolution};
 use crate::chunk::Chunk;
-use crate::run::{PendingCall, RunId, RunRecord, RunStatus};
+use crate::run::{PendingCall, ResumeRecord, RunId, RunRecord, RunStatus};
 use crate::store::StoreError;
 use crate::time::Timestamp;
 use crate::tools::Answer;
@@ -45,10 +47,16 @@ fn pick_pending(pending: &[PendingCall], tool_call_id: Option<&str>) -> Result<u
 }
 
 impl Runtime {
-    /// Answers a suspended call and streams the run's continuation.
+    /// Answers a suspended call and streams the run's continuation. With a
+    /// `request_id` used before, replays that Resume's continuation instead
+    /// (or refuses, if the answer differs).
     #[instrument(skip_all, fields(run_id = %request.run_id, tool_call_id))]
     pub async fn resume(&self, request: ResumeRun) -> Result<RunStream, RuntimeError> {
         let run = self.inner.store.load_run(request.run_id).await?;
+        if let Some(earlier) = earlier_resume(&run, &request)? {
+            let first_seq = earlier.first_seq;
+            return self.follow(run.id, Wanted::Segment { first_seq }).await;
+        }
         let mut run: RunRecord = self.inner.expire_if_due(run).await?;
         if run.status != RunStatus::Suspended {
             return Err(RuntimeError::NotSuspended(run.status));
@@ -66,15 +74,22 @@ impl Runtime {
         // The answer fits: claim the suspension. The answer is stored with
         // the claim, so an acknowledged answer is never lost.
         let answered = run.state.pending.remove(index);
-        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
-        let mut emitter = Emitter::new(run.last_seq, client);
-        emitter.hold(Chunk::Start {
+        let mut first = Staging::after(run.last_seq);
+        first.push(Chunk::Start {
             agent_id: run.agent_id.clone(),
             resumed: true,
         });
+        if let Some(request_id) = request.request_id {
+            run.state.resumes.push(ResumeRecord {
+                request_id,
+                tool_call_id: answered.call.id.clone(),
+                answer: request.answer,
+                first_seq: first.last_seq,
+            });
+        }
         let approved = match resolution {
             Resolution::Output(output) => {
-                record_result(&mut run.state, &answered.call, output, &mut emitter).await;
+                record_result(&mut run.state, &answered.call, output, &mut first).await;
                 None
             }
             Resolution::Execute => Some(answered.call),
@@ -84,17 +99,43 @@ impl Runtime {
         run.status = RunStatus::Running;
         run.expires_at = None;
         run.updated_at = Timestamp::now();
-        run.last_seq = emitter.last_seq();
-        match self.inner.store.commit(&run, expected, emitter.unstored()).await {
+        run.last_seq = first.last_seq;
+        match self.inner.store.commit(&run, expected, &first.events).await {
             Ok(()) => {}
             Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
             Err(other) => return Err(other.into()),
         }
-        emitter.committed().await;
 
+        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
         let run_id = run.id;
+        let live = self.inner.live.start_execution(run_id);
+        let mut emitter = Emitter::new(live, run.last_seq, Some(client));
+        emitter.release_stored(first.events).await;
         let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
         tokio::spawn(execution.continue_after_resume(approved));
         Ok(RunStream { run_id, events })
+    }
+}
+
+/// The earlier Resume of this run with the same `request_id`, if any; the
+/// same key with another answer is refused.
+fn earlier_resume<'a>(
+    run: &'a RunRecord,
+    request: &ResumeRun,
+) -> Result<Option<&'a ResumeRecord>, RuntimeError> {
+    let Some(request_id) = &request.request_id else {
+        return Ok(None);
+    };
+    let Some(earlier) = run.state.resumes.iter().find(|r| &r.request_id == request_id) else {
+        return Ok(None);
+    };
+    let same_call = request
+        .tool_call_id
+        .as_ref()
+        .is_none_or(|id| *id == earlier.tool_call_id);
+    if same_call && earlier.answer == request.answer {
+        Ok(Some(earlier))
+    } else {
+        Err(RuntimeError::RequestIdReused(request_id.clone()))
     }
 }

@@ -6,9 +6,10 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{RunStore, StoreError};
+use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
-use crate::run::{RunId, RunRecord};
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::time::Timestamp;
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -84,5 +85,36 @@ impl RunStore for MemoryStore {
         let runs = self.lock();
         let (_, log) = runs.get(&id).ok_or(StoreError::NotFound)?;
         Ok(log.iter().filter(|e| e.seq > after_seq).cloned().collect())
+    }
+
+    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        Ok(self
+            .lock()
+            .values()
+            .find(|(run, _)| run.request_id.as_deref() == Some(request_id))
+            .map(|(run, _)| run.id))
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        let mut runs: Vec<RunRecord> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| query.matches(run))
+            .map(|(run, _)| run.clone())
+            .collect();
+        runs.sort_unstable_by_key(|run| std::cmp::Reverse(run.id));
+        runs.truncate(query.limit);
+        Ok(runs)
+    }
+
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        let mut due: Vec<(Timestamp, RunId)> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| run.status == RunStatus::Suspended)
+            .filter_map(|(run, _)| run.expires_at.filter(|at| *at <= now).map(|at| (at, run.id)))
+            .collect();
+        due.sort_unstable();
+        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
     }
 }

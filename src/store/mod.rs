@@ -4,15 +4,18 @@
 //! it, guard writes with a version compare-and-set, and return it.
 
 mod memory;
+mod query;
 mod sqlite;
 
 use async_trait::async_trait;
 
 pub use memory::MemoryStore;
+pub use query::RunQuery;
 pub use sqlite::SqliteStore;
 
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord};
+use crate::time::Timestamp;
 
 /// A store operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +58,18 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Reads a run's events with `seq > after_seq`, in order.
     async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError>;
+
+    /// The run started with this `request_id` (idempotency key), if any.
+    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError>;
+
+    /// Runs that pass `query`'s filters, newest first (by id, descending),
+    /// at most `query.limit` of them, all older than `query.before`.
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Suspended runs whose `expires_at` is at or before `now`, soonest
+    /// expired first, at most `limit` of them. The caller expires each one
+    /// with a version compare-and-set.
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (or a plain path) or

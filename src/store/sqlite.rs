@@ -12,13 +12,19 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{RunStore, StoreError};
+mod queries;
+
+use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord};
+use crate::time::Timestamp;
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
 /// records how many have run.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/sqlite/0001_runs.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/sqlite/0001_runs.sql"),
+    include_str!("migrations/sqlite/0002_run_queries.sql"),
+];
 
 /// The most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -415,5 +421,21 @@ impl RunStore for SqliteStore {
             .collect()
         })
         .await
+    }
+
+    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        let request_id = request_id.to_owned();
+        self.read(move |conn| queries::find_run_by_request_id(conn, &request_id))
+            .await
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        let query = query.clone();
+        self.read(move |conn| queries::list_runs(conn, &query)).await
+    }
+
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.read(move |conn| queries::due_suspensions(conn, now, limit))
+            .await
     }
 }

@@ -3,6 +3,7 @@
 //! persistence of their own; the runtime stores what they return.
 
 mod ask_user;
+mod human_review;
 mod registry;
 mod suspend;
 
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use ask_user::AskUser;
+pub use human_review::HumanReview;
 pub use registry::{RegisteredTool, ToolSet};
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
 

@@ -1,24 +1,40 @@
-//! A set of tools with their compiled input-schema validators, so that
-//! arguments are checked once, the same way, before any tool runs.
+//! A set of tools with their compiled schema validators (input, and resume
+//! data for tools that declare one), so that arguments and answers are
+//! checked once, the same way, before any tool sees them.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Tool, ToolSpec};
+use super::{AnswerError, Tool, ToolSpec};
 
-/// A tool together with its compiled input-schema validator.
+/// A tool together with its compiled input-schema and resume-schema
+/// validators.
 pub struct RegisteredTool {
     tool: Arc<dyn Tool>,
     validator: jsonschema::Validator,
+    resume_validator: Option<jsonschema::Validator>,
 }
 
 impl RegisteredTool {
-    /// Compiles the tool's input schema; an invalid schema is an error.
+    /// Compiles the tool's input schema and its resume schema (if any); an
+    /// invalid schema is an error.
     pub fn new(tool: Arc<dyn Tool>) -> Result<Self, String> {
-        let validator = jsonschema::validator_for(&tool.spec().input_schema)
-            .map_err(|e| format!("tool {}: invalid input schema: {e}", tool.spec().name))?;
-        Ok(Self { tool, validator })
+        let spec = tool.spec();
+        let validator = jsonschema::validator_for(&spec.input_schema)
+            .map_err(|e| format!("tool {}: invalid input schema: {e}", spec.name))?;
+        let resume_validator = match &spec.resume_schema {
+            Some(schema) => Some(
+                jsonschema::validator_for(schema)
+                    .map_err(|e| format!("tool {}: invalid resume schema: {e}", spec.name))?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            tool,
+            validator,
+            resume_validator,
+        })
     }
 
     pub fn tool(&self) -> &dyn Tool {
@@ -31,11 +47,8 @@ impl RegisteredTool {
 
     /// Checks `args` against the input schema, naming every violation.
     pub fn validate(&self, args: &Value) -> Result<(), String> {
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(args)
-            .map(|error| {
-                let path = error.instance_path().to_string();
+        let problems: Vec<String> = violations(&self.validator, args)
+            .map(|(path, error)| {
                 let at = if path.is_empty() { "input" } else { path.as_str() };
                 format!("{at}: {error}")
             })
@@ -50,6 +63,41 @@ impl RegisteredTool {
             ))
         }
     }
+
+    /// Checks resume `data` against the resume schema (if the tool declares
+    /// one), naming every violation by its JSON pointer inside `data`
+    /// (`data/decision: ...`).
+    pub fn validate_resume(&self, data: &Value) -> Result<(), AnswerError> {
+        let Some(validator) = &self.resume_validator else {
+            return Ok(());
+        };
+        let problems: Vec<String> = violations(validator, data)
+            .map(|(path, error)| format!("data{path}: {error}"))
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(AnswerError::new(
+                "data",
+                format!(
+                    "does not match the resume schema of {}: {}",
+                    self.spec().name,
+                    problems.join("; ")
+                ),
+            ))
+        }
+    }
+}
+
+/// Every violation of `validator` by `value`, as the JSON pointer of the
+/// offending part (empty for `value` itself) and what is wrong with it.
+fn violations<'a>(
+    validator: &'a jsonschema::Validator,
+    value: &'a Value,
+) -> impl Iterator<Item = (String, String)> + 'a {
+    validator
+        .iter_errors(value)
+        .map(|error| (error.instance_path().to_string(), error.to_string()))
 }
 
 /// The tools of one agent, looked up by name.

@@ -59,7 +59,7 @@ pub enum SuspendPayload {
 
 /// An answer given through Resume.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum Answer {
     Text(String),
     Selections(Vec<String>),

@@ -285,20 +285,3 @@ async fn max_steps_stops_the_run() {
     assert_eq!(status_of(&run), RunStatus::Completed);
     assert_eq!(run.steps, 1);
 }
-
-#[tokio::test]
-async fn a_reused_request_id_never_starts_a_second_run() {
-    let server = TestServer::start().await;
-    let request = pb::StreamAgentRequest {
-        prompt: "pick a plan".into(),
-        request_id: "order-42".into(),
-        ..Default::default()
-    };
-    let first = server.start_run(request.clone()).await.unwrap();
-    assert_eq!(finish_reason(&first), FinishReason::Suspended);
-    let status = expect_code(server.start_run(request).await, Code::AlreadyExists);
-    assert_eq!(
-        status.get_details_error_info().unwrap().metadata["request_id"],
-        "order-42"
-    );
-}

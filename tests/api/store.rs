@@ -18,6 +18,8 @@ use serde_json::json;
 use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
 
+mod queries;
+
 type Store = Arc<dyn RunStore>;
 
 // ---------------------------------------------------------------- backends
@@ -98,6 +100,7 @@ pub async fn conformance(store: Store) {
     read_events_after_seq(&store).await;
     racing_commits_have_one_winner(&store).await;
     mixed_burst_of_commits(&store).await;
+    queries::queries_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {
@@ -585,7 +588,7 @@ fn ask_user_call() -> ToolCall {
 }
 
 /// A run suspended on an ask_user call, at version 1 with 5 events stored.
-fn suspended_run(agent_id: &str) -> RunRecord {
+pub fn suspended_run(agent_id: &str) -> RunRecord {
     let id = RunId::new();
     let created = Timestamp::now();
     RunRecord {
@@ -632,6 +635,8 @@ fn suspended_run(agent_id: &str) -> RunRecord {
             },
             final_text: String::new(),
             failure: None,
+            cancel_reason: None,
+            resumes: Vec::new(),
         },
     }
 }

@@ -56,6 +56,7 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
         updated_at: Some(timestamp(run.updated_at)),
         expires_at: run.expires_at.filter(|_| suspended).map(timestamp),
         error: run.state.failure.clone().map(failure_to_proto),
+        cancel_reason: run.state.cancel_reason.clone().unwrap_or_default(),
         metadata: run.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
     }
 }

@@ -1,0 +1,101 @@
+//! CancelRun: a running run is interrupted where it is (an in-flight model
+//! call is dropped); a suspended run is closed, each pending call recorded as
+//! declined because the run was cancelled. Finished runs cannot be
+//! cancelled.
+
+use std::time::Duration;
+
+use tracing::instrument;
+
+use super::emitter::Staging;
+use super::{Emitter, Runtime, RuntimeError};
+use crate::agent::record_result;
+use crate::chunk::{Chunk, FinishReason};
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::StoreError;
+use crate::time::Timestamp;
+use crate::tools::ToolOutput;
+
+/// How long CancelRun waits for an interrupted step to store its end.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// Attempts before CancelRun gives up on a run that keeps changing.
+const ATTEMPTS: usize = 8;
+
+impl Runtime {
+    /// Cancels a running or suspended run and returns it as stored.
+    #[instrument(skip_all, fields(run_id = %run_id))]
+    pub async fn cancel(&self, run_id: RunId, reason: String) -> Result<RunRecord, RuntimeError> {
+        let mut interrupted = false;
+        for _ in 0..ATTEMPTS {
+            let run = self.inner.store.load_run(run_id).await?;
+            let run = self.inner.expire_if_due(run).await?;
+            let executing_here = self.inner.live.get(run_id).filter(|live| live.is_executing());
+            let outcome = match (run.status, executing_here) {
+                (RunStatus::Running, Some(live)) if !interrupted => {
+                    live.request_cancel(reason.clone());
+                    interrupted = true;
+                    if tokio::time::timeout(STOP_WAIT, live.idle()).await.is_err() {
+                        tracing::warn!("the run did not stop in time; cancelling it in the store");
+                    }
+                    continue;
+                }
+                (RunStatus::Cancelled, _) if interrupted => return Ok(run),
+                (RunStatus::Running | RunStatus::Suspended, _) => self.cancel_stored(run, &reason).await,
+                (status, _) => return Err(RuntimeError::NotCancellable(status)),
+            };
+            match outcome {
+                Ok(run) => return Ok(run),
+                // Changed under us (resumed, or it moved on): look again.
+                Err(StoreError::VersionConflict { .. }) => continue,
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Err(RuntimeError::Busy)
+    }
+
+    /// Cancels a run nobody executes here, in the store: its pending calls
+    /// are answered as declined, and the chunks go to anyone waiting on it.
+    async fn cancel_stored(&self, mut run: RunRecord, reason: &str) -> Result<RunRecord, StoreError> {
+        let mut staging = Staging::after(run.last_seq);
+        if run.status == RunStatus::Suspended {
+            staging.push(Chunk::Start {
+                agent_id: run.agent_id.clone(),
+                resumed: true,
+            });
+        }
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        };
+        for pending in std::mem::take(&mut run.state.pending) {
+            let declined = ToolOutput::error(format!(
+                "The run was cancelled before this call was answered{why}"
+            ));
+            record_result(&mut run.state, &pending.call, declined, &mut staging).await;
+        }
+        let usage = run.state.usage;
+        staging.push(Chunk::Finish {
+            reason: FinishReason::Cancelled,
+            usage,
+            text: String::new(),
+        });
+
+        let expected = run.version;
+        run.version += 1;
+        run.status = RunStatus::Cancelled;
+        run.state.cancel_reason = Some(reason.to_owned());
+        run.expires_at = None;
+        run.updated_at = Timestamp::now();
+        run.last_seq = staging.last_seq;
+        self.inner.store.commit(&run, expected, &staging.events).await?;
+
+        if let Some(live) = self.inner.live.get(run.id) {
+            Emitter::new(live, run.last_seq, None)
+                .release_stored(staging.events)
+                .await;
+        }
+        Ok(run)
+    }
+}

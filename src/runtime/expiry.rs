@@ -1,0 +1,98 @@
+//! The expiry sweep: a background task that marks suspended runs past their
+//! time to live EXPIRED, so that listings and watchers learn of it without
+//! anybody reading the run first. Each run is expired with the same version
+//! compare-and-set as the lazy expiry of GetRun and Resume, so every replica
+//! may sweep the same store: exactly one writer wins, the others see the
+//! conflict and move on. It never touches a run that is not yet due.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
+use tracing::instrument;
+
+use super::{Inner, Runtime, RuntimeError};
+use crate::run::{RunId, RunStatus};
+use crate::time::Timestamp;
+
+/// Due runs read from the store at a time.
+const SWEEP_BATCH: usize = 100;
+/// Batches per sweep at most; whatever is left waits for the next tick, so
+/// one sweep cannot spin however many runs are due.
+const MAX_BATCHES: usize = 100;
+
+impl Runtime {
+    /// The sweep interval this runtime was configured with.
+    pub fn sweep_interval(&self) -> Duration {
+        self.inner.config.sweep_interval
+    }
+
+    /// Starts a task that sweeps every `interval` (the first sweep at once).
+    /// A zero interval disables the sweep: the task ends at once, and runs
+    /// expire only lazily, when GetRun or Resume reads them. The task ends
+    /// by itself once every handle of this runtime is dropped; abort it to
+    /// stop it sooner. A failed sweep is logged and retried at the next tick.
+    pub fn spawn_expiry_sweeper(&self, interval: Duration) -> JoinHandle<()> {
+        let inner: Weak<Inner> = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            if interval.is_zero() {
+                return;
+            }
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(inner) = inner.upgrade() else { return };
+                if let Err(error) = inner.sweep_expired().await {
+                    tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
+                }
+            }
+        })
+    }
+
+    /// Expires every suspended run that is due now (up to a bound per call)
+    /// and returns how many runs this call found due and now expired.
+    pub async fn sweep_expired(&self) -> Result<usize, RuntimeError> {
+        self.inner.sweep_expired().await
+    }
+}
+
+impl Inner {
+    #[instrument(skip_all)]
+    async fn sweep_expired(&self) -> Result<usize, RuntimeError> {
+        let mut expired = 0;
+        for _ in 0..MAX_BATCHES {
+            let due = self.store.due_suspensions(Timestamp::now(), SWEEP_BATCH).await?;
+            let more = due.len() == SWEEP_BATCH;
+            let mut failed = 0;
+            for id in due {
+                match self.expire(id).await {
+                    Ok(true) => expired += 1,
+                    Ok(false) => {}
+                    Err(error) => {
+                        // One bad run must not hold up the others.
+                        tracing::warn!(run_id = %id, %error, "could not expire a due run");
+                        failed += 1;
+                    }
+                }
+            }
+            // A full batch of failures would come back whole: wait instead.
+            if !more || failed == SWEEP_BATCH {
+                break;
+            }
+        }
+        if expired > 0 {
+            tracing::debug!(expired, "expiry sweep done");
+        }
+        Ok(expired)
+    }
+
+    /// Expires one due run; whether it is expired now. A conflict inside
+    /// means a Resume or another replica moved the run first: what they
+    /// stored stands.
+    async fn expire(&self, id: RunId) -> Result<bool, RuntimeError> {
+        let run = self.store.load_run(id).await?;
+        Ok(self.expire_if_due(run).await?.status == RunStatus::Expired)
+    }
+}

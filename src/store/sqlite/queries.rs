@@ -1,0 +1,152 @@
+//! The SQLite store's read queries beyond a single run: lookup by request
+//! id, filtered keyset listing, and the expiry sweep's due suspensions. Each
+//! is one indexed query on a reader connection; none ever writes, and none
+//! sorts in a temporary B-tree (a test below checks the query plans).
+
+use std::str::FromStr;
+
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{backend, corrupt, to_i64};
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::{RunQuery, StoreError};
+use crate::time::Timestamp;
+
+fn parse_id(id: &str) -> Result<RunId, StoreError> {
+    RunId::from_str(id).map_err(|e| corrupt(format!("run id {id:?}: {e}")))
+}
+
+pub(super) fn find_run_by_request_id(
+    conn: &Connection,
+    request_id: &str,
+) -> Result<Option<RunId>, StoreError> {
+    let id: Option<String> = conn
+        .prepare_cached("SELECT id FROM runs WHERE request_id = ?1")
+        .and_then(|mut select| select.query_row([request_id], |row| row.get(0)).optional())
+        .map_err(backend)?;
+    id.as_deref().map(parse_id).transpose()
+}
+
+/// The listing's SQL for the filters `query` sets, and its parameters. One
+/// statement per combination of filters, so that each uses its own index
+/// (an `?1 IS NULL OR ...` condition would defeat them).
+fn list_sql(query: &RunQuery) -> (String, Vec<Value>) {
+    let mut conditions = Vec::new();
+    let mut values = Vec::new();
+    if let Some(status) = query.status {
+        conditions.push("status = ?");
+        values.push(Value::Text(status.as_str().to_owned()));
+    }
+    if let Some(agent_id) = &query.agent_id {
+        conditions.push("agent_id = ?");
+        values.push(Value::Text(agent_id.clone()));
+    }
+    if let Some(before) = query.before {
+        conditions.push("id < ?");
+        values.push(Value::Text(before.to_string()));
+    }
+    let mut sql = String::from("SELECT record FROM runs");
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    sql.push_str(" ORDER BY id DESC LIMIT ?");
+    values.push(Value::Integer(to_i64(query.limit as u64)));
+    (sql, values)
+}
+
+pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+    let (sql, values) = list_sql(query);
+    let mut select = conn.prepare_cached(&sql).map_err(backend)?;
+    let rows = select
+        .query_map(rusqlite::params_from_iter(values), |row| row.get::<_, Vec<u8>>(0))
+        .map_err(backend)?;
+    rows.map(|record| serde_json::from_slice(&record.map_err(backend)?).map_err(corrupt))
+        .collect()
+}
+
+const DUE_SQL: &str = "SELECT id FROM runs WHERE status = ?1 AND expires_at <= ?2 \
+                       ORDER BY expires_at LIMIT ?3";
+
+pub(super) fn due_suspensions(
+    conn: &Connection,
+    now: Timestamp,
+    limit: usize,
+) -> Result<Vec<RunId>, StoreError> {
+    let mut select = conn.prepare_cached(DUE_SQL).map_err(backend)?;
+    let rows = select
+        .query_map(
+            params![RunStatus::Suspended.as_str(), now.0, to_i64(limit as u64)],
+            |row| row.get::<_, String>(0),
+        )
+        .map_err(backend)?;
+    rows.map(|id| parse_id(&id.map_err(backend)?)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan SQLite picks for `sql`, one line per step.
+    fn plan(conn: &Connection, sql: &str, values: Vec<Value>) -> String {
+        let mut explain = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain");
+        let steps = explain
+            .query_map(rusqlite::params_from_iter(values), |row| row.get::<_, String>(3))
+            .expect("plan");
+        steps
+            .map(|step| step.expect("plan step"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn migrated() -> Connection {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::migrate(&mut conn).expect("migrate");
+        conn
+    }
+
+    #[test]
+    fn every_listing_uses_an_index_and_no_sort() {
+        let conn = migrated();
+        let id = RunId::new();
+        for status in [None, Some(RunStatus::Suspended)] {
+            for agent_id in [None, Some("assistant".to_owned())] {
+                for before in [None, Some(id)] {
+                    let query = RunQuery {
+                        status,
+                        agent_id: agent_id.clone(),
+                        before,
+                        limit: 10,
+                    };
+                    let (sql, values) = list_sql(&query);
+                    let plan = plan(&conn, &sql, values);
+                    assert!(!plan.contains("TEMP B-TREE"), "{query:?} sorts:\n{plan}");
+                    assert!(plan.contains("INDEX"), "{query:?} scans the table:\n{plan}");
+                    if status.is_some() || agent_id.is_some() {
+                        assert!(plan.contains("SEARCH"), "{query:?} scans:\n{plan}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn due_suspensions_and_request_lookup_search_an_index() {
+        let conn = migrated();
+        let values = vec![
+            Value::Text("suspended".into()),
+            Value::Integer(0),
+            Value::Integer(10),
+        ];
+        let due = plan(&conn, DUE_SQL, values);
+        assert!(due.contains("runs_by_expiry"), "{due}");
+        assert!(!due.contains("TEMP B-TREE"), "{due}");
+
+        let lookup = "SELECT id FROM runs WHERE request_id = ?1";
+        let lookup = plan(&conn, lookup, vec![Value::Text("r".into())]);
+        assert!(lookup.contains("runs_by_request"), "{lookup}");
+    }
+}
