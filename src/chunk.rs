@@ -35,7 +35,7 @@ pub enum FinishReason {
 /// A failure inside a run, as streamed and stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunFailure {
-    /// Stable machine-readable code, e.g. `model_error`.
+    /// Stable machine-readable code, e.g. `provider_error`.
     pub code: String,
     pub message: String,
 }

@@ -10,6 +10,13 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::agent::AgentSpec;
+use crate::auth::{AuthConfig, TenantConfig};
+use crate::limits::Limits;
+use crate::server::TlsConfig;
+use crate::runtime::LeaseSettings;
+use crate::model::ProviderConfigs;
+use crate::tools::mcp::McpServerConfig;
+use crate::tools::ToolConfig;
 
 /// The whole `agentd.toml`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -19,6 +26,28 @@ pub struct FileConfig {
     pub server: ServerFile,
     #[serde(default)]
     pub agents: Vec<AgentSpec>,
+    /// `[[tools]]`: client-executed and HTTP tools that agents use by name.
+    #[serde(default)]
+    pub tools: Vec<ToolConfig>,
+    /// `[[mcp_servers]]`: MCP servers whose tools agents use.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerConfig>,
+    /// `[providers.NAME]`: model providers that agents name in `model`.
+    #[serde(default)]
+    pub providers: ProviderConfigs,
+    /// `[[tenants]]`: tenants and where their API keys are.
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+    /// `[auth]`: the shared API keys file; whether health and reflection
+    /// need a key.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// `[tls]`: certificate, key and client CA files.
+    #[serde(default)]
+    pub tls: TlsConfig,
+    /// `[limits]`: hard limits on requests and runs.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 /// `[server]`: every field optional; flags and environment win over it.
@@ -32,6 +61,16 @@ pub struct ServerFile {
     pub suspend_ttl_secs: Option<u64>,
     /// Seconds between two expiry sweeps; 0 disables the sweep.
     pub sweep_interval_secs: Option<u64>,
+    /// Address of the Prometheus metrics endpoint; none serves no metrics.
+    pub metrics_listen: Option<SocketAddr>,
+    /// This replica's id (the owner of its run leases); unique per replica.
+    pub replica_id: Option<String>,
+    /// Milliseconds a run lease holds without renewal.
+    pub lease_ttl_ms: Option<u64>,
+    /// Milliseconds between two renewals of an executing run's lease.
+    pub lease_renew_ms: Option<u64>,
+    /// Milliseconds between two searches for runs whose lease expired.
+    pub recovery_interval_ms: Option<u64>,
 }
 
 /// The settings a server runs with, after every source is merged.
@@ -45,7 +84,27 @@ pub struct ServerSettings {
     /// How often suspended runs past their time to live are marked expired;
     /// zero disables the sweep (runs then expire when next read).
     pub sweep_interval: Duration,
+    /// Where `GET /metrics` is served; `None`: nowhere.
+    pub metrics_listen: Option<SocketAddr>,
+    /// This replica's id; `None`: a fresh one per process.
+    pub replica_id: Option<String>,
+    /// Run leases and crash recovery.
+    pub lease: LeaseSettings,
     pub agents: Vec<AgentSpec>,
+    /// Configured tools (`[[tools]]`).
+    pub tools: Vec<ToolConfig>,
+    /// Configured MCP servers (`[[mcp_servers]]`).
+    pub mcp_servers: Vec<McpServerConfig>,
+    /// Model providers (`[providers.NAME]`), besides the built-in ones.
+    pub providers: ProviderConfigs,
+    /// Tenants with API keys (`[[tenants]]`).
+    pub tenants: Vec<TenantConfig>,
+    /// Authentication (`[auth]`, `--api-keys-file`).
+    pub auth: AuthConfig,
+    /// TLS (`[tls]`, `--tls-cert`, `--tls-key`, `--tls-client-ca`).
+    pub tls: TlsConfig,
+    /// Hard limits (`[limits]`).
+    pub limits: Limits,
 }
 
 /// Where settings come from, highest precedence first.
@@ -56,12 +115,38 @@ pub struct Overrides {
     pub store: Option<String>,
     pub suspend_ttl_secs: Option<u64>,
     pub sweep_interval_secs: Option<u64>,
+    pub metrics_listen: Option<SocketAddr>,
+    pub replica_id: Option<String>,
+    pub lease_ttl_ms: Option<u64>,
+    pub lease_renew_ms: Option<u64>,
+    pub recovery_interval_ms: Option<u64>,
+    /// A file of `tenant:key` lines.
+    pub api_keys_file: Option<PathBuf>,
+    /// TLS files; each set one replaces the file's.
+    pub tls: TlsConfig,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
 pub const DEFAULT_DATA_DIR: &str = "./agentd-data";
 pub const DEFAULT_SUSPEND_TTL_SECS: u64 = 7 * 24 * 3600;
 pub const DEFAULT_SWEEP_INTERVAL_SECS: u64 = 30;
+
+/// Lease settings: overrides, then the file, then the defaults.
+fn lease_settings(overrides: &Overrides, file: &ServerFile) -> LeaseSettings {
+    let defaults = LeaseSettings::default();
+    let millis = |over: Option<u64>, file: Option<u64>, default: Duration| {
+        over.or(file).map_or(default, Duration::from_millis)
+    };
+    LeaseSettings {
+        ttl: millis(overrides.lease_ttl_ms, file.lease_ttl_ms, defaults.ttl),
+        renew_every: millis(overrides.lease_renew_ms, file.lease_renew_ms, defaults.renew_every),
+        recovery_interval: millis(
+            overrides.recovery_interval_ms,
+            file.recovery_interval_ms,
+            defaults.recovery_interval,
+        ),
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -88,6 +173,7 @@ impl FileConfig {
 
     /// Merges the file with the overrides and the embedded defaults.
     pub fn settle(self, overrides: Overrides) -> ServerSettings {
+        let lease = lease_settings(&overrides, &self.server);
         let data_dir = overrides
             .data_dir
             .or(self.server.data_dir)
@@ -115,11 +201,24 @@ impl FileConfig {
                     .or(self.server.sweep_interval_secs)
                     .unwrap_or(DEFAULT_SWEEP_INTERVAL_SECS),
             ),
+            metrics_listen: overrides.metrics_listen.or(self.server.metrics_listen),
+            replica_id: overrides.replica_id.clone().or(self.server.replica_id.clone()),
+            lease,
             agents: if self.agents.is_empty() {
                 vec![AgentSpec::assistant()]
             } else {
                 self.agents
             },
+            tools: self.tools,
+            mcp_servers: self.mcp_servers,
+            providers: self.providers,
+            tenants: self.tenants,
+            auth: AuthConfig {
+                api_keys_file: overrides.api_keys_file.or(self.auth.api_keys_file),
+                ..self.auth
+            },
+            tls: overrides.tls.or(self.tls),
+            limits: self.limits,
         }
     }
 }

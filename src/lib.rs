@@ -7,14 +7,20 @@
 //! runs directly. [`server::serve`] puts the gRPC edge in front of it.
 
 pub mod agent;
+pub mod auth;
+pub mod chat;
 pub mod chunk;
 pub mod config;
 pub mod grpc;
+pub mod limits;
+pub mod metrics;
 pub mod model;
 pub mod run;
 pub mod runtime;
 pub mod server;
 pub mod store;
+pub mod telemetry;
+pub mod tenant;
 pub mod time;
 pub mod tools;
 

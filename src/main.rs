@@ -10,7 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use agentd::config::{FileConfig, Overrides};
-use agentd::server;
+use agentd::server::{self, ServeOptions, TlsConfig};
+use agentd::telemetry::{self, LogFormat, TelemetryOptions};
+
+mod bench;
 
 /// agentd: a gRPC service hosting LLM agents that can stop to ask a person.
 #[derive(Parser)]
@@ -21,12 +24,31 @@ struct Cli {
     /// With no subcommand, agentd serves.
     #[command(flatten)]
     serve: ServeArgs,
+    /// Format of the log lines on stderr.
+    #[arg(long, global = true, env = "AGENTD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Export spans over OTLP/gRPC to this collector, e.g. http://localhost:4317.
+    #[cfg(feature = "otel")]
+    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Serve the gRPC API (the default).
     Serve(ServeArgs),
+    /// Talk to an agent from the terminal: streams its answers and asks
+    /// you its questions.
+    Chat(agentd::chat::ChatArgs),
+    /// Measure the ask_user cycle, streaming and capacity against a ceiling.
+    ///
+    /// Figures worth quoting come from a release build:
+    /// `cargo run --release -- bench cycle`. Each scenario starts the server
+    /// it measures as a separate process (this executable, `serve` on
+    /// 127.0.0.1:0 with a fresh data folder) unless `--target` names a
+    /// running one. A table goes to stdout (`--json` for machines), a
+    /// progress bar to stderr.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args, Clone)]
@@ -54,20 +76,62 @@ struct ServeArgs {
     /// to live expired; 0 disables the sweep [default: 30].
     #[arg(long, env = "AGENTD_SWEEP_INTERVAL_SECS")]
     sweep_interval_secs: Option<u64>,
+    /// Serve Prometheus metrics (GET /metrics) on this address, e.g.
+    /// 127.0.0.1:9090 [default: no metrics endpoint].
+    #[arg(long, env = "AGENTD_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
+    /// This replica's id, the owner of the leases on the runs it executes;
+    /// unique among replicas sharing a store [default: a fresh UUID].
+    #[arg(long, env = "AGENTD_REPLICA_ID")]
+    replica_id: Option<String>,
+    /// Milliseconds a run lease holds without renewal: a replica that dies
+    /// loses its running runs to another this long after its last write
+    /// [default: 10000].
+    #[arg(long, env = "AGENTD_LEASE_TTL_MS")]
+    lease_ttl_ms: Option<u64>,
+    /// Milliseconds between renewals of the leases of executing runs
+    /// [default: 2000].
+    #[arg(long, env = "AGENTD_LEASE_RENEW_MS")]
+    lease_renew_ms: Option<u64>,
+    /// Milliseconds between searches for running runs whose lease expired;
+    /// 0 disables the search [default: 2000].
+    #[arg(long, env = "AGENTD_RECOVERY_INTERVAL_MS")]
+    recovery_interval_ms: Option<u64>,
+    /// A file of `tenant:key` lines: API keys the server accepts, besides
+    /// those of [[tenants]] [default: [auth] api_keys_file].
+    #[arg(long, env = "AGENTD_API_KEYS_FILE")]
+    api_keys_file: Option<PathBuf>,
+    /// The TLS certificate chain (PEM); with --tls-key the server speaks
+    /// TLS only [default: [tls] cert].
+    #[arg(long, env = "AGENTD_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM) [default: [tls] key].
+    #[arg(long, env = "AGENTD_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// CA certificates (PEM): clients must present a certificate they
+    /// signed (mutual TLS) [default: [tls] client_ca].
+    #[arg(long, env = "AGENTD_TLS_CLIENT_CA")]
+    tls_client_ca: Option<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // The terminal client keeps the terminal for the conversation.
+    let default_filter = match cli.command {
+        Some(Command::Chat(_)) => "warn",
+        _ => "info",
+    };
+    let _telemetry = telemetry::init(TelemetryOptions {
+        format: cli.log_format,
+        default_filter: default_filter.into(),
+        #[cfg(feature = "otel")]
+        otlp_endpoint: cli.otlp_endpoint.clone(),
+    })?;
     match cli.command {
+        Some(Command::Chat(args)) => Ok(agentd::chat::run(args).await?),
         Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Bench(args)) => bench::run(args).await,
         None => serve(cli.serve).await,
     }
 }
@@ -83,29 +147,39 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store: args.store,
         suspend_ttl_secs: args.suspend_ttl_secs,
         sweep_interval_secs: args.sweep_interval_secs,
+        metrics_listen: args.metrics_listen,
+        replica_id: args.replica_id,
+        lease_ttl_ms: args.lease_ttl_ms,
+        lease_renew_ms: args.lease_renew_ms,
+        recovery_interval_ms: args.recovery_interval_ms,
+        api_keys_file: args.api_keys_file,
+        tls: TlsConfig {
+            cert: args.tls_cert,
+            key: args.tls_key,
+            client_ca: args.tls_client_ca,
+        },
     });
-    let runtime = server::build_runtime(&settings)?;
+    let options = ServeOptions::from_settings(&settings)?.with_drain(Duration::from_secs(args.drain_secs));
+    let runtime = server::build_runtime(&settings).await?;
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("binding {}", settings.listen))?;
     let address = listener.local_addr()?;
-    tracing::info!(store = %settings.store, "agentd listening on {address}");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = server::serve(listener, runtime, async {
-        let _ = stopped.await;
-    });
-    tokio::pin!(serving);
-    tokio::select! {
-        result = &mut serving => return Ok(result?),
-        () = shutdown_signal() => {
-            let _ = stop.send(());
-        }
+    tracing::info!(store = %settings.store, tls = settings.tls.is_enabled(), "agentd listening on {address}");
+    if let Some(metrics_listen) = settings.metrics_listen {
+        let metrics = TcpListener::bind(metrics_listen)
+            .await
+            .with_context(|| format!("binding the metrics endpoint {metrics_listen}"))?;
+        tracing::info!("metrics at http://{}/metrics", metrics.local_addr()?);
+        // Serves until the process ends, through the drain period too.
+        tokio::spawn(agentd::metrics::serve_http(
+            metrics,
+            runtime.clone(),
+            std::future::pending(),
+        ));
     }
-    let drain = Duration::from_secs(args.drain_secs);
-    match tokio::time::timeout(drain, serving).await {
-        Ok(result) => result?,
-        Err(_) => tracing::warn!(?drain, "drain period over: closing the remaining streams"),
-    }
+    // On the signal the server drains (see `server/drain.rs`) and returns.
+    server::serve_with(listener, runtime, options, shutdown_signal()).await?;
     tracing::info!("agentd stopped");
     Ok(())
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::agent::Message;
 use crate::chunk::{RunFailure, Usage};
 use crate::time::Timestamp;
-use crate::tools::{Answer, SuspendPayload, ToolCall};
+use crate::tools::{Answer, SuspendPayload, ToolCall, ToolDefinition};
 
 /// A run's id: a UUIDv7, so ids sort by creation time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -177,4 +177,21 @@ pub struct RunRecord {
     pub metadata: BTreeMap<String, String>,
     pub options: RunOptions,
     pub state: RunState,
+    /// Client-executed tools the request that started the run declared;
+    /// kept so that every later step (after a Resume or a restart) has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_tools: Vec<ToolDefinition>,
+    /// Held by the replica executing a running run; `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+}
+
+/// A replica's claim to execute a running run: renewed while it executes;
+/// once `expires_at` has passed, any replica may take the run over (with a
+/// version compare-and-set) and continue it from its last committed step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The replica id of the holder.
+    pub owner: String,
+    pub expires_at: Timestamp,
 }

@@ -1,44 +1,77 @@
 //! Wires the whole service: the runtime behind `agentd.v1.AgentService`,
 //! next to `grpc.health.v1` and server reflection (v1 and v1alpha). `serve`
 //! takes a bound listener and a shutdown future, so tests can run it on an
-//! ephemeral port and `main` only deals with config and signals.
+//! ephemeral port and `main` only deals with config and signals. The agent
+//! service is behind authentication (API keys), the request limits and the
+//! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
+
+mod drain;
+mod health;
+mod options;
+mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tonic::codegen::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
+pub use options::{OptionsError, ServeOptions, DEFAULT_DRAIN};
+pub use tls::{TlsConfig, TlsError};
+
 use crate::agent::{AgentRegistry, RegistryError};
 use crate::config::ServerSettings;
-use crate::grpc::AgentServiceImpl;
+use crate::grpc::{AgentServiceImpl, Authenticator, StreamGate, WireErrors};
 use crate::pb;
 use crate::pb::agent_service_server::AgentServiceServer;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::store::{self, RunStore, StoreError};
+use crate::tools::{mcp_reference, CatalogError, ToolCatalog};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("invalid agent configuration: {0}")]
     Agents(#[from] RegistryError),
+    #[error("invalid tool configuration: {0}")]
+    Tools(#[from] CatalogError),
     #[error("opening the run store: {0}")]
     Store(#[from] StoreError),
     #[error("building reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("serving: {0}")]
     Transport(#[from] tonic::transport::Error),
+    #[error("invalid limits: {0}")]
+    Limits(#[from] crate::limits::InvalidLimits),
 }
 
-/// Builds the runtime the settings describe: agents, store, timeouts.
-pub fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeError> {
-    let agents = AgentRegistry::from_specs(&settings.agents)?;
+/// Builds the runtime the settings describe: tools (connecting the MCP
+/// servers that agents use), agents, store, timeouts.
+pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeError> {
+    let used = |server: &str| {
+        settings.agents.iter().any(|agent| {
+            agent
+                .tools
+                .iter()
+                .any(|entry| mcp_reference(entry.tool_name()).is_some_and(|(name, _)| name == server))
+        })
+    };
+    settings.limits.validate()?;
+    let catalog = ToolCatalog::build(&settings.tools, &settings.mcp_servers, used)
+        .await?
+        .with_ask_user_limits(settings.limits.ask_user());
+    let agents = AgentRegistry::from_specs_with_tools(&settings.agents, &catalog, &settings.providers)?;
     let store: Arc<dyn RunStore> = store::open(&settings.store)?;
+    let defaults = RuntimeConfig::default();
     let config = RuntimeConfig {
         suspend_ttl: settings.suspend_ttl,
         sweep_interval: settings.sweep_interval,
-        ..RuntimeConfig::default()
+        lease: settings.lease.clone(),
+        replica_id: settings.replica_id.clone().unwrap_or(defaults.replica_id.clone()),
+        limits: settings.limits.clone(),
+        ..defaults
     };
     Ok(Runtime::new(agents, store, config))
 }
@@ -52,15 +85,28 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Serves `runtime` on `listener` until `shutdown` resolves, then stops
-/// accepting, reports NOT_SERVING, and lets open streams finish. The expiry
-/// sweep runs beside it, every `RuntimeConfig::sweep_interval`, and stops
-/// with it.
+/// Serves `runtime` on `listener`, open and in plaintext, until `shutdown`
+/// resolves; see [`serve_with`].
 pub async fn serve(
     listener: TcpListener,
     runtime: Runtime,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_with(listener, runtime, ServeOptions::default(), shutdown).await
+}
+
+/// Serves `runtime` on `listener` as `options` say until `shutdown`
+/// resolves, then drains (`drain.rs`): NOT_SERVING, new streams refused,
+/// open streams given `options.drain` to finish. The expiry sweep runs
+/// beside it, every `RuntimeConfig::sweep_interval`, and so does the store
+/// health watch (`health.rs`); both stop with it.
+pub async fn serve_with(
+    listener: TcpListener,
+    runtime: Runtime,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    log_access(&options);
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AgentServiceServer<AgentServiceImpl>>().await;
 
@@ -72,24 +118,91 @@ pub async fn serve(
             // can decode BadRequest / ErrorInfo in error statuses.
             .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
     };
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
-
-    let shutdown = async move {
-        shutdown.await;
-        tracing::info!("shutting down: no new requests; open streams may finish");
-        health
-            .set_not_serving::<AgentServiceServer<AgentServiceImpl>>()
-            .await;
+    // Health and reflection are open unless the options say otherwise.
+    let guard = |required: bool| {
+        if required {
+            options.authenticator.clone()
+        } else {
+            Authenticator::open()
+        }
     };
+    let reflection_v1 = InterceptedService::new(reflection().build_v1()?, guard(options.authenticate_reflection));
+    let reflection_v1alpha =
+        InterceptedService::new(reflection().build_v1alpha()?, guard(options.authenticate_reflection));
+    let health_service = InterceptedService::new(health_service, guard(options.authenticate_health));
+
+    let limits = runtime.limits().clone();
+    let gate = StreamGate::new();
+    let agent_service = InterceptedService::new(
+        WireErrors::new(
+            AgentServiceServer::new(AgentServiceImpl::with_gate(runtime.clone(), gate.clone()))
+                .max_decoding_message_size(limits.max_request_bytes),
+            limits.max_request_bytes,
+        ),
+        options.authenticator.clone(),
+    );
+
+    let store_watch = AbortOnDrop(health::spawn_store_watch(runtime.clone(), health.clone()));
+    let (closed, streams_closed) = tokio::sync::oneshot::channel();
+    let draining = drain::Draining {
+        gate,
+        runtime: runtime.clone(),
+        health,
+        store_watch,
+        period: options.drain,
+    };
+    let shutdown = draining.run(shutdown, closed);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let _sweeper = AbortOnDrop(runtime.spawn_expiry_sweeper(runtime.sweep_interval()));
-    Server::builder()
+    // Runs other replicas store reach this one's followers; runs whose
+    // holder died are taken over (at once, for a store only this process
+    // uses). See `runtime/recovery.rs`.
+    let _feed = runtime.spawn_feed_bridge().map(AbortOnDrop);
+    match runtime.recover_at_startup().await {
+        Ok(0) => {}
+        Ok(taken) => tracing::info!(taken, "took over runs left running by the previous process"),
+        Err(error) => tracing::warn!(%error, "could not take over the runs left running"),
+    }
+    let _recovery = AbortOnDrop(runtime.spawn_recovery());
+    let mut builder = Server::builder().max_concurrent_streams(limits.max_concurrent_streams_per_connection);
+    if let Some(tls) = options.tls {
+        builder = builder.tls_config(tls)?;
+    }
+    let serving = builder
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(AgentServiceServer::new(AgentServiceImpl::new(runtime)))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await?;
+        .add_service(agent_service)
+        .serve_with_incoming_shutdown(incoming, shutdown);
+    if let Some(result) = drain::bounded(serving, streams_closed).await {
+        result?;
+    }
     Ok(())
+}
+
+/// Says at startup who may call: everyone (a warning), or the tenants with
+/// keys (never the keys).
+fn log_access(options: &ServeOptions) {
+    let Some(keys) = options.authenticator.keys() else {
+        tracing::warn!(
+            "no API keys configured: the server is open to every caller, as tenant \"default\" \
+             (configure [[tenants]] or --api-keys-file to require keys)"
+        );
+        return;
+    };
+    let tenants: Vec<String> = keys.tenants().keys().map(ToString::to_string).collect();
+    tracing::info!(
+        ?tenants,
+        health_open = !options.authenticate_health,
+        reflection_open = !options.authenticate_reflection,
+        "API keys required"
+    );
+    let short = keys.tenants_with_short_keys();
+    if !short.is_empty() {
+        tracing::warn!(
+            tenants = ?short,
+            "some API keys are shorter than {} characters: use long random keys",
+            crate::auth::MIN_RECOMMENDED_KEY_LEN
+        );
+    }
 }

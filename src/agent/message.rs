@@ -45,6 +45,16 @@ impl Message {
         }
     }
 
+    /// The message's text (without tool call arguments).
+    pub fn content(&self) -> &str {
+        match self {
+            Message::System { content }
+            | Message::User { content }
+            | Message::Assistant { content, .. }
+            | Message::Tool { content, .. } => content,
+        }
+    }
+
     /// Characters of text the message carries (for approximate usage).
     pub fn text_len(&self) -> usize {
         match self {

@@ -4,8 +4,10 @@
 
 mod message;
 mod registry;
+mod run_tools;
 mod step;
 mod tool_entry;
+mod tool_resolve;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use serde_json::Value;
 
 pub use message::Message;
 pub use registry::{AgentRegistry, AgentSpec, RegistryError};
+pub use run_tools::{RunToolError, MAX_RUN_TOOLS};
 pub use step::{record_result, ChunkSink, StepEnd};
 pub use tool_entry::{ToolEntry, ToolTable};
 
@@ -27,6 +30,7 @@ use crate::tools::{
 pub const DEFAULT_MAX_STEPS: u32 = 10;
 
 /// An agent: a model, its instructions and its tools.
+#[derive(Clone)]
 pub struct Agent {
     pub id: String,
     pub description: String,

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::{Agent, ToolEntry, DEFAULT_MAX_STEPS};
-use crate::model::{LanguageModel, Scripted};
-use crate::tools::{AskUser, HumanReview, RegisteredTool, Tool, ToolSet};
+use crate::model::{ModelCatalog, ModelConfigError, ProviderConfigs};
+use crate::tools::{AskUser, ToolCatalog};
 
 /// An agent as `agentd.toml` declares it (`[[agents]]`).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -15,7 +15,8 @@ pub struct AgentSpec {
     pub id: String,
     #[serde(default)]
     pub description: String,
-    /// `scripted` (the default).
+    /// `scripted` (the default), or `PROVIDER:MODEL`: `openai:gpt-4o-mini`,
+    /// `anthropic:claude-...`, or a `[providers.NAME]` table's name.
     #[serde(default = "default_model")]
     pub model: String,
     /// System instructions placed before every conversation.
@@ -29,7 +30,9 @@ pub struct AgentSpec {
     pub suspend_ttl_secs: Option<u64>,
     /// The agent's tools: names (`"ask_user"`) or tables
     /// (`{ name = "human_review", require_approval = true }`); `ask_user`
-    /// and `human_review` are built in.
+    /// and `human_review` are built in, `[[tools]]` entries are used by
+    /// name, an MCP server's tools as `mcp:SERVER` (all) or
+    /// `mcp:SERVER/TOOL` (one).
     #[serde(default = "default_tools")]
     pub tools: Vec<ToolEntry>,
     /// Selected by an empty agent_id. Without one, the first agent is.
@@ -72,10 +75,20 @@ pub enum RegistryError {
     Empty,
     #[error("agent id {0:?} is used twice")]
     DuplicateAgent(String),
-    #[error("agent {agent}: unknown model {model:?} (known: scripted)")]
-    UnknownModel { agent: String, model: String },
-    #[error("agent {agent}: unknown tool {tool:?} (known: ask_user, human_review)")]
-    UnknownTool { agent: String, tool: String },
+    #[error("agent {agent}: {source}")]
+    Model {
+        agent: String,
+        #[source]
+        source: ModelConfigError,
+    },
+    #[error("invalid [providers] table: {0}")]
+    Providers(#[source] ModelConfigError),
+    #[error("agent {agent}: unknown tool {tool:?} (known: {known})")]
+    UnknownTool {
+        agent: String,
+        tool: String,
+        known: String,
+    },
     #[error("agent {agent}: tool {tool:?} is listed twice")]
     DuplicateTool { agent: String, tool: String },
     #[error("agent {agent}: max_steps must be at least 1")]
@@ -93,7 +106,19 @@ pub struct AgentRegistry {
 }
 
 impl AgentRegistry {
+    /// Builds the agents with the built-in tools and providers only.
     pub fn from_specs(specs: &[AgentSpec]) -> Result<Self, RegistryError> {
+        Self::from_specs_with_tools(specs, &ToolCatalog::default(), &ProviderConfigs::new())
+    }
+
+    /// Builds the agents; their tools come from the built-in ones and
+    /// `catalog` (configured tools, connected MCP servers), their models
+    /// from the built-in providers and `providers` (`[providers.NAME]`).
+    pub fn from_specs_with_tools(
+        specs: &[AgentSpec],
+        catalog: &ToolCatalog,
+        providers: &ProviderConfigs,
+    ) -> Result<Self, RegistryError> {
         if specs.is_empty() {
             return Err(RegistryError::Empty);
         }
@@ -101,12 +126,13 @@ impl AgentRegistry {
         if defaults.len() > 1 {
             return Err(RegistryError::SeveralDefaults(defaults));
         }
+        let mut models = ModelCatalog::new(providers).map_err(RegistryError::Providers)?;
         let mut agents: Vec<Arc<Agent>> = Vec::with_capacity(specs.len());
         for spec in specs {
             if agents.iter().any(|a| a.id == spec.id) {
                 return Err(RegistryError::DuplicateAgent(spec.id.clone()));
             }
-            agents.push(Arc::new(build_agent(spec)?));
+            agents.push(Arc::new(build_agent(spec, catalog, &mut models)?));
         }
         let default = specs.iter().position(|s| s.default).unwrap_or(0);
         Ok(Self { agents, default })
@@ -144,48 +170,19 @@ impl AgentRegistry {
     }
 }
 
-fn build_agent(spec: &AgentSpec) -> Result<Agent, RegistryError> {
-    let model: Arc<dyn LanguageModel> = match spec.model.as_str() {
-        "scripted" => Arc::new(Scripted),
-        other => {
-            return Err(RegistryError::UnknownModel {
-                agent: spec.id.clone(),
-                model: other.to_owned(),
-            })
-        }
-    };
+fn build_agent(spec: &AgentSpec, catalog: &ToolCatalog, models: &mut ModelCatalog) -> Result<Agent, RegistryError> {
+    let model = models.model(&spec.model).map_err(|source| RegistryError::Model {
+        agent: spec.id.clone(),
+        source,
+    })?;
     if spec.max_steps == 0 {
         return Err(RegistryError::NoSteps {
             agent: spec.id.clone(),
         });
     }
-    let mut tools = Vec::with_capacity(spec.tools.len());
-    for (i, entry) in spec.tools.iter().enumerate() {
-        if spec.tools[..i].iter().any(|e| e.tool_name() == entry.tool_name()) {
-            return Err(RegistryError::DuplicateTool {
-                agent: spec.id.clone(),
-                tool: entry.tool_name().to_owned(),
-            });
-        }
-        let tool: Arc<dyn Tool> = match entry.tool_name() {
-            AskUser::NAME => Arc::new(AskUser::new()),
-            HumanReview::NAME => Arc::new(HumanReview::new()),
-            other => {
-                return Err(RegistryError::UnknownTool {
-                    agent: spec.id.clone(),
-                    tool: other.to_owned(),
-                })
-            }
-        };
-        tools.push(RegisteredTool::new(tool).map_err(RegistryError::InvalidTool)?);
-    }
-    let mut agent = Agent::new(&spec.id, &spec.description, model, ToolSet::new(tools));
-    agent.approval_required = spec
-        .tools
-        .iter()
-        .filter(|entry| entry.require_approval())
-        .map(|entry| entry.tool_name().to_owned())
-        .collect();
+    let (tools, approval_required) = super::tool_resolve::agent_tools(spec, catalog)?;
+    let mut agent = Agent::new(&spec.id, &spec.description, model, tools);
+    agent.approval_required = approval_required;
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
     agent.suspend_ttl = spec.suspend_ttl_secs.map(std::time::Duration::from_secs);

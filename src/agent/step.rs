@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use tokio_stream::StreamExt;
+use tracing::Instrument;
 
 use super::{Agent, Message};
 use crate::chunk::{Chunk, Usage};
@@ -48,6 +49,9 @@ impl Agent {
         let mut stream = self.model.stream(request).await?;
         let mut text = String::new();
         let mut calls = Vec::new();
+        // Calls whose arguments did not parse, with the error result the
+        // model gets back for them (so that it can try again).
+        let mut unreadable = std::collections::HashMap::new();
         let mut usage = Usage::default();
         while let Some(event) = stream.next().await {
             match event? {
@@ -57,6 +61,12 @@ impl Agent {
                 }
                 ModelEvent::ToolCall(call) => {
                     sink.emit(Chunk::ToolCall { call: call.clone() }).await;
+                    calls.push(call);
+                }
+                ModelEvent::InvalidToolCall { call, error } => {
+                    sink.emit(Chunk::ToolCall { call: call.clone() }).await;
+                    let message = format!("Invalid JSON in arguments for {}: {error}", call.name);
+                    unreadable.insert(call.id.clone(), message);
                     calls.push(call);
                 }
                 ModelEvent::Usage(step_usage) => usage += step_usage,
@@ -76,6 +86,10 @@ impl Agent {
             tool_calls: calls.clone(),
         });
         for call in calls {
+            if let Some(message) = unreadable.remove(&call.id) {
+                record_result(state, &call, ToolOutput::error(message), sink).await;
+                continue;
+            }
             let needs_approval = self.requires_approval(&call.name)
                 || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME);
             if needs_approval {
@@ -85,7 +99,11 @@ impl Agent {
                 });
                 continue;
             }
-            let outcome = self.call_tool(&call.name, &call.args, ToolContext::IN_RUN).await;
+            let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
+            let outcome = self
+                .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
+                .instrument(span)
+                .await;
             self.record_outcome(state, call, outcome, sink).await;
         }
         sink.emit(Chunk::StepFinish { step, usage }).await;

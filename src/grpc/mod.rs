@@ -2,19 +2,28 @@
 //! encodes the results. No business logic lives here; every error becomes a
 //! status in `status.rs`.
 
+pub mod auth;
 pub mod convert;
+pub mod gate;
 mod status;
+mod wire;
 
 use std::pin::Pin;
+use std::time::Instant;
 
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 use tracing::instrument;
 
+use crate::metrics::Rpc;
 use crate::pb;
 use crate::pb::agent_service_server::AgentService;
 use crate::runtime::{RunStream, Runtime};
+
+pub use auth::{tenant_of, Authenticator};
+pub use gate::StreamGate;
+pub use wire::WireErrors;
 
 /// A stream of chunks as tonic sends it.
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::AgentChunk, Status>> + Send>>;
@@ -22,19 +31,39 @@ pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::AgentChunk, Status>>
 /// The `agentd.v1.AgentService` implementation.
 pub struct AgentServiceImpl {
     runtime: Runtime,
+    /// Admits, counts, and ends the streams (deadlines, draining).
+    gate: StreamGate,
 }
 
 impl AgentServiceImpl {
     pub fn new(runtime: Runtime) -> Self {
-        Self { runtime }
+        Self::with_gate(runtime, StreamGate::new())
+    }
+
+    /// The service, with its streams behind `gate` (which the server
+    /// drains on shutdown).
+    pub fn with_gate(runtime: Runtime, gate: StreamGate) -> Self {
+        Self { runtime, gate }
     }
 }
 
-fn chunk_stream(stream: RunStream) -> Response<ChunkStream> {
-    let run_id = stream.run_id.to_string();
-    let chunks =
-        ReceiverStream::new(stream.events).map(move |event| Ok(convert::event_to_proto(&run_id, event)));
-    Response::new(Box::pin(chunks))
+impl AgentServiceImpl {
+    /// The response streaming `stream`, counted among the open streams of
+    /// `rpc` and timed from `requested` to its first chunk, ended at the
+    /// client's deadline or when the server has drained.
+    fn chunk_stream(
+        &self,
+        rpc: Rpc,
+        requested: Instant,
+        stream: RunStream,
+        deadline: Option<std::time::Duration>,
+    ) -> Response<ChunkStream> {
+        let run_id = stream.run_id.to_string();
+        let chunks =
+            ReceiverStream::new(stream.events).map(move |event| Ok(convert::event_to_proto(&run_id, event)));
+        let measured = self.runtime.metrics().measure_stream(rpc, requested, chunks);
+        Response::new(Box::pin(self.gate.guard(Box::pin(measured), deadline)))
+    }
 }
 
 #[tonic::async_trait]
@@ -48,14 +77,26 @@ impl AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::StreamAgentRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        let start = convert::start_request(request.into_inner())?;
-        Ok(chunk_stream(self.runtime.start(start).await?))
+        let requested = Instant::now();
+        self.gate.admit()?;
+        let deadline = gate::client_timeout(request.metadata());
+        let request = request.into_inner();
+        convert::check_start_request(self.runtime.limits(), &request)?;
+        let start = convert::start_request(request)?;
+        let stream = self.runtime.start(start).await?;
+        Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, deadline))
     }
 
     #[instrument(skip_all)]
     async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
-        let resume = convert::resume_request(request.into_inner())?;
-        Ok(chunk_stream(self.runtime.resume(resume).await?))
+        let requested = Instant::now();
+        self.gate.admit()?;
+        let deadline = gate::client_timeout(request.metadata());
+        let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
+            self.runtime.metrics().resume_rejected(refused);
+        })?;
+        let stream = self.runtime.resume(resume).await?;
+        Ok(self.chunk_stream(Rpc::Resume, requested, stream, deadline))
     }
 
     #[instrument(skip_all)]
@@ -63,9 +104,13 @@ impl AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::SubscribeRunRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
+        let requested = Instant::now();
+        self.gate.admit()?;
+        let deadline = gate::client_timeout(request.metadata());
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
-        Ok(chunk_stream(self.runtime.subscribe(run_id, after_seq).await?))
+        let stream = self.runtime.subscribe(run_id, after_seq).await?;
+        Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, deadline))
     }
 
     #[instrument(skip_all)]

@@ -46,9 +46,37 @@ impl From<RuntimeError> for Status {
                 Code::AlreadyExists,
                 info("DUPLICATE_REQUEST", &[("request_id", request_id.clone())]),
             ),
+            RuntimeError::LimitExceeded(over) => (
+                Code::InvalidArgument,
+                bad_request(
+                    over.field,
+                    &message,
+                    "LIMIT_EXCEEDED",
+                    &[
+                        ("limit", over.limit.to_owned()),
+                        ("max", over.max.to_string()),
+                        ("actual", over.actual.to_string()),
+                    ],
+                ),
+            ),
+            RuntimeError::TooManyRuns { tenant, max } => {
+                let mut details = info(
+                    "CONCURRENT_RUNS_EXHAUSTED",
+                    &[
+                        ("limit", "max_concurrent_runs_per_tenant".to_owned()),
+                        ("max", max.to_string()),
+                    ],
+                );
+                details.add_quota_failure_violation(format!("tenant:{tenant}"), &message);
+                (Code::ResourceExhausted, details)
+            }
             RuntimeError::InvalidRequest { field, reason } => (
                 Code::InvalidArgument,
                 bad_request(field, reason, "INVALID_REQUEST", &[]),
+            ),
+            RuntimeError::InvalidRunTool(error) => (
+                Code::InvalidArgument,
+                bad_request(&error.field, &error.reason, "INVALID_TOOL_DEFINITION", &[]),
             ),
             RuntimeError::NotSuspended(status) => (
                 Code::FailedPrecondition,

@@ -1,15 +1,31 @@
 //! Language models. A model turns a conversation into a stream of text
 //! deltas and complete tool calls, ending with the step's token usage. It
 //! does no persistence and knows nothing of runs; dropping its stream
-//! cancels it.
+//! cancels it (for a provider, the HTTP request is aborted).
+//!
+//! `scripted` is built in; `openai` (OpenAI-compatible Chat Completions) and
+//! `anthropic` (Messages) reach real providers over HTTP, configured by
+//! `[providers.NAME]` tables and chosen by an agent's `model = "NAME:MODEL"`.
 
+mod anthropic;
+mod catalog;
+mod error;
+mod http;
+mod openai;
+mod provider;
 mod scripted;
+pub mod sse;
 
 use std::pin::Pin;
 
 use async_trait::async_trait;
 use tokio_stream::Stream;
 
+pub use catalog::{ModelCatalog, ModelConfigError};
+pub use error::{ModelError, ModelErrorCode};
+pub use anthropic::AnthropicMessages;
+pub use openai::OpenAiChat;
+pub use provider::{ProviderConfig, ProviderConfigs, ProviderError, ProviderKind, ProviderSettings};
 pub use scripted::Scripted;
 
 use crate::agent::Message;
@@ -28,15 +44,12 @@ pub enum ModelEvent {
     TextDelta(String),
     /// A complete tool call (providers assemble argument deltas first).
     ToolCall(ToolCall),
+    /// A tool call whose arguments are not valid JSON. `call.args` holds
+    /// the raw argument text as a JSON string; the agent loop answers the
+    /// call with an error result, so the model can try again.
+    InvalidToolCall { call: ToolCall, error: String },
     /// Tokens used by the step; the last event.
     Usage(Usage),
-}
-
-/// A failure of the model provider.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct ModelError {
-    pub message: String,
 }
 
 /// The stream of one model step.

@@ -5,7 +5,7 @@
 //! | prompt contains | the model                                                        |
 //! |-----------------|------------------------------------------------------------------|
 //! | `call TOOL {json}` | calls TOOL with the JSON object as arguments; several `call`s joined by ` then ` or `;` are several calls in one step; JSON that does not parse gets a plain-text answer saying why, and no call |
-//! | `stream N`      | streams N text deltas and stops (for benchmarks)                 |
+//! | `stream N`      | streams N text deltas and stops (for benchmarks); `stream N every M ms` waits M ms before each delta |
 //! | `plain`         | answers in text, with no tool call                               |
 //! | `invalid`       | calls ask_user with `selectionMode` but no options (an error)    |
 //! | `two questions` | calls ask_user twice in one step (free text, then single-select) |
@@ -36,7 +36,8 @@ pub struct Scripted;
 
 /// What the model does on a step, decided from the conversation.
 enum Script {
-    Stream(usize),
+    /// Deltas, with a pause before each.
+    Stream(usize, Option<std::time::Duration>),
     Say(String),
     /// Tool calls: tool name and arguments.
     Call(Vec<(String, Value)>),
@@ -96,6 +97,14 @@ fn invalid_question() -> Value {
 }
 
 /// The number after the word `stream`, if the prompt asks for a stream.
+/// The pause of `every M ms` in a stream prompt, if any.
+fn stream_pace(prompt: &str) -> Option<std::time::Duration> {
+    let mut words = prompt.split_whitespace();
+    words.find(|word| *word == "every")?;
+    let millis: u64 = words.next()?.trim_end_matches("ms").parse().ok()?;
+    Some(std::time::Duration::from_millis(millis))
+}
+
 fn stream_count(prompt: &str) -> Option<usize> {
     let mut words = prompt.split_whitespace();
     while let Some(word) = words.next() {
@@ -116,7 +125,7 @@ fn first_step(prompt: &str, can_ask: bool) -> Script {
     }
     let prompt = prompt.to_lowercase();
     if let Some(n) = stream_count(&prompt) {
-        return Script::Stream(n);
+        return Script::Stream(n, stream_pace(&prompt));
     }
     if prompt.contains("plain") || !can_ask {
         return Script::Say(format!(
@@ -231,11 +240,14 @@ impl LanguageModel for Scripted {
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
         let events = match script(request.messages, can_ask) {
-            Script::Stream(n) => {
+            Script::Stream(n, pace) => {
                 let usage = Usage {
                     input_tokens,
                     output_tokens: n as u64,
                 };
+                if let Some(pace) = pace {
+                    return Ok(paced_stream(n, pace, usage));
+                }
                 let deltas = (0..n).map(|i| Ok(ModelEvent::TextDelta(format!("token{i} "))));
                 let stream =
                     tokio_stream::iter(deltas).chain(tokio_stream::once(Ok(ModelEvent::Usage(usage))));
@@ -277,6 +289,13 @@ impl LanguageModel for Scripted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_pace_reads_every_m_ms() {
+        assert_eq!(stream_pace("stream 10 every 5 ms"), Some(std::time::Duration::from_millis(5)));
+        assert_eq!(stream_pace("stream 10 every 7ms"), Some(std::time::Duration::from_millis(7)));
+        assert_eq!(stream_pace("stream 10"), None);
+    }
 
     #[test]
     fn stream_count_reads_the_number_after_stream() {
@@ -322,4 +341,20 @@ mod tests {
         };
         assert!(text.contains("the call directive is invalid"), "{text}");
     }
+}
+
+/// `n` deltas with `pace` before each, then the usage, from a task of its
+/// own (it stops when the stream is dropped).
+fn paced_stream(n: usize, pace: std::time::Duration, usage: Usage) -> ModelStream {
+    let (events, stream) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        for i in 0..n {
+            tokio::time::sleep(pace).await;
+            if events.send(Ok(ModelEvent::TextDelta(format!("token{i} ")))).await.is_err() {
+                return;
+            }
+        }
+        let _ = events.send(Ok(ModelEvent::Usage(usage))).await;
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(stream))
 }

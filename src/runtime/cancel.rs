@@ -1,5 +1,6 @@
 //! CancelRun: a running run is interrupted where it is (an in-flight model
-//! call is dropped); a suspended run is closed, each pending call recorded as
+//! call is dropped), by the replica executing it (see `cancel_remote.rs`
+//! when that is another one); a suspended run is closed, each pending call recorded as
 //! declined because the run was cancelled. Finished runs cannot be
 //! cancelled.
 
@@ -8,7 +9,7 @@ use std::time::Duration;
 use tracing::instrument;
 
 use super::emitter::Staging;
-use super::{Emitter, Runtime, RuntimeError};
+use super::{Runtime, RuntimeError};
 use crate::agent::record_result;
 use crate::chunk::{Chunk, FinishReason};
 use crate::run::{RunId, RunRecord, RunStatus};
@@ -38,6 +39,11 @@ impl Runtime {
                     if tokio::time::timeout(STOP_WAIT, live.idle()).await.is_err() {
                         tracing::warn!("the run did not stop in time; cancelling it in the store");
                     }
+                    continue;
+                }
+                (RunStatus::Running, None) if !interrupted && self.owner_may_stop(&run) => {
+                    interrupted = true;
+                    self.ask_owner_to_cancel(&run, &reason).await;
                     continue;
                 }
                 (RunStatus::Cancelled, _) if interrupted => return Ok(run),
@@ -83,18 +89,24 @@ impl Runtime {
         });
 
         let expected = run.version;
+        let suspended_since = (run.status == RunStatus::Suspended).then_some(run.updated_at);
         run.version += 1;
         run.status = RunStatus::Cancelled;
         run.state.cancel_reason = Some(reason.to_owned());
         run.expires_at = None;
         run.updated_at = Timestamp::now();
         run.last_seq = staging.last_seq;
+        // A lease still held belongs to an execution elsewhere that did not
+        // stop: the version guard fences it at its next write.
+        run.lease = None;
         self.inner.store.commit(&run, expected, &staging.events).await?;
+        self.inner
+            .config
+            .metrics
+            .run_cancelled(&run.agent_id, suspended_since);
 
         if let Some(live) = self.inner.live.get(run.id) {
-            Emitter::new(live, run.last_seq, None)
-                .release_stored(staging.events)
-                .await;
+            live.release_stored(&staging.events);
         }
         Ok(run)
     }

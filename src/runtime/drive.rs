@@ -1,12 +1,14 @@
 //! Drives a run from where it stands to its next suspension or finish, one
 //! agent step at a time, committing each step (state and events together)
-//! before going on. A step can be cut short by CancelRun or, when the run
-//! asks for it, by its client going away. One function per transition.
+//! before going on. A step can be cut short by CancelRun, by the run moving
+//! on elsewhere (fenced: see `emitter.rs`) or, when the run asks for it, by
+//! its client going away. One function per transition.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::mpsc;
-use tracing::instrument;
+use tracing::{instrument, Instrument};
 
 use super::live::LiveRun;
 use super::{Emitter, Inner};
@@ -30,6 +32,8 @@ pub(super) struct Execution {
 enum Interrupted {
     Cancelled(String),
     ClientLeft,
+    /// Another replica wrote the run: this execution must not.
+    Fenced,
 }
 
 /// Resolves when the client's stream is gone (at once if there is none).
@@ -60,15 +64,17 @@ impl Execution {
         self.settle(outcome).await;
     }
 
-    /// Continues after a Resume claimed a suspension: runs the call that was
-    /// approved (if any), then suspends again while calls are pending, or
-    /// steps on.
+    /// Continues after a Resume claimed a suspension (or after a takeover):
+    /// runs the calls that were approved and have not run yet, then suspends
+    /// again while calls are pending, or steps on.
     #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id))]
-    pub(super) async fn continue_after_resume(mut self, approved: Option<ToolCall>) {
-        if let Some(call) = approved {
+    pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
+        for call in approved {
+            let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
             let outcome = self
                 .agent
                 .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
+                .instrument(span)
                 .await;
             self.agent
                 .record_outcome(&mut self.run.state, call, outcome, &mut self.emitter)
@@ -82,25 +88,21 @@ impl Execution {
         self.settle(outcome).await;
     }
 
-    /// Ends the execution. If the store refused a commit, the client still
-    /// gets a well-formed end of stream, without the chunks that were never
-    /// stored; what is stored stays as it was at the last commit.
+    /// Ends the execution. Nothing unstored was ever released, so an
+    /// execution whose write failed just stops: a run that moved on
+    /// elsewhere goes on there; one the store refused stays RUNNING with a
+    /// lease that expires, and recovery (here or on another replica)
+    /// continues it from its last stored step. Its followers keep waiting
+    /// for that continuation.
     async fn settle(&mut self, outcome: Result<(), StoreError>) {
-        if let Err(error) = outcome {
-            tracing::error!(%error, "could not store the run");
-            self.emitter.discard_held();
-            let failure = RunFailure {
-                code: "store_unavailable".into(),
-                message: error.to_string(),
-            };
-            self.emitter.emit_now(Chunk::Error(failure)).await;
-            let usage = self.run.state.usage;
-            let finish = Chunk::Finish {
-                reason: FinishReason::Error,
-                usage,
-                text: String::new(),
-            };
-            self.emitter.emit_now(finish).await;
+        match outcome {
+            Ok(()) => {}
+            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
+                tracing::info!("the run moved on elsewhere; this execution stopped");
+            }
+            Err(error) => {
+                tracing::error!(%error, "could not store the run; leaving it to recovery");
+            }
         }
         self.emitter.live().stop_executing();
         self.inner.live.release(self.run.id);
@@ -114,29 +116,41 @@ impl Execution {
             let live = self.live();
             let client = self.emitter.client();
             let watch_client = self.run.options.cancel_on_disconnect;
+            let started = Instant::now();
             let step = {
                 let step = self
                     .agent
                     .step(&mut self.run.state, &self.run.options, &mut self.emitter);
                 tokio::select! {
                     biased;
+                    () = live.fenced() => Err(Interrupted::Fenced),
                     reason = live.cancelled() => Err(Interrupted::Cancelled(reason)),
                     () = client_gone(client), if watch_client => Err(Interrupted::ClientLeft),
                     step = step => Ok(step),
                 }
             };
+            if let Ok(Ok(_)) = &step {
+                let metrics = &self.inner.config.metrics;
+                metrics.model_step(&self.run.agent_id, started.elapsed());
+            }
             match step {
                 Ok(Ok(StepEnd::ToolsDone)) => self.commit(RunStatus::Running).await?,
                 Ok(Ok(StepEnd::Stopped)) => return self.finish(FinishReason::Stop).await,
                 Ok(Ok(StepEnd::Suspended)) => return self.suspend().await,
                 Ok(Err(model_error)) => {
                     let failure = RunFailure {
-                        code: "model_error".into(),
+                        code: model_error.code().into(),
                         message: model_error.message,
                     };
                     return self.fail(failure).await;
                 }
                 Err(Interrupted::Cancelled(reason)) => return self.cancel(reason).await,
+                Err(Interrupted::Fenced) => {
+                    return Err(StoreError::VersionConflict {
+                        expected: self.run.version,
+                        actual: self.run.version + 1,
+                    })
+                }
                 Err(Interrupted::ClientLeft) => {
                     return self
                         .cancel("the client disconnected (on_disconnect = cancel)".into())
@@ -149,17 +163,10 @@ impl Execution {
     /// Stores the run with `status` and the events since the last commit,
     /// then releases the held-back chunks.
     async fn commit(&mut self, status: RunStatus) -> Result<(), StoreError> {
-        let expected = self.run.version;
-        self.run.version += 1;
         self.run.status = status;
         self.run.updated_at = Timestamp::now();
-        self.run.last_seq = self.emitter.last_seq();
-        self.inner
-            .store
-            .commit(&self.run, expected, &self.emitter.unstored())
-            .await?;
+        self.emitter.commit(&mut self.run).await?;
         tracing::debug!(%status, last_seq = self.run.last_seq, "run stored");
-        self.emitter.committed().await;
         Ok(())
     }
 
@@ -180,13 +187,17 @@ impl Execution {
             });
         }
         self.hold_finish(FinishReason::Suspended);
-        self.commit(RunStatus::Suspended).await
+        self.commit(RunStatus::Suspended).await?;
+        self.inner.config.metrics.run_suspended(&self.run.agent_id);
+        Ok(())
     }
 
     async fn finish(&mut self, reason: FinishReason) -> Result<(), StoreError> {
         self.run.expires_at = None;
         self.hold_finish(reason);
-        self.commit(RunStatus::Completed).await
+        self.commit(RunStatus::Completed).await?;
+        self.inner.config.metrics.run_completed(&self.run.agent_id);
+        Ok(())
     }
 
     async fn fail(&mut self, failure: RunFailure) -> Result<(), StoreError> {
@@ -194,7 +205,9 @@ impl Execution {
         self.emitter.emit_now(Chunk::Error(failure.clone())).await;
         self.run.state.failure = Some(failure);
         self.hold_finish(FinishReason::Error);
-        self.commit(RunStatus::Failed).await
+        self.commit(RunStatus::Failed).await?;
+        self.inner.config.metrics.run_failed(&self.run.agent_id);
+        Ok(())
     }
 
     /// Stops the run where it is: whatever the interrupted step was doing
@@ -205,7 +218,9 @@ impl Execution {
         self.run.state.cancel_reason = Some(reason);
         self.run.expires_at = None;
         self.hold_finish(FinishReason::Cancelled);
-        self.commit(RunStatus::Cancelled).await
+        self.commit(RunStatus::Cancelled).await?;
+        self.inner.config.metrics.run_cancelled(&self.run.agent_id, None);
+        Ok(())
     }
 
     fn hold_finish(&mut self, reason: FinishReason) {

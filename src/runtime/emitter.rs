@@ -1,46 +1,121 @@
-//! The emitter numbers a run's chunks, streams them to the client that asked
-//! and to the run's subscribers, and keeps them until the next commit stores
-//! them. Chunks that must not be seen before they are stored (suspensions,
-//! finishes) are held back and released right after the commit. A client
-//! that goes away never stops the run (unless the run says so).
+//! The emitter numbers a run's chunks and makes each durable before anybody
+//! sees it. Chunks emitted during a step are appended to the store by a
+//! flusher task of the execution, in batches (whatever accumulated while the
+//! previous append was in flight goes in the next one), and broadcast once
+//! stored; chunks that must come with a state change (suspensions,
+//! finishes) are held back and stored by the step's commit. So no client
+//! ever sees a chunk a crash could lose, and a replica that takes a run
+//! over continues its seq right after the last chunk anybody saw.
+//!
+//! The flusher also renews the run's lease, with every append and at least
+//! every `LeaseSettings::renew_every`. A write refused by the version guard
+//! means the run moved on elsewhere (taken over, or cancelled by another
+//! replica): the execution is fenced and stops without writing again.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
-use super::live::{LiveRun, Signal};
+use super::lease::LeaseSettings;
+use super::live::LiveRun;
 use crate::agent::ChunkSink;
 use crate::chunk::{Chunk, Event};
+use crate::run::{RunRecord, RunStatus};
+use crate::store::{RunStore, StoreError};
 use crate::time::Timestamp;
+
+/// Unstored chunks a step may run ahead of the store by before it waits.
+const MAX_UNSTORED: usize = 1024;
+/// The pause before retrying an append the store failed.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 pub struct Emitter {
     live: Arc<LiveRun>,
     last_seq: u64,
     client: Option<mpsc::Sender<Event>>,
+    shared: Arc<Shared>,
+    flusher: JoinHandle<()>,
+}
+
+/// What the emitter and its flusher share.
+struct Shared {
+    store: Arc<dyn RunStore>,
+    live: Arc<LiveRun>,
+    lease: LeaseSettings,
+    owner: String,
+    unstored: Mutex<Unstored>,
+    /// Held while writing, so that appends and commits go one at a time, in
+    /// order, each with the version the previous one left.
+    writer: tokio::sync::Mutex<Writer>,
+    /// Wakes the flusher: chunks are waiting.
+    wake: Notify,
+    /// Wakes emitters waiting for the flusher to catch up.
+    drained: Notify,
+}
+
+/// Chunks numbered but not yet stored, oldest first.
+#[derive(Default)]
+struct Unstored {
+    events: Vec<Event>,
+    /// `events[..flushable]` may be appended now; the rest are held back for
+    /// the next commit (and chunks after a held one wait behind it).
+    flushable: usize,
+}
+
+struct Writer {
+    /// The stored version of the run, as this execution last wrote it.
+    version: u64,
+    /// When the lease needs renewing at the latest.
+    renew_at: Instant,
+    /// When the last write succeeded (the lease holds until `ttl` after).
+    stored_at: Instant,
+    /// No more writes: the run left RUNNING, or the execution was fenced.
+    stopped: bool,
+}
+
+fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
+    // Each critical section leaves the buffer consistent.
+    unstored.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Emitter {
-    /// An emitter continuing after `last_seq`, streaming to `client` (none
-    /// for work nobody streams, such as cancelling a suspended run).
-    pub(crate) fn new(live: Arc<LiveRun>, last_seq: u64, client: Option<mpsc::Sender<Event>>) -> Self {
+    /// An emitter for an execution of `run` (as stored, with this replica's
+    /// lease), continuing after its `last_seq`. `client` is only watched
+    /// for going away; clients get their chunks by following the run.
+    pub(crate) fn start(
+        store: Arc<dyn RunStore>,
+        live: Arc<LiveRun>,
+        run: &RunRecord,
+        lease: LeaseSettings,
+        owner: String,
+        client: Option<mpsc::Sender<Event>>,
+    ) -> Self {
+        let now = Instant::now();
+        let shared = Arc::new(Shared {
+            store,
+            live: Arc::clone(&live),
+            writer: tokio::sync::Mutex::new(Writer {
+                version: run.version,
+                renew_at: now + lease.renew_every,
+                stored_at: now,
+                stopped: false,
+            }),
+            lease,
+            owner,
+            unstored: Mutex::new(Unstored::default()),
+            wake: Notify::new(),
+            drained: Notify::new(),
+        });
+        let flusher = tokio::spawn(Arc::clone(&shared).flush_loop());
         Self {
             live,
-            last_seq,
+            last_seq: run.last_seq,
             client,
-        }
-    }
-
-    /// Releases events that were stored before this emitter existed (the
-    /// first chunks of a start or a Resume).
-    pub async fn release_stored(&mut self, events: Vec<Event>) {
-        {
-            let buffer = self.live.buffer();
-            for event in &events {
-                self.live.broadcast(&buffer, Signal::Chunk(event.clone()));
-            }
-        }
-        for event in events {
-            self.send(event).await;
+            shared,
+            flusher,
         }
     }
 
@@ -50,11 +125,6 @@ impl Emitter {
 
     pub fn last_seq(&self) -> u64 {
         self.last_seq
-    }
-
-    /// A copy of the events waiting for the next commit.
-    pub fn unstored(&self) -> Vec<Event> {
-        self.live.buffer().events.clone()
     }
 
     /// The client's channel, to watch for it going away.
@@ -71,63 +141,165 @@ impl Emitter {
         }
     }
 
-    /// Records a chunk that nobody may see before it is stored.
+    /// Records a chunk that the next commit stores with the run's state.
     pub fn hold(&mut self, chunk: Chunk) {
         let event = self.next_event(chunk);
-        self.live.buffer().events.push(event);
+        lock(&self.shared.unstored).events.push(event);
     }
 
-    /// Records a chunk and releases it now (after any held chunk, in order).
+    /// Records a chunk to be stored and released as soon as possible (after
+    /// any held chunk, in order). Waits only if the store is far behind.
     pub async fn emit_now(&mut self, chunk: Chunk) {
+        // Wait for room first: a step cut short while waiting must not
+        // leave a seq numbered but never stored.
+        loop {
+            if self.live.is_fenced() {
+                // The step is about to be cut short; nobody stores this.
+                return;
+            }
+            let drained = self.shared.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if lock(&self.shared.unstored).events.len() < MAX_UNSTORED {
+                break;
+            }
+            self.shared.wake.notify_one();
+            drained.await;
+        }
         let event = self.next_event(chunk);
-        let release = {
-            let mut buffer = self.live.buffer();
-            let nothing_held = buffer.released == buffer.events.len();
-            buffer.events.push(event.clone());
+        {
+            let mut unstored = lock(&self.shared.unstored);
+            let nothing_held = unstored.flushable == unstored.events.len();
+            unstored.events.push(event);
             if nothing_held {
-                buffer.released += 1;
-                self.live.broadcast(&buffer, Signal::Chunk(event.clone()));
+                unstored.flushable += 1;
             }
-            nothing_held
-        };
-        if release {
-            self.send(event).await;
+        }
+        self.shared.wake.notify_one();
+    }
+
+    /// Stores `run` (its state as the step left it, with `status` set by the
+    /// caller) together with every unstored chunk, under this execution's
+    /// version and lease, then releases the chunks. On success `run` holds
+    /// the stored version.
+    pub(crate) async fn commit(&mut self, run: &mut RunRecord) -> Result<(), StoreError> {
+        let shared = &self.shared;
+        let mut writer = shared.writer.lock().await;
+        if writer.stopped {
+            return Err(fenced_error(writer.version));
+        }
+        let events = lock(&shared.unstored).events.clone();
+        run.version = writer.version + 1;
+        run.last_seq = self.last_seq;
+        run.lease = (run.status == RunStatus::Running).then(|| shared.lease.lease(&shared.owner));
+        match shared.store.commit(run, writer.version, &events).await {
+            Ok(()) => {
+                writer.version = run.version;
+                writer.stored(&shared.lease);
+                // Only a running run has a lease to renew or chunks to add.
+                writer.stopped = run.status != RunStatus::Running;
+                *lock(&shared.unstored) = Unstored::default();
+                shared.live.release_stored(&events);
+                shared.drained.notify_waiters();
+                Ok(())
+            }
+            Err(error) => {
+                if matches!(error, StoreError::VersionConflict { .. } | StoreError::NotFound) {
+                    writer.fence(&shared.live);
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+fn fenced_error(version: u64) -> StoreError {
+    StoreError::VersionConflict {
+        expected: version,
+        actual: version + 1,
+    }
+}
+
+impl Drop for Emitter {
+    fn drop(&mut self) {
+        self.flusher.abort();
+    }
+}
+
+impl Writer {
+    fn stored(&mut self, lease: &LeaseSettings) {
+        let now = Instant::now();
+        self.stored_at = now;
+        self.renew_at = now + lease.renew_every;
+    }
+
+    fn fence(&mut self, live: &LiveRun) {
+        self.stopped = true;
+        live.fence();
+    }
+}
+
+impl Shared {
+    /// Appends what is flushable, renews the lease when due; until fenced.
+    async fn flush_loop(self: Arc<Self>) {
+        loop {
+            let renew_at = self.writer.lock().await.renew_at;
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep_until(renew_at) => {}
+            }
+            if !self.flush().await {
+                return;
+            }
         }
     }
 
-    /// The unstored events were committed: release what was held back.
-    pub async fn committed(&mut self) {
-        let held = {
-            let mut buffer = self.live.buffer();
-            let released = buffer.released;
-            let held = buffer.events.split_off(released);
-            for event in &held {
-                self.live.broadcast(&buffer, Signal::Chunk(event.clone()));
-            }
-            *buffer = Default::default();
-            held
-        };
-        for event in held {
-            self.send(event).await;
+    /// One append (or renewal); whether to go on.
+    async fn flush(&self) -> bool {
+        let mut writer = self.writer.lock().await;
+        if writer.stopped {
+            return false;
         }
-    }
-
-    /// Forgets the held-back chunks (their commit failed): they are never
-    /// sent, and their seqs are given out again.
-    pub fn discard_held(&mut self) {
-        let mut buffer = self.live.buffer();
-        let dropped = buffer.events.len() - buffer.released;
-        let released = buffer.released;
-        buffer.events.truncate(released);
-        self.last_seq -= dropped as u64;
-    }
-
-    async fn send(&mut self, event: Event) {
-        if let Some(client) = &self.client {
-            if client.send(event).await.is_err() {
-                // The client left; the run goes on and stays resumable.
-                tracing::debug!("client stream closed; continuing without it");
-                self.client = None;
+        let batch: Vec<Event> = {
+            let unstored = lock(&self.unstored);
+            unstored.events[..unstored.flushable].to_vec()
+        };
+        if batch.is_empty() && Instant::now() < writer.renew_at {
+            return true;
+        }
+        let id = self.live.id();
+        let expiry = Some(self.lease.expiry());
+        match self.store.append_events(id, writer.version, expiry, &batch).await {
+            Ok(()) => {
+                writer.version += 1;
+                writer.stored(&self.lease);
+                {
+                    let mut unstored = lock(&self.unstored);
+                    unstored.events.drain(..batch.len());
+                    unstored.flushable -= batch.len();
+                }
+                self.live.release_stored(&batch);
+                self.drained.notify_waiters();
+                true
+            }
+            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
+                tracing::info!(run_id = %id, "the run moved on elsewhere; this execution stops");
+                writer.fence(&self.live);
+                self.drained.notify_waiters();
+                false
+            }
+            Err(error) => {
+                if writer.stored_at.elapsed() >= self.lease.ttl {
+                    tracing::error!(run_id = %id, %error, "the store refused every write for a whole lease; giving the run up for recovery");
+                    writer.fence(&self.live);
+                    self.drained.notify_waiters();
+                    return false;
+                }
+                tracing::warn!(run_id = %id, %error, "could not store chunks; retrying");
+                drop(writer);
+                tokio::time::sleep(RETRY_PAUSE).await;
+                self.wake.notify_one();
+                true
             }
         }
     }

@@ -17,6 +17,15 @@ pub enum RuntimeError {
     DuplicateRequest(String),
     #[error("{field}: {reason}")]
     InvalidRequest { field: &'static str, reason: String },
+    #[error("{0}")]
+    LimitExceeded(#[from] crate::limits::LimitExceeded),
+    #[error(
+        "tenant {tenant:?} already has {max} runs executing, the most it may \
+         (limits.max_concurrent_runs_per_tenant); retry once one suspends or finishes"
+    )]
+    TooManyRuns { tenant: String, max: usize },
+    #[error("{0}")]
+    InvalidRunTool(#[from] crate::agent::RunToolError),
     #[error("run is {0}, not suspended")]
     NotSuspended(RunStatus),
     #[error("tool call {tool_call_id:?} is not pending (pending: {})", pending.join(", "))]

@@ -1,9 +1,10 @@
 //! The live side of runs in this process: for each run that executes here or
-//! that somebody waits on, the chunks released but not yet stored, a
-//! broadcast of every chunk as it is released, and the run's cancel signal.
-//! Subscribers join under the same lock that releases chunks, so that the
-//! store, the unstored snapshot and the broadcast together miss nothing.
-//! Holds no run state of its own: the store stays the truth.
+//! that somebody follows here, a broadcast of its chunks as they are stored,
+//! its cancel signal, and whether this process still holds it. A chunk is
+//! broadcast only after the store has it, so a subscriber that joins the
+//! broadcast and then reads the store misses nothing; chunks that other
+//! replicas store reach the same broadcast through the store's feed (see
+//! `feed.rs`). Holds no run state of its own: the store stays the truth.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,10 +20,14 @@ const BROADCAST_CAPACITY: usize = 1024;
 /// What a live run tells its subscribers.
 #[derive(Clone, Debug)]
 pub(crate) enum Signal {
-    /// A chunk was released to clients.
+    /// A chunk was stored.
     Chunk(Event),
     /// The run was closed without a chunk (it expired): stop waiting.
     Closed,
+    /// The run may have changed without a chunk reaching this process (a
+    /// feed that reconnected, or a write announced without its events):
+    /// read the store.
+    Recheck,
 }
 
 /// The live runs of this process.
@@ -33,30 +38,18 @@ pub(crate) struct LiveRuns {
 
 pub(crate) struct LiveRun {
     id: RunId,
-    buffer: Mutex<Buffer>,
     signals: broadcast::Sender<Signal>,
     /// `Some(reason)` once cancellation is requested.
     cancel: watch::Sender<Option<String>>,
     executing: watch::Sender<bool>,
-}
-
-/// Events of the current execution since its last commit.
-#[derive(Default)]
-pub(crate) struct Buffer {
-    pub(crate) events: Vec<Event>,
-    /// `events[..released]` were sent to clients; the rest are held back.
-    pub(crate) released: usize,
-}
-
-/// What a subscriber gets when it joins.
-pub(crate) struct Joined {
-    /// Chunks released but not yet stored, in order.
-    pub(crate) unstored: Vec<Event>,
-    pub(crate) signals: broadcast::Receiver<Signal>,
+    /// Set when the execution here lost the run: another writer moved it
+    /// (a takeover after the lease expired, or a cancel), or the store kept
+    /// refusing its writes.
+    fenced: watch::Sender<bool>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section below leaves the data consistent at each step,
+    // Every critical section below leaves the map consistent at each step,
     // so a panic elsewhere cannot leave it half-written.
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -73,6 +66,8 @@ impl LiveRuns {
     pub(crate) fn start_execution(&self, id: RunId) -> Arc<LiveRun> {
         let mut runs = lock(&self.runs);
         let run = runs.entry(id).or_insert_with(|| Arc::new(LiveRun::new(id)));
+        run.cancel.send_replace(None);
+        run.fenced.send_replace(false);
         run.executing.send_replace(true);
         Arc::clone(run)
     }
@@ -80,6 +75,11 @@ impl LiveRuns {
     /// The live entry of a run, if it has one.
     pub(crate) fn get(&self, id: RunId) -> Option<Arc<LiveRun>> {
         lock(&self.runs).get(&id).cloned()
+    }
+
+    /// Every live entry.
+    pub(crate) fn all(&self) -> Vec<Arc<LiveRun>> {
+        lock(&self.runs).values().cloned().collect()
     }
 
     /// Forgets a run's entry once nothing executes or waits on it.
@@ -102,10 +102,10 @@ impl LiveRun {
     fn new(id: RunId) -> Self {
         Self {
             id,
-            buffer: Mutex::new(Buffer::default()),
             signals: broadcast::channel(BROADCAST_CAPACITY).0,
             cancel: watch::channel(None).0,
             executing: watch::channel(false).0,
+            fenced: watch::channel(false).0,
         }
     }
 
@@ -113,40 +113,34 @@ impl LiveRun {
         self.id
     }
 
-    /// Locks the buffer; what is released while it is held is broadcast in
-    /// the same critical section (see [`LiveRun::broadcast`]).
-    pub(crate) fn buffer(&self) -> MutexGuard<'_, Buffer> {
-        lock(&self.buffer)
-    }
-
-    /// Tells subscribers; call with the buffer locked, so joins and releases
-    /// are ordered.
-    pub(crate) fn broadcast(&self, _buffer: &Buffer, signal: Signal) {
+    /// Tells subscribers; call only once what it announces is stored.
+    pub(crate) fn broadcast(&self, signal: Signal) {
         if self.signals.receiver_count() > 0 {
             // Nobody listening is not an error.
             let _ = self.signals.send(signal);
         }
     }
 
-    /// Joins as a subscriber: the released-but-unstored chunks, and every
-    /// chunk released from now on.
-    pub(crate) fn join(&self) -> Joined {
-        let buffer = self.buffer();
-        Joined {
-            unstored: buffer.events[..buffer.released].to_vec(),
-            signals: self.signals.subscribe(),
+    /// Tells subscribers of stored events.
+    pub(crate) fn release_stored(&self, events: &[Event]) {
+        for event in events {
+            self.broadcast(Signal::Chunk(event.clone()));
         }
+    }
+
+    /// Joins as a subscriber: every signal from now on. Join before reading
+    /// the store, and whatever the read misses arrives here.
+    pub(crate) fn join(&self) -> broadcast::Receiver<Signal> {
+        self.signals.subscribe()
     }
 
     /// Tells waiting subscribers the run closed without a chunk.
     pub(crate) fn close(&self) {
-        let buffer = self.buffer();
-        self.broadcast(&buffer, Signal::Closed);
+        self.broadcast(Signal::Closed);
     }
 
-    /// The execution here ended: nothing is buffered or cancellable now.
+    /// The execution here ended.
     pub(crate) fn stop_executing(&self) {
-        *self.buffer() = Buffer::default();
         self.cancel.send_replace(None);
         self.executing.send_replace(false);
     }
@@ -179,5 +173,21 @@ impl LiveRun {
                 return std::future::pending().await;
             }
         }
+    }
+
+    /// The execution here lost the run: it must stop without writing.
+    pub(crate) fn fence(&self) {
+        self.fenced.send_replace(true);
+    }
+
+    pub(crate) fn is_fenced(&self) -> bool {
+        *self.fenced.borrow()
+    }
+
+    /// Resolves once the execution here has lost the run.
+    pub(crate) async fn fenced(&self) {
+        let mut fenced = self.fenced.subscribe();
+        // The sender lives in `self`, so the wait cannot fail.
+        let _ = fenced.wait_for(|fenced| *fenced).await;
     }
 }

@@ -3,13 +3,20 @@
 //! depend on it. It knows nothing of gRPC.
 
 mod cancel;
+mod cancel_remote;
 mod drive;
 mod emitter;
 mod error;
+mod execute;
 mod expiry;
+mod feed;
+mod fence;
+mod lease;
 mod list;
 mod live;
+mod recovery;
 mod resume;
+mod run_agent;
 mod subscribe;
 
 use std::collections::BTreeMap;
@@ -22,6 +29,7 @@ use tracing::instrument;
 
 pub use emitter::{Emitter, Staging};
 pub use error::RuntimeError;
+pub use lease::{new_replica_id, LeaseSettings};
 pub use list::{ListRuns, RunPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 use live::LiveRuns;
 pub use resume::ResumeRun;
@@ -29,10 +37,12 @@ use subscribe::Wanted;
 
 use crate::agent::{Agent, AgentRegistry, Message};
 use crate::chunk::{Chunk, Event};
+use crate::limits::Limits;
+use crate::metrics::{MeasuredStore, Metrics};
 use crate::run::{RunId, RunOptions, RunRecord, RunState, RunStatus};
 use crate::store::{RunStore, StoreError};
 use crate::time::Timestamp;
-use crate::tools::{ToolContext, ToolOutcome, ToolOutput};
+use crate::tools::{ToolContext, ToolDefinition, ToolOutcome, ToolOutput};
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]
@@ -44,6 +54,19 @@ pub struct RuntimeConfig {
     /// How often the expiry sweep looks for suspended runs past their time
     /// to live (see `Runtime::spawn_expiry_sweeper`); zero disables it.
     pub sweep_interval: Duration,
+    /// How often the server checks that the store answers, for its health
+    /// status; zero disables the check.
+    pub health_check_interval: Duration,
+    /// How this replica holds leases on the runs it executes and finds
+    /// runs whose holder is gone.
+    pub lease: LeaseSettings,
+    /// This replica's id, the owner of its leases: unique among the
+    /// replicas sharing a store (a fresh UUID by default).
+    pub replica_id: String,
+    /// Where the runtime counts what happens (see [`crate::metrics`]).
+    pub metrics: Metrics,
+    /// Hard limits on requests and runs (`[limits]`).
+    pub limits: Limits,
 }
 
 impl Default for RuntimeConfig {
@@ -52,6 +75,11 @@ impl Default for RuntimeConfig {
             suspend_ttl: Duration::from_secs(7 * 24 * 3600),
             stream_buffer: 256,
             sweep_interval: Duration::from_secs(30),
+            health_check_interval: Duration::from_secs(5),
+            lease: LeaseSettings::default(),
+            replica_id: new_replica_id(),
+            metrics: Metrics::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -71,6 +99,8 @@ pub struct StartRun {
     pub suspend_ttl: Option<Duration>,
     pub metadata: BTreeMap<String, String>,
     pub request_id: Option<String>,
+    /// Client-executed tools for this run only, added to the agent's.
+    pub tools: Vec<ToolDefinition>,
 }
 
 /// The chunks of one stream of a run, from `start` to `finish`.
@@ -90,19 +120,36 @@ struct Inner {
     store: Arc<dyn RunStore>,
     config: RuntimeConfig,
     live: LiveRuns,
+    /// Stops every write once the server has shut down (see `fence.rs`).
+    fence: fence::Fence,
 }
 
 impl Runtime {
     pub fn new(agents: AgentRegistry, store: Arc<dyn RunStore>, config: RuntimeConfig) -> Self {
         let live = LiveRuns::default();
+        let store = MeasuredStore::wrap(store, config.metrics.clone());
+        let (store, fence) = fence::FencedStore::wrap(store);
         Self {
             inner: Arc::new(Inner {
                 agents,
                 store,
                 config,
                 live,
+                fence,
             }),
         }
+    }
+
+    /// The limits requests and runs are held to.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.config.limits
+    }
+
+    /// For shutdown only: from now on this runtime changes no run in the
+    /// store (writes wait forever), so that the runs still executing here
+    /// stay as last committed, RUNNING, for another process to take over.
+    pub fn fence(&self) {
+        self.inner.fence.raise();
     }
 
     pub fn agents(&self) -> &AgentRegistry {
@@ -111,6 +158,16 @@ impl Runtime {
 
     pub fn store(&self) -> &Arc<dyn RunStore> {
         &self.inner.store
+    }
+
+    /// What this runtime counts and times.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.config.metrics
+    }
+
+    /// How often the server checks the store's health.
+    pub fn health_check_interval(&self) -> Duration {
+        self.inner.config.health_check_interval
     }
 
     /// Runs executing in this process right now.
@@ -130,12 +187,16 @@ impl Runtime {
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?
             .clone();
+        let agent = run_agent::with_run_tools(agent, &request.tools)?;
         if request.messages.is_empty() {
             return Err(RuntimeError::InvalidRequest {
                 field: "messages",
                 reason: "a run needs at least one message".into(),
             });
         }
+        let limits = &self.inner.config.limits;
+        limits.check_conversation("messages", request.messages.iter().map(Message::content))?;
+        limits.check_max_steps(request.max_steps)?;
         if let Some(request_id) = &request.request_id {
             if let Some(existing) = self.inner.store.find_run_by_request_id(request_id).await? {
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
@@ -151,8 +212,9 @@ impl Runtime {
         });
         let mut run = run;
         run.last_seq = first.last_seq;
+        run.lease = Some(self.inner.new_lease());
         match self.inner.store.create_run(&run, &first.events).await {
-            Ok(()) => {}
+            Ok(()) => self.inner.config.metrics.run_started(&run.agent_id),
             // A retry racing its original: follow the run that won.
             Err(StoreError::AlreadyExists) if run.request_id.is_some() => {
                 let request_id = run.request_id.unwrap_or_default();
@@ -163,14 +225,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
-        let run_id = run.id;
-        let live = self.inner.live.start_execution(run_id);
-        let mut emitter = Emitter::new(live, run.last_seq, Some(client));
-        emitter.release_stored(first.events).await;
-        let execution = drive::Execution::new(Arc::clone(&self.inner), agent, run, emitter);
-        tokio::spawn(execution.run_steps());
-        Ok(RunStream { run_id, events })
+        Ok(self.execute(agent, run, first.events, execute::Work::Steps))
     }
 
     /// Reads a run (a suspended run past its time to live reads as expired).
@@ -236,9 +291,11 @@ fn new_run(agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecor
         expires_at: None,
         request_id: request.request_id,
         metadata: request.metadata,
+        run_tools: request.tools,
+        lease: None,
         options: RunOptions {
             max_steps: if request.max_steps == 0 {
-                agent.max_steps
+                agent.max_steps.min(config.limits.max_steps_per_run)
             } else {
                 request.max_steps
             },
@@ -262,12 +319,14 @@ impl Inner {
             return Ok(run);
         }
         let expected = run.version;
+        let suspended_since = run.updated_at;
         run.version += 1;
         run.status = RunStatus::Expired;
         run.updated_at = Timestamp::now();
         match self.store.commit(&run, expected, &[]).await {
             Ok(()) => {
                 tracing::info!(run_id = %run.id, "suspended run expired");
+                self.config.metrics.run_expired(&run.agent_id, suspended_since);
                 if let Some(live) = self.live.get(run.id) {
                     live.close();
                 }

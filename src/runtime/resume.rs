@@ -2,15 +2,12 @@
 //! suspension with a compare-and-set (so racing Resumes let exactly one
 //! through), and continues the run. A refused Resume changes nothing.
 
-use std::sync::Arc;
-
-use tokio::sync::mpsc;
 use tracing::instrument;
 
-use super::drive::Execution;
 use super::emitter::Staging;
+use super::execute::Work;
 use super::subscribe::Wanted;
-use super::{Emitter, RunStream, Runtime, RuntimeError};
+use super::{RunStream, Runtime, RuntimeError};
 use crate::agent::{record_result, Resolution};
 use crate::chunk::Chunk;
 use crate::run::{PendingCall, ResumeRecord, RunId, RunRecord, RunStatus};
@@ -52,6 +49,14 @@ impl Runtime {
     /// (or refuses, if the answer differs).
     #[instrument(skip_all, fields(run_id = %request.run_id, tool_call_id))]
     pub async fn resume(&self, request: ResumeRun) -> Result<RunStream, RuntimeError> {
+        let resumed = self.try_resume(request).await;
+        if let Err(error) = &resumed {
+            self.inner.config.metrics.resume_rejected(error);
+        }
+        resumed
+    }
+
+    async fn try_resume(&self, request: ResumeRun) -> Result<RunStream, RuntimeError> {
         let run = self.inner.store.load_run(request.run_id).await?;
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
@@ -61,12 +66,7 @@ impl Runtime {
         if run.status != RunStatus::Suspended {
             return Err(RuntimeError::NotSuspended(run.status));
         }
-        let agent = self
-            .inner
-            .agents
-            .get(&run.agent_id)
-            .ok_or_else(|| RuntimeError::AgentGone(run.agent_id.clone()))?
-            .clone();
+        let agent = self.inner.agent_for_run(&run)?;
         let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
         tracing::Span::current().record("tool_call_id", run.state.pending[index].call.id.as_str());
         let resolution = agent.resolve(&run.state.pending[index], &request.answer)?;
@@ -98,22 +98,18 @@ impl Runtime {
         run.version += 1;
         run.status = RunStatus::Running;
         run.expires_at = None;
-        run.updated_at = Timestamp::now();
+        let suspended_since = std::mem::replace(&mut run.updated_at, Timestamp::now());
         run.last_seq = first.last_seq;
+        // The claim makes this replica the run's executor.
+        run.lease = Some(self.inner.new_lease());
         match self.inner.store.commit(&run, expected, &first.events).await {
-            Ok(()) => {}
+            Ok(()) => self.inner.config.metrics.run_resumed(&run.agent_id, suspended_since),
             Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
             Err(other) => return Err(other.into()),
         }
 
-        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
-        let run_id = run.id;
-        let live = self.inner.live.start_execution(run_id);
-        let mut emitter = Emitter::new(live, run.last_seq, Some(client));
-        emitter.release_stored(first.events).await;
-        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
-        tokio::spawn(execution.continue_after_resume(approved));
-        Ok(RunStream { run_id, events })
+        let work = Work::Continue(approved.into_iter().collect());
+        Ok(self.execute(agent, run, first.events, work))
     }
 }
 

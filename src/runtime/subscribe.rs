@@ -1,15 +1,22 @@
 //! Following a run: replay its stored chunks after a seq, then its live
-//! chunks, with no gap and no duplicate whatever the timing. Used by
-//! SubscribeRun, and by retried StreamAgent and Resume calls (idempotency).
+//! chunks, with no gap and no duplicate whatever the timing, whichever
+//! replica executes it. Used by SubscribeRun, by retried StreamAgent and
+//! Resume calls (idempotency), and by every StreamAgent and Resume stream
+//! itself: a client follows the run it started, so if the execution moves
+//! to another replica (a takeover, a cancel) the stream goes on with it.
 
 use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::live::{Joined, LiveRun, Signal};
+use super::live::{LiveRun, Signal};
 use super::{Inner, RunStream, Runtime, RuntimeError};
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunId, RunStatus};
+
+/// How long a follower of a run in a shared store waits without any signal
+/// before it reads the store anyway.
+const QUIET_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How far a subscription goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,17 +42,17 @@ fn is_finish(event: &Event) -> bool {
     matches!(event.chunk, Chunk::Finish { .. })
 }
 
-/// Stored events then unstored ones, strictly increasing, after `after`.
-fn merge(stored: Vec<Event>, unstored: Vec<Event>, after: u64) -> Vec<Event> {
+/// The events that continue `after` without a gap.
+fn contiguous(events: Vec<Event>, after: u64) -> Vec<Event> {
     let mut last = after;
-    let mut merged = Vec::with_capacity(stored.len() + unstored.len());
-    for event in stored.into_iter().chain(unstored) {
+    let mut kept = Vec::with_capacity(events.len());
+    for event in events {
         if event.seq == last + 1 {
             last = event.seq;
-            merged.push(event);
+            kept.push(event);
         }
     }
-    merged
+    kept
 }
 
 impl Runtime {
@@ -59,7 +66,7 @@ impl Runtime {
     pub(super) async fn follow(&self, run_id: RunId, wanted: Wanted) -> Result<RunStream, RuntimeError> {
         let live = self.inner.live.entry(run_id);
         // Join before reading the store: whatever the store misses, the
-        // join's snapshot or broadcast has.
+        // broadcast has.
         let joined = live.join();
         match plan(&self.inner, run_id, wanted, joined).await {
             Ok(Plan {
@@ -85,6 +92,29 @@ impl Runtime {
             }
         }
     }
+
+    /// The stream of an execution about to start here: `first` are the
+    /// events its starting commit stored. Joined before the execution
+    /// spawns, so nothing is missed. Returns the stream, and the client's
+    /// sender, which the execution only watches for the client going away.
+    pub(super) fn stream_from(
+        &self,
+        live: &Arc<LiveRun>,
+        first: Vec<Event>,
+    ) -> (RunStream, mpsc::Sender<Event>) {
+        let run_id = live.id();
+        let signals = live.join();
+        let after_seq = first.first().map_or(0, |event| event.seq.saturating_sub(1));
+        let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
+        let forwarder = Forwarder {
+            inner: Arc::clone(&self.inner),
+            live: Arc::clone(live),
+            client: client.clone(),
+            follow: Follow::UntilFinishAfter(after_seq),
+        };
+        tokio::spawn(forwarder.run(after_seq, first, signals));
+        (RunStream { run_id, events }, client)
+    }
 }
 
 /// What a subscriber is sent.
@@ -97,17 +127,19 @@ struct Plan {
 }
 
 /// Reads the store and decides what to replay and how far to follow.
-async fn plan(inner: &Inner, run_id: RunId, wanted: Wanted, joined: Joined) -> Result<Plan, RuntimeError> {
+async fn plan(
+    inner: &Inner,
+    run_id: RunId,
+    wanted: Wanted,
+    signals: broadcast::Receiver<Signal>,
+) -> Result<Plan, RuntimeError> {
     let run = inner.store.load_run(run_id).await?;
     let run = inner.expire_if_due(run).await?;
     let after_seq = match wanted {
         Wanted::Subscription { after_seq } => after_seq,
         Wanted::Segment { first_seq } => first_seq.saturating_sub(1),
     };
-    let last_known = joined
-        .unstored
-        .last()
-        .map_or(run.last_seq, |e| e.seq.max(run.last_seq));
+    let last_known = run.last_seq;
     if after_seq > last_known {
         return Err(RuntimeError::InvalidRequest {
             field: "after_seq",
@@ -115,7 +147,7 @@ async fn plan(inner: &Inner, run_id: RunId, wanted: Wanted, joined: Joined) -> R
         });
     }
     let stored = inner.store.read_events(run_id, after_seq).await?;
-    let replay = merge(stored, joined.unstored, after_seq);
+    let replay = contiguous(stored, after_seq);
     let follow = match (wanted, run.status) {
         (Wanted::Segment { .. }, _) => Follow::UntilFinishAfter(after_seq),
         (_, RunStatus::Running) => Follow::UntilFinishAfter(run.last_seq),
@@ -126,7 +158,7 @@ async fn plan(inner: &Inner, run_id: RunId, wanted: Wanted, joined: Joined) -> R
         after_seq,
         replay,
         follow,
-        signals: joined.signals,
+        signals,
     })
 }
 
@@ -165,33 +197,68 @@ impl Forwarder {
             return;
         }
         loop {
-            let event = match signals.recv().await {
+            let event = match self.next_signal(&mut signals).await {
                 Ok(Signal::Chunk(event)) if event.seq <= last => continue,
                 Ok(Signal::Chunk(event)) if event.seq == last + 1 => event,
                 Ok(Signal::Closed) | Err(broadcast::error::RecvError::Closed) => return,
-                // Fell behind, or a gap: rejoin and catch up from the store.
-                Ok(Signal::Chunk(_)) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let joined = self.live.join();
-                    signals = joined.signals;
-                    let stored = match self.inner.store.read_events(self.live.id(), last).await {
-                        Ok(stored) => stored,
-                        Err(error) => {
-                            tracing::warn!(%error, "subscriber could not catch up from the store");
-                            return;
-                        }
-                    };
-                    for event in merge(stored, joined.unstored, last) {
-                        last = event.seq;
-                        if let Next::Done = self.deliver(event).await {
-                            return;
-                        }
+                // Fell behind, a gap, or a change announced without its
+                // chunks: rejoin and catch up from the store.
+                Ok(Signal::Chunk(_) | Signal::Recheck) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    signals = self.live.join();
+                    match self.catch_up(&mut last).await {
+                        Next::More => continue,
+                        Next::Done => return,
                     }
-                    continue;
                 }
             };
             last = event.seq;
             if let Next::Done = self.deliver(event).await {
                 return;
+            }
+        }
+    }
+
+    /// The next signal; with a shared store, a `Recheck` after a quiet
+    /// [`QUIET_RECHECK`], in case the notification of a write was lost (its
+    /// writer died right after committing it).
+    async fn next_signal(
+        &self,
+        signals: &mut broadcast::Receiver<Signal>,
+    ) -> Result<Signal, broadcast::error::RecvError> {
+        if self.inner.store.feed().is_none() {
+            return signals.recv().await;
+        }
+        match tokio::time::timeout(QUIET_RECHECK, signals.recv()).await {
+            Ok(signal) => signal,
+            Err(_) => Ok(Signal::Recheck),
+        }
+    }
+
+    /// Delivers what the store has after `last`; done if that ends the
+    /// subscription, or if the run can have nothing more to deliver (it
+    /// left RUNNING and SUSPENDED without a chunk, e.g. it expired).
+    async fn catch_up(&self, last: &mut u64) -> Next {
+        let run_id = self.live.id();
+        let stored = match self.inner.store.read_events(run_id, *last).await {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(%error, "subscriber could not catch up from the store");
+                return Next::Done;
+            }
+        };
+        for event in contiguous(stored, *last) {
+            *last = event.seq;
+            if let Next::Done = self.deliver(event).await {
+                return Next::Done;
+            }
+        }
+        match self.inner.store.load_run(run_id).await {
+            Ok(run) if matches!(run.status, RunStatus::Running | RunStatus::Suspended) => Next::More,
+            Ok(run) if run.last_seq > *last => Next::More,
+            Ok(_) => Next::Done,
+            Err(error) => {
+                tracing::warn!(%error, "subscriber could not read the run");
+                Next::Done
             }
         }
     }

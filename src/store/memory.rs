@@ -1,7 +1,7 @@
 //! An in-memory run store for tests and embedding. Same contract as the
 //! durable backends; nothing survives the process.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -116,5 +116,52 @@ impl RunStore for MemoryStore {
             .collect();
         due.sort_unstable();
         Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        let mut runs = self.lock();
+        let (stored, log) = runs.get_mut(&id).ok_or(StoreError::NotFound)?;
+        if stored.version != expected_version {
+            return Err(StoreError::VersionConflict {
+                expected: expected_version,
+                actual: stored.version,
+            });
+        }
+        check_new_seqs(log, events)?;
+        stored.version = expected_version + 1;
+        if let Some(last) = events.last() {
+            stored.last_seq = last.seq;
+        }
+        if let (Some(lease), Some(at)) = (stored.lease.as_mut(), lease_expires_at) {
+            lease.expires_at = at;
+        }
+        log.extend_from_slice(events);
+        Ok(())
+    }
+
+    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        let mut expired: Vec<(Option<Timestamp>, RunId)> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| run.status == RunStatus::Running)
+            .map(|(run, _)| (run.lease.as_ref().map(|lease| lease.expires_at), run.id))
+            .filter(|(at, _)| at.is_none_or(|at| at <= now))
+            .collect();
+        expired.sort_unstable();
+        Ok(expired.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
+        let mut counts = BTreeMap::new();
+        for (run, _) in self.lock().values().filter(|(run, _)| run.status == status) {
+            *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
+        }
+        Ok(counts)
     }
 }

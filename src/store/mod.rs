@@ -1,20 +1,28 @@
 //! The run store: where runs, their state and their event logs live. One
-//! documented trait, several backends: SQLite (the embedded default) and
-//! memory (tests, embedding). Backends never interpret run state; they keep
+//! documented trait, several backends: SQLite (the embedded default),
+//! PostgreSQL (several replicas sharing one store) and memory (tests,
+//! embedding). Backends never interpret run state; they keep
 //! it, guard writes with a version compare-and-set, and return it.
 
+mod feed;
 mod memory;
+mod postgres;
 mod query;
+mod record;
 mod sqlite;
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+pub use feed::{FeedItem, FeedMessage, RunFeed};
 pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
 pub use query::RunQuery;
 pub use sqlite::SqliteStore;
 
 use crate::chunk::Event;
-use crate::run::{RunId, RunRecord};
+use crate::run::{RunId, RunRecord, RunStatus};
 use crate::time::Timestamp;
 
 /// A store operation that failed.
@@ -37,6 +45,9 @@ pub enum StoreError {
 ///
 /// Every write is atomic: the run record and the events that come with it
 /// are stored together or not at all.
+///
+/// The runtime reaches every backend through `metrics::MeasuredStore`,
+/// which delegates each method: a method added here is added there too.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
@@ -70,13 +81,83 @@ pub trait RunStore: Send + Sync + 'static {
     /// expired first, at most `limit` of them. The caller expires each one
     /// with a version compare-and-set.
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
+
+    /// How many runs are in `status` now, by agent (agents with none are
+    /// left out). This default pages through [`RunStore::list_runs`]; a
+    /// backend with an index on status counts from it instead.
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
+        const PAGE: usize = 500;
+        let mut counts = BTreeMap::new();
+        let mut before = None;
+        loop {
+            let query = RunQuery {
+                status: Some(status),
+                agent_id: None,
+                before,
+                limit: PAGE,
+            };
+            let page = self.list_runs(&query).await?;
+            for run in &page {
+                *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
+            }
+            if page.len() < PAGE {
+                return Ok(counts);
+            }
+            before = page.last().map(|run| run.id);
+        }
+    }
+
+    /// A cheap round trip that fails while the store cannot be reached; the
+    /// server's health check calls it periodically. This default reads one
+    /// run; backends override it with their own probe.
+    async fn ping(&self) -> Result<(), StoreError> {
+        let query = RunQuery {
+            limit: 1,
+            ..RunQuery::default()
+        };
+        self.list_runs(&query).await.map(|_| ())
+    }
+
+    /// Extends a running run without rewriting its state: appends `events`
+    /// (seqs after the stored `last_seq`), moves `last_seq` to the last of
+    /// them (unchanged when there are none), sets the lease's expiry to
+    /// `lease_expires_at`, and bumps the version to `expected_version + 1`;
+    /// only if the stored version is still `expected_version`
+    /// (`VersionConflict` otherwise, `NotFound` without the run). Atomic
+    /// like [`RunStore::commit`]. With no events it renews the lease. A read
+    /// after it sees the new version, `last_seq` and lease expiry, with the
+    /// state of the last commit.
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError>;
+
+    /// Running runs whose lease expired at or before `now` (or that have no
+    /// lease), soonest expired first (leaseless ones before all), at most
+    /// `limit` of them. The caller takes each over with a version
+    /// compare-and-set.
+    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
+
+    /// Changes other processes make to this store's runs, as they happen,
+    /// for a store that several servers share; `None` for a store that one
+    /// process owns (every change then happens in this process).
+    fn feed(&self) -> Option<std::sync::Arc<dyn RunFeed>> {
+        None
+    }
 }
 
-/// Opens the store a URL names: `sqlite://PATH` (or a plain path) or
-/// `memory:`.
+/// Opens the store a URL names: `sqlite://PATH` (or a plain path),
+/// `postgres://...` / `postgresql://...` (see [`PostgresStore::open`]; call
+/// it inside a Tokio runtime) or `memory:`.
 pub fn open(url: &str) -> Result<std::sync::Arc<dyn RunStore>, StoreError> {
     if url == "memory:" || url == "memory://" {
         return Ok(std::sync::Arc::new(MemoryStore::default()));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(std::sync::Arc::new(PostgresStore::open(url)?));
     }
     let path = url
         .strip_prefix("sqlite://")
@@ -84,7 +165,7 @@ pub fn open(url: &str) -> Result<std::sync::Arc<dyn RunStore>, StoreError> {
         .unwrap_or(url);
     if path.contains("://") {
         return Err(StoreError::Backend(format!(
-            "unsupported store URL {url:?}: use sqlite://PATH or memory:"
+            "unsupported store URL {url:?}: use sqlite://PATH, postgres://... or memory:"
         )));
     }
     Ok(std::sync::Arc::new(SqliteStore::open(path)?))

@@ -5,6 +5,7 @@
 //! of connections on the blocking thread pool; WAL lets them run beside the
 //! writer. Never blocks an async worker thread on SQLite.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -12,11 +13,12 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+mod leases;
 mod queries;
 
 use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
-use crate::run::{RunId, RunRecord};
+use crate::run::{RunId, RunRecord, RunStatus};
 use crate::time::Timestamp;
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
@@ -24,6 +26,7 @@ use crate::time::Timestamp;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0001_runs.sql"),
     include_str!("migrations/sqlite/0002_run_queries.sql"),
+    include_str!("migrations/sqlite/0003_leases.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -45,6 +48,8 @@ struct RunRow {
     updated_at: i64,
     expires_at: Option<i64>,
     request_id: Option<String>,
+    lease_owner: Option<String>,
+    lease_expires_at: Option<i64>,
     record: Vec<u8>,
 }
 
@@ -55,13 +60,21 @@ struct EventRow {
 }
 
 enum WriteKind {
-    Create,
-    Commit { expected_version: i64 },
+    Create(RunRow),
+    Commit {
+        run: RunRow,
+        expected_version: i64,
+    },
+    Append {
+        id: String,
+        expected_version: i64,
+        last_seq: Option<i64>,
+        lease_expires_at: Option<i64>,
+    },
 }
 
 struct Write {
     kind: WriteKind,
-    run: RunRow,
     events: Vec<EventRow>,
     done: oneshot::Sender<Result<(), StoreError>>,
 }
@@ -90,6 +103,8 @@ impl RunRow {
             updated_at: run.updated_at.0,
             expires_at: run.expires_at.map(|t| t.0),
             request_id: run.request_id.clone(),
+            lease_owner: run.lease.as_ref().map(|lease| lease.owner.clone()),
+            lease_expires_at: run.lease.as_ref().map(|lease| lease.expires_at.0),
             record: serde_json::to_vec(run).map_err(corrupt)?,
         })
     }
@@ -138,11 +153,10 @@ impl SqliteStore {
         })
     }
 
-    async fn write(&self, kind: WriteKind, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
+    async fn write(&self, kind: WriteKind, events: &[Event]) -> Result<(), StoreError> {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
-            run: RunRow::new(run)?,
             events: event_rows(events)?,
             done,
         };
@@ -249,14 +263,13 @@ fn apply_in_savepoint(tx: &mut Transaction<'_>, write: &Write) -> Result<(), Sto
 }
 
 fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
-    let run = &write.run;
-    match write.kind {
-        WriteKind::Create => {
+    let run_id = match &write.kind {
+        WriteKind::Create(run) => {
             let inserted = conn
                 .prepare_cached(
                     "INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, updated_at, \
-                     expires_at, request_id, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-                     ON CONFLICT DO NOTHING",
+                     expires_at, request_id, record, lease_owner, lease_expires_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
                 )
                 .and_then(|mut insert| {
                     insert.execute(params![
@@ -269,19 +282,24 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                         run.updated_at,
                         run.expires_at,
                         run.request_id,
-                        run.record
+                        run.record,
+                        run.lease_owner,
+                        run.lease_expires_at
                     ])
                 })
                 .map_err(backend)?;
             if inserted == 0 {
                 return Err(StoreError::AlreadyExists);
             }
+            &run.id
         }
-        WriteKind::Commit { expected_version } => {
+        WriteKind::Commit { run, expected_version } => {
+            let expected_version = *expected_version;
             let updated = conn
                 .prepare_cached(
                     "UPDATE runs SET status = ?2, version = ?3, last_seq = ?4, updated_at = ?5, \
-                     expires_at = ?6, record = ?7 WHERE id = ?1 AND version = ?8",
+                     expires_at = ?6, record = ?7, lease_owner = ?9, lease_expires_at = ?10 \
+                     WHERE id = ?1 AND version = ?8",
                 )
                 .and_then(|mut update| {
                     update.execute(params![
@@ -292,7 +310,9 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                         run.updated_at,
                         run.expires_at,
                         run.record,
-                        expected_version
+                        expected_version,
+                        run.lease_owner,
+                        run.lease_expires_at
                     ])
                 })
                 .map_err(backend)?;
@@ -311,14 +331,24 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                     },
                 });
             }
+            &run.id
         }
-    }
+        WriteKind::Append {
+            id,
+            expected_version,
+            last_seq,
+            lease_expires_at,
+        } => {
+            leases::append(conn, id, *expected_version, *last_seq, *lease_expires_at)?;
+            id
+        }
+    };
     let mut insert = conn
         .prepare_cached("INSERT INTO events (run_id, seq, time, chunk) VALUES (?1, ?2, ?3, ?4)")
         .map_err(backend)?;
     for event in &write.events {
         insert
-            .execute(params![run.id, event.seq, event.time, event.chunk])
+            .execute(params![run_id, event.seq, event.time, event.chunk])
             .map_err(backend)?;
     }
     Ok(())
@@ -355,7 +385,7 @@ impl ReaderPool {
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
-        self.write(WriteKind::Create, run, events).await
+        self.write(WriteKind::Create(RunRow::new(run)?), events).await
     }
 
     async fn commit(
@@ -366,22 +396,47 @@ impl RunStore for SqliteStore {
     ) -> Result<(), StoreError> {
         self.write(
             WriteKind::Commit {
+                run: RunRow::new(run)?,
                 expected_version: to_i64(expected_version),
             },
-            run,
             events,
         )
         .await
     }
 
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        let kind = WriteKind::Append {
+            id: id.to_string(),
+            expected_version: to_i64(expected_version),
+            last_seq: events.last().map(|event| to_i64(event.seq)),
+            lease_expires_at: lease_expires_at.map(|at| at.0),
+        };
+        self.write(kind, events).await
+    }
+
+    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.read(move |conn| leases::expired_leases(conn, now, limit))
+            .await
+    }
+
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
         self.read(move |conn| {
-            let record: Option<Vec<u8>> = conn
-                .prepare_cached("SELECT record FROM runs WHERE id = ?1")
-                .and_then(|mut select| select.query_row([id.to_string()], |row| row.get(0)).optional())
+            let sql = format!("SELECT {} FROM runs WHERE id = ?1", leases::RECORD_COLUMNS);
+            let record = conn
+                .prepare_cached(&sql)
+                .and_then(|mut select| {
+                    select
+                        .query_row([id.to_string()], leases::record_from_row)
+                        .optional()
+                })
                 .map_err(backend)?;
-            let record = record.ok_or(StoreError::NotFound)?;
-            serde_json::from_slice(&record).map_err(corrupt)
+            record.ok_or(StoreError::NotFound)?
         })
         .await
     }
@@ -437,5 +492,20 @@ impl RunStore for SqliteStore {
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.read(move |conn| queries::due_suspensions(conn, now, limit))
             .await
+    }
+
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.read(move |conn| queries::count_runs_by_agent(conn, status))
+            .await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        if self.writes.is_closed() {
+            return Err(StoreError::Backend("the writer thread has stopped".into()));
+        }
+        let path = self.readers.path.clone();
+        tokio::task::spawn_blocking(move || queries::ping(&path))
+            .await
+            .map_err(|e| StoreError::Backend(format!("ping task failed: {e}")))?
     }
 }

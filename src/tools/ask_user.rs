@@ -16,6 +16,24 @@ use super::{
 /// The `ask_user` tool.
 pub struct AskUser {
     spec: ToolSpec,
+    limits: AskUserLimits,
+}
+
+/// How big a question the model may ask (`[limits]` in `agentd.toml`).
+/// Input over a limit is an error result the model sees, like any other
+/// invalid input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AskUserLimits {
+    pub max_question_chars: usize,
+    pub max_options: usize,
+    pub max_label_chars: usize,
+    pub max_description_chars: usize,
+}
+
+impl Default for AskUserLimits {
+    fn default() -> Self {
+        crate::limits::Limits::default().ask_user()
+    }
 }
 
 impl Default for AskUser {
@@ -29,7 +47,13 @@ impl AskUser {
     pub const NAME: &'static str = "ask_user";
 
     pub fn new() -> Self {
+        Self::with_limits(AskUserLimits::default())
+    }
+
+    /// The tool, checking its input against `limits`.
+    pub fn with_limits(limits: AskUserLimits) -> Self {
         Self {
+            limits,
             spec: ToolSpec {
                 name: Self::NAME.to_owned(),
                 description: "Ask the user a question and wait for the answer. Give options to \
@@ -43,12 +67,13 @@ impl AskUser {
         }
     }
 
-    /// Checks the model's input and resolves the selection mode.
-    pub fn parse(args: &Value) -> Result<AskUserPayload, String> {
+    /// Checks the model's input and resolves the selection mode; the error
+    /// is the text the model gets back.
+    pub fn parse(&self, args: &Value) -> Result<AskUserPayload, String> {
         let input: Input =
             serde_json::from_value(args.clone()).map_err(|e| format!("Failed to ask user: {e}."))?;
         input
-            .validate()
+            .validate(&self.limits)
             .map_err(|reason| format!("Failed to ask user: {reason}."))
     }
 }
@@ -70,12 +95,32 @@ enum ModeInput {
     MultiSelect,
 }
 
+/// `what` has more characters than `limit` allows.
+fn check_chars(what: &str, text: &str, max: usize, limit: &str) -> Result<(), String> {
+    // Counting stops one past the limit: a huge text costs no more.
+    let count = text.chars().take(max.saturating_add(1)).count();
+    if count > max {
+        return Err(format!(
+            "{what} is longer than {max} characters (limits.{limit})"
+        ));
+    }
+    Ok(())
+}
+
 impl Input {
-    fn validate(self) -> Result<AskUserPayload, String> {
+    fn validate(self, limits: &AskUserLimits) -> Result<AskUserPayload, String> {
         if self.question.trim().is_empty() {
             return Err("question must not be empty".into());
         }
+        check_chars("question", &self.question, limits.max_question_chars, "max_question_chars")?;
         let options = self.options.unwrap_or_default();
+        if options.len() > limits.max_options {
+            return Err(format!(
+                "{} options are more than {} (limits.max_options)",
+                options.len(),
+                limits.max_options
+            ));
+        }
         let selection_mode = match (self.selection_mode, options.is_empty()) {
             (Some(_), true) => return Err("selectionMode requires options".into()),
             (None, true) => SelectionMode::FreeText,
@@ -93,6 +138,20 @@ impl Input {
                     option.label
                 ));
             }
+        }
+        for (index, option) in options.iter().enumerate() {
+            check_chars(
+                &format!("options[{index}].label"),
+                &option.label,
+                limits.max_label_chars,
+                "max_option_label_chars",
+            )?;
+            check_chars(
+                &format!("options[{index}].description"),
+                &option.description,
+                limits.max_description_chars,
+                "max_option_description_chars",
+            )?;
         }
         Ok(AskUserPayload {
             question: self.question,
@@ -147,7 +206,7 @@ impl Tool for AskUser {
     }
 
     async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome {
-        match Self::parse(args) {
+        match self.parse(args) {
             Err(message) => ToolOutcome::Done(ToolOutput::error(message)),
             Ok(payload) if ctx.can_suspend() => ToolOutcome::Suspend(SuspendPayload::AskUser(payload)),
             Ok(payload) => ToolOutcome::Done(ToolOutput::ok(fallback_text(&payload))),

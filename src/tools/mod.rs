@@ -3,15 +3,22 @@
 //! persistence of their own; the runtime stores what they return.
 
 mod ask_user;
+mod catalog;
+pub mod client;
+pub mod http;
 mod human_review;
+pub mod mcp;
 mod registry;
+mod secrets;
 mod suspend;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use ask_user::AskUser;
+pub use ask_user::{AskUser, AskUserLimits};
+pub use catalog::{mcp_reference, CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
+pub use client::{ClientTool, ToolDefinition};
 pub use human_review::HumanReview;
 pub use registry::{RegisteredTool, ToolSet};
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};

@@ -10,6 +10,7 @@ use super::{AnswerError, Tool, ToolSpec};
 
 /// A tool together with its compiled input-schema and resume-schema
 /// validators.
+#[derive(Clone)]
 pub struct RegisteredTool {
     tool: Arc<dyn Tool>,
     validator: jsonschema::Validator,
@@ -101,7 +102,7 @@ fn violations<'a>(
 }
 
 /// The tools of one agent, looked up by name.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct ToolSet {
     tools: Vec<RegisteredTool>,
 }
@@ -117,5 +118,10 @@ impl ToolSet {
 
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.iter().map(RegisteredTool::spec)
+    }
+
+    /// Adds tools after the ones already in the set.
+    pub fn extend(&mut self, tools: impl IntoIterator<Item = RegisteredTool>) {
+        self.tools.extend(tools);
     }
 }

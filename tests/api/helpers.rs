@@ -43,7 +43,7 @@ impl TestServer {
     /// A server with these settings (the listen address is ignored: the
     /// server binds an ephemeral port).
     pub async fn start_with(settings: ServerSettings) -> Self {
-        let runtime = server::build_runtime(&settings).expect("runtime");
+        let runtime = server::build_runtime(&settings).await.expect("runtime");
         // Bound before serving, so the client can connect without waiting.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().unwrap();

@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
 
+mod leases;
 mod queries;
 
 type Store = Arc<dyn RunStore>;
@@ -33,6 +34,18 @@ async fn memory_store_conforms() {
 async fn sqlite_store_conforms() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(dir.path().join("x.sqlite3")).expect("open sqlite");
+    conformance(Arc::new(store)).await;
+}
+
+/// The same suite against PostgreSQL, in a schema of its own (see
+/// `pg.rs`: skipped with a note locally without a database, a failure in
+/// CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_store_conforms() {
+    let Some(schema) = crate::pg::TestSchema::create().await else {
+        return;
+    };
+    let store = agentd::store::PostgresStore::open(&schema.url()).expect("open postgres");
     conformance(Arc::new(store)).await;
 }
 
@@ -101,6 +114,7 @@ pub async fn conformance(store: Store) {
     racing_commits_have_one_winner(&store).await;
     mixed_burst_of_commits(&store).await;
     queries::queries_conform(&store).await;
+    leases::leases_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {
@@ -638,6 +652,8 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
             cancel_reason: None,
             resumes: Vec::new(),
         },
+        run_tools: Vec::new(),
+        lease: None,
     }
 }
 

@@ -9,6 +9,7 @@ use crate::runtime::{ResumeRun, RuntimeError, StartRun};
 use crate::tools::Answer;
 
 use super::invalid;
+use super::tools::tool_definitions;
 use super::value::value_to_json;
 
 pub fn parse_run_id(run_id: &str) -> Result<RunId, RuntimeError> {
@@ -54,6 +55,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         options,
         metadata,
         request_id,
+        tools,
     } = request;
     let messages = match (prompt.is_empty(), messages.is_empty()) {
         (false, false) => return Err(invalid("prompt", "give either prompt or messages, not both")),
@@ -90,6 +92,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         suspend_ttl: (suspend_ttl_seconds > 0).then(|| Duration::from_secs(suspend_ttl_seconds)),
         metadata: metadata.into_iter().collect(),
         request_id: optional(request_id),
+        tools: tool_definitions(tools),
     })
 }
 

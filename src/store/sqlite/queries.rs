@@ -1,12 +1,15 @@
 //! The SQLite store's read queries beyond a single run: lookup by request
-//! id, filtered keyset listing, and the expiry sweep's due suspensions. Each
-//! is one indexed query on a reader connection; none ever writes, and none
-//! sorts in a temporary B-tree (a test below checks the query plans).
+//! id, filtered keyset listing, the expiry sweep's due suspensions, counts
+//! by status, and the health probe. Each is one indexed query on a reader
+//! connection; none ever writes, and none sorts in a temporary B-tree (a
+//! test below checks the query plans).
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::str::FromStr;
 
 use rusqlite::types::Value;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use super::{backend, corrupt, to_i64};
 use crate::run::{RunId, RunRecord, RunStatus};
@@ -46,7 +49,7 @@ fn list_sql(query: &RunQuery) -> (String, Vec<Value>) {
         conditions.push("id < ?");
         values.push(Value::Text(before.to_string()));
     }
-    let mut sql = String::from("SELECT record FROM runs");
+    let mut sql = format!("SELECT {} FROM runs", super::leases::RECORD_COLUMNS);
     if !conditions.is_empty() {
         sql.push_str(" WHERE ");
         sql.push_str(&conditions.join(" AND "));
@@ -60,10 +63,12 @@ pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRe
     let (sql, values) = list_sql(query);
     let mut select = conn.prepare_cached(&sql).map_err(backend)?;
     let rows = select
-        .query_map(rusqlite::params_from_iter(values), |row| row.get::<_, Vec<u8>>(0))
+        .query_map(
+            rusqlite::params_from_iter(values),
+            super::leases::record_from_row,
+        )
         .map_err(backend)?;
-    rows.map(|record| serde_json::from_slice(&record.map_err(backend)?).map_err(corrupt))
-        .collect()
+    rows.map(|record| record.map_err(backend)?).collect()
 }
 
 const DUE_SQL: &str = "SELECT id FROM runs WHERE status = ?1 AND expires_at <= ?2 \
@@ -82,6 +87,40 @@ pub(super) fn due_suspensions(
         )
         .map_err(backend)?;
     rows.map(|id| parse_id(&id.map_err(backend)?)).collect()
+}
+
+const COUNT_SQL: &str = "SELECT agent_id, count(*) FROM runs WHERE status = ?1 GROUP BY agent_id";
+
+pub(super) fn count_runs_by_agent(
+    conn: &Connection,
+    status: RunStatus,
+) -> Result<BTreeMap<String, u64>, StoreError> {
+    let mut select = conn.prepare_cached(COUNT_SQL).map_err(backend)?;
+    let rows = select
+        .query_map([status.as_str()], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
+        .map_err(backend)?;
+    rows.map(|row| {
+        let (agent, count) = row.map_err(backend)?;
+        Ok((agent, u64::try_from(count).unwrap_or(0)))
+    })
+    .collect()
+}
+
+/// Opens the database afresh (not from the pool, whose open connections
+/// outlive a deleted or unreadable file) and reads its schema.
+pub(super) fn ping(path: &Path) -> Result<(), StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(backend)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(backend)?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get::<_, i64>(0))
+        .map_err(backend)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -148,5 +187,13 @@ mod tests {
         let lookup = "SELECT id FROM runs WHERE request_id = ?1";
         let lookup = plan(&conn, lookup, vec![Value::Text("r".into())]);
         assert!(lookup.contains("runs_by_request"), "{lookup}");
+    }
+
+    #[test]
+    fn counting_by_status_reads_only_an_index() {
+        let conn = migrated();
+        let count = plan(&conn, COUNT_SQL, vec![Value::Text("suspended".into())]);
+        assert!(count.contains("COVERING INDEX"), "{count}");
+        assert!(!count.contains("TEMP B-TREE"), "{count}");
     }
 }

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""The ask_user cycle against an agentd server, from Python with grpcio.
+
+It generates the Python stubs from the repository's proto/ folder into a
+temporary folder (with grpcio-tools), then, with the server's scripted
+model:
+
+1. starts a run that asks a single-select question, prints the streamed
+   chunks, the question and its options;
+2. answers with a label that is not an option: the server refuses with
+   INVALID_ARGUMENT, and the google.rpc.BadRequest / ErrorInfo details name
+   the field and the valid labels; the run stays suspended;
+3. answers with a valid label and prints the final text;
+4. does the same for a multi-select question, answering with `selections`,
+   and for a free-text question.
+
+Usage: python3 ask_user_cycle.py [HOST:PORT]  (or AGENTD_TARGET; default
+127.0.0.1:50051). Exits non-zero if the server does not behave as the
+contract says.
+"""
+
+import os
+import sys
+import tempfile
+
+import grpc
+from grpc_status import rpc_status
+from google.rpc import error_details_pb2
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PROTO_DIR = os.path.join(REPO, "proto")
+
+
+def generate_stubs(out_dir):
+    """Compiles agentd.proto into out_dir and imports the generated modules."""
+    import grpc_tools
+    from grpc_tools import protoc
+
+    well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    status = protoc.main([
+        "grpc_tools.protoc",
+        f"-I{PROTO_DIR}",
+        f"-I{well_known}",
+        f"--python_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        os.path.join(PROTO_DIR, "agentd", "v1", "agentd.proto"),
+    ])
+    if status != 0:
+        sys.exit(f"protoc failed with status {status}")
+    sys.path.insert(0, out_dir)
+    from agentd.v1 import agentd_pb2, agentd_pb2_grpc
+
+    return agentd_pb2, agentd_pb2_grpc
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit(f"unexpected: {message}")
+
+
+class Client:
+    def __init__(self, pb, pb_grpc, channel):
+        self.pb = pb
+        self.stub = pb_grpc.AgentServiceStub(channel)
+
+    def follow(self, stream):
+        """Prints a stream's chunks; returns (run_id, suspensions, finish, text)."""
+        run_id, suspensions, finish, text = None, [], None, ""
+        in_text = False
+        for chunk in stream:
+            run_id = run_id or chunk.run_id
+            kind = chunk.WhichOneof("chunk")
+            if in_text and kind != "text_delta":
+                print()
+                in_text = False
+            if kind == "text_delta":
+                text += chunk.text_delta.text
+                in_text = True
+                print(chunk.text_delta.text, end="", flush=True)
+            elif kind == "tool_call_suspended":
+                suspensions.append(chunk.tool_call_suspended)
+            elif kind == "finish":
+                finish = chunk.finish
+            else:
+                print(f"[{chunk.seq}] {kind}")
+        if in_text:
+            print()
+        reason = self.pb.FinishReason.Name(finish.reason)
+        print(f"[finish] {reason}")
+        return run_id, suspensions, finish, text
+
+    def start(self, prompt):
+        request = self.pb.StreamAgentRequest(prompt=prompt)
+        return self.follow(self.stub.StreamAgent(request))
+
+    def resume(self, run_id, tool_call_id, **answer):
+        request = self.pb.ResumeRequest(run_id=run_id, tool_call_id=tool_call_id, **answer)
+        return self.follow(self.stub.Resume(request))
+
+    def show_question(self, suspended):
+        ask = suspended.suspend_payload.ask_user
+        mode = self.pb.SelectionMode.Name(ask.selection_mode)
+        print(f"? {ask.question}  ({mode})")
+        for option in ask.options:
+            print(f"  - {option.label}: {option.description}")
+        return ask
+
+
+def show_rejection(error):
+    """Prints a refused Resume with its rich error details; returns the valid labels."""
+    print(f"rejected: {error.code().name}: {error.details()}")
+    status = rpc_status.from_call(error)
+    check(status is not None, "the rejection carries google.rpc.Status details")
+    valid_labels = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad_request = error_details_pb2.BadRequest()
+            detail.Unpack(bad_request)
+            for violation in bad_request.field_violations:
+                print(f"  field {violation.field}: {violation.description}")
+        elif detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            print(f"  reason {info.reason} ({info.domain}) {dict(info.metadata)}")
+            valid_labels = [l for l in info.metadata.get("valid_labels", "").split(", ") if l]
+    return valid_labels
+
+
+def single_select(client):
+    print("== single-select, with a rejected answer")
+    run_id, suspensions, finish, _ = client.start("Help me pick a plan")
+    check(finish.reason == client.pb.FINISH_REASON_SUSPENDED, "the run suspends")
+    suspended = suspensions[0]
+    ask = client.show_question(suspended)
+    labels = [option.label for option in ask.options]
+    try:
+        client.resume(run_id, suspended.tool_call_id, text="Gold")
+        check(False, "an answer that is not an option is refused")
+    except grpc.RpcError as error:
+        check(error.code() == grpc.StatusCode.INVALID_ARGUMENT, "the refusal is INVALID_ARGUMENT")
+        valid = show_rejection(error)
+        check(valid == labels, f"the details list the valid labels {labels}, got {valid}")
+    run = client.stub.GetRun(client.pb.GetRunRequest(run_id=run_id))
+    check(run.status == client.pb.RUN_STATUS_SUSPENDED, "the run is still suspended")
+    print(f"> {labels[1]}")
+    _, _, finish, text = client.resume(run_id, suspended.tool_call_id, text=labels[1])
+    check(finish.reason == client.pb.FINISH_REASON_STOP, "the run completes")
+    check(text == f"Thanks! You answered: {labels[1]}.", f"final text {text!r}")
+
+
+def multi_select(client):
+    print("== multi-select")
+    run_id, suspensions, finish, _ = client.start("Order me a pizza, multi toppings")
+    check(finish.reason == client.pb.FINISH_REASON_SUSPENDED, "the run suspends")
+    suspended = suspensions[0]
+    ask = client.show_question(suspended)
+    check(ask.selection_mode == client.pb.SELECTION_MODE_MULTI_SELECT, "a multi-select question")
+    chosen = [ask.options[0].label, ask.options[-1].label]
+    print(f"> {', '.join(chosen)}")
+    selections = client.pb.Selections(labels=chosen)
+    _, _, finish, text = client.resume(run_id, suspended.tool_call_id, selections=selections)
+    check(finish.reason == client.pb.FINISH_REASON_STOP, "the run completes")
+    check(text == f"Thanks! You answered: {', '.join(chosen)}.", f"final text {text!r}")
+
+
+def free_text(client):
+    print("== free text")
+    run_id, suspensions, _, _ = client.start("free text please")
+    suspended = suspensions[0]
+    client.show_question(suspended)
+    print("> Ada")
+    _, _, _, text = client.resume(run_id, suspended.tool_call_id, text="Ada")
+    check(text == "Thanks! You answered: Ada.", f"final text {text!r}")
+
+
+def main():
+    target = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("AGENTD_TARGET", "127.0.0.1:50051")
+    with tempfile.TemporaryDirectory(prefix="agentd-stubs-") as stubs:
+        pb, pb_grpc = generate_stubs(stubs)
+        with grpc.insecure_channel(target) as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            client = Client(pb, pb_grpc, channel)
+            single_select(client)
+            multi_select(client)
+            free_text(client)
+    print("python example: OK")
+
+
+if __name__ == "__main__":
+    main()

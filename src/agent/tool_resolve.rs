@@ -1,0 +1,58 @@
+//! Which tools the entries of an agent's `tools` list stand for: a built-in
+//! tool (`ask_user`, `human_review`), a `[[tools]]` entry of `agentd.toml`
+//! (client-executed or HTTP), every tool of an MCP server (`mcp:SERVER`) or
+//! one of them (`mcp:SERVER/TOOL`). Only name resolution lives here.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::{AgentSpec, RegistryError};
+use crate::tools::{mcp_reference, AskUser, HumanReview, RegisteredTool, Tool, ToolCatalog, ToolSet};
+
+/// The agent's tools, and the names of those whose every call waits for
+/// approval. A tool may appear once, however it is reached.
+pub(super) fn agent_tools(
+    spec: &AgentSpec,
+    catalog: &ToolCatalog,
+) -> Result<(ToolSet, HashSet<String>), RegistryError> {
+    let mut tools: Vec<RegisteredTool> = Vec::with_capacity(spec.tools.len());
+    let mut approval_required = HashSet::new();
+    for entry in &spec.tools {
+        for tool in resolve(&spec.id, entry.tool_name(), catalog)? {
+            let name = tool.spec().name.clone();
+            if tools.iter().any(|t| t.spec().name == name) {
+                return Err(RegistryError::DuplicateTool {
+                    agent: spec.id.clone(),
+                    tool: name,
+                });
+            }
+            if entry.require_approval() {
+                approval_required.insert(name);
+            }
+            tools.push(RegisteredTool::new(tool).map_err(RegistryError::InvalidTool)?);
+        }
+    }
+    Ok((ToolSet::new(tools), approval_required))
+}
+
+/// The tools one entry stands for.
+fn resolve(agent: &str, entry: &str, catalog: &ToolCatalog) -> Result<Vec<Arc<dyn Tool>>, RegistryError> {
+    let unknown = || RegistryError::UnknownTool {
+        agent: agent.to_owned(),
+        tool: entry.to_owned(),
+        known: catalog.known_names().join(", "),
+    };
+    if let Some((server, tool)) = mcp_reference(entry) {
+        let server = catalog.server(server).ok_or_else(unknown)?;
+        return match tool {
+            None => Ok(server.tools().to_vec()),
+            Some(tool) => Ok(vec![Arc::clone(server.tool(tool).ok_or_else(unknown)?)]),
+        };
+    }
+    let tool: Arc<dyn Tool> = match entry {
+        AskUser::NAME => Arc::new(AskUser::with_limits(catalog.ask_user_limits())),
+        HumanReview::NAME => Arc::new(HumanReview::new()),
+        other => Arc::clone(catalog.tool(other).ok_or_else(unknown)?),
+    };
+    Ok(vec![tool])
+}

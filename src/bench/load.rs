@@ -1,0 +1,152 @@
+//! Drives the ask_user cycle at a fixed number in flight for a warm-up and
+//! a measured period, against any server that speaks `agentd.v1`, and sums
+//! up what the workers saw.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::args::LoadArgs;
+use super::client::{self, Client};
+use super::progress;
+use super::stats::{rate, Errors, Latency, LatencySummary};
+
+/// What one load level measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadResult {
+    pub concurrency: usize,
+    pub connections: usize,
+    /// Cycles begun after the warm-up and completed.
+    pub cycles: u64,
+    /// From the end of the warm-up to the last of those cycles' end.
+    pub seconds: f64,
+    pub cycles_per_sec: f64,
+    /// StreamAgent sent -> finish{STOP} of the Resume received.
+    pub cycle: LatencySummary,
+    /// StreamAgent sent -> finish{SUSPENDED} received.
+    pub start_leg: LatencySummary,
+    /// Resume sent -> finish{STOP} received.
+    pub resume_leg: LatencySummary,
+    /// Every failure, warm-up included.
+    pub errors: Errors,
+}
+
+#[derive(Default)]
+struct Tally {
+    cycle: Latency,
+    start: Latency,
+    resume: Latency,
+    errors: Errors,
+    last_end: Option<Instant>,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.cycle.add(&other.cycle);
+        self.start.add(&other.start);
+        self.resume.add(&other.resume);
+        self.errors.add(other.errors);
+        self.last_end = self.last_end.max(other.last_end);
+    }
+}
+
+/// HTTP/2 connections for `concurrency` clients, `per_connection` each.
+pub fn connections(concurrency: usize, per_connection: u64) -> usize {
+    let per = usize::try_from(per_connection).unwrap_or(usize::MAX).max(1);
+    concurrency.div_ceil(per).max(1)
+}
+
+/// Runs cycles against `addr` with `concurrency` in flight.
+pub async fn drive(
+    label: &str,
+    addr: SocketAddr,
+    concurrency: usize,
+    load: &LoadArgs,
+) -> anyhow::Result<LoadResult> {
+    let concurrency = concurrency.max(1);
+    let connections = connections(concurrency, load.per_connection);
+    let clients = client::connect(addr, connections).await?;
+    let began = Instant::now();
+    let measure_from = began + load.warmup;
+    let until = measure_from + load.duration;
+    let done = Arc::new(AtomicU64::new(0));
+
+    let workers: Vec<_> = (0..concurrency)
+        .map(|index| {
+            let client = clients[index % connections].clone();
+            tokio::spawn(worker(client, measure_from, until, Arc::clone(&done)))
+        })
+        .collect();
+
+    let bar = progress::timed(&format!("{label} -c {concurrency}"), load.warmup + load.duration);
+    let ticker = {
+        let bar = bar.clone();
+        let done = Arc::clone(&done);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tick.tick().await;
+                let now = Instant::now();
+                bar.set_position(u64::try_from((now - began).as_millis()).unwrap_or(u64::MAX));
+                let cycles = done.load(Ordering::Relaxed);
+                if now < measure_from {
+                    bar.set_message("warming up");
+                } else {
+                    bar.set_message(format!(
+                        "{cycles} cycles, {:.0}/s",
+                        rate(cycles, now - measure_from)
+                    ));
+                }
+            }
+        })
+    };
+
+    let mut tally = Tally::default();
+    for worker in workers {
+        tally.add(worker.await?);
+    }
+    ticker.abort();
+    bar.finish_and_clear();
+
+    let end = tally.last_end.unwrap_or(until).max(measure_from);
+    let elapsed = end - measure_from;
+    let cycles = tally.cycle.count();
+    Ok(LoadResult {
+        concurrency,
+        connections,
+        cycles,
+        seconds: elapsed.as_secs_f64(),
+        cycles_per_sec: rate(cycles, elapsed),
+        cycle: tally.cycle.summary(),
+        start_leg: tally.start.summary(),
+        resume_leg: tally.resume.summary(),
+        errors: tally.errors,
+    })
+}
+
+/// One client: cycles back to back until `until`; only cycles begun at or
+/// after `measure_from` are timed.
+async fn worker(mut client: Client, measure_from: Instant, until: Instant, done: Arc<AtomicU64>) -> Tally {
+    let mut tally = Tally::default();
+    loop {
+        let began = Instant::now();
+        if began >= until {
+            break;
+        }
+        match client::cycle(&mut client).await {
+            Ok(times) if began >= measure_from => {
+                tally.cycle.record(times.start + times.resume);
+                tally.start.record(times.start);
+                tally.resume.record(times.resume);
+                tally.last_end = Some(Instant::now());
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => {}
+            Err(failure) => tally.errors.record(failure),
+        }
+    }
+    tally
+}

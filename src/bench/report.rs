@@ -1,0 +1,205 @@
+//! Reports on stdout: a table for people, or JSON (`--json`) for machines.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::capacity::CapacityReport;
+use super::cycle::CycleReport;
+use super::load::LoadResult;
+use super::stats::LatencySummary;
+use super::stream::StreamReport;
+
+/// Prints `report` as pretty JSON, or as the table `table` draws.
+pub fn print<T: Serialize>(report: &T, json: bool, table: fn(&T) -> String) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", table(report));
+    }
+    Ok(())
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn three(l: &LatencySummary) -> String {
+    format!("{:.2} / {:.2} / {:.2}", l.p50_ms, l.p90_ms, l.p99_ms)
+}
+
+fn two(l: &LatencySummary) -> String {
+    format!("{:.2} / {:.2}", l.p50_ms, l.p99_ms)
+}
+
+fn load_row(out: &mut String, server: &str, r: &LoadResult) {
+    let _ = writeln!(
+        out,
+        "{server:<8} {:>9} {:>5} {:>8} {:>10.0}  {:<22} {:<14} {:<14} {}",
+        r.concurrency,
+        r.connections,
+        r.cycles,
+        r.cycles_per_sec,
+        three(&r.cycle),
+        two(&r.start_leg),
+        two(&r.resume_leg),
+        r.errors.describe(),
+    );
+}
+
+pub fn cycle_table(report: &CycleReport) -> String {
+    let mut out = String::new();
+    let ceiling = match &report.ceiling {
+        Some(c) => format!(
+            "ceiling: synchronous={}, {}",
+            c.synchronous,
+            if c.group_commit {
+                "group commit"
+            } else {
+                "one commit per write"
+            }
+        ),
+        None => "no ceiling".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "{}: agentd {}; {ceiling}; warm-up {}s, measured {}s, {} clients per HTTP/2 connection\n",
+        report.scenario, report.agentd, report.warmup_secs, report.duration_secs, report.per_connection
+    );
+    let _ = writeln!(
+        out,
+        "{:<8} {:>9} {:>5} {:>8} {:>10}  {:<22} {:<14} {:<14} errors",
+        "server",
+        "in flight",
+        "conns",
+        "cycles",
+        "cycles/s",
+        "cycle p50/p90/p99 ms",
+        "start p50/p99",
+        "resume p50/p99"
+    );
+    for level in &report.levels {
+        if let Some(r) = &level.agentd {
+            load_row(&mut out, "agentd", r);
+        }
+        if let Some(r) = &level.ceiling {
+            load_row(&mut out, "ceiling", r);
+        }
+        if let Some(ratio) = level.ratio {
+            let _ = writeln!(
+                out,
+                "agentd ÷ ceiling at {} in flight: {ratio:.2}",
+                level.concurrency
+            );
+        }
+    }
+    out
+}
+
+pub fn stream_table(r: &StreamReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "stream: agentd {}; one run of {} text deltas\n",
+        r.agentd, r.deltas
+    );
+    let _ = writeln!(out, "chunks received      {}", r.chunks);
+    let _ = writeln!(
+        out,
+        "bytes received       {} ({:.1} MiB, encoded AgentChunk sizes)",
+        r.bytes,
+        mib(r.bytes)
+    );
+    let _ = writeln!(
+        out,
+        "time to finish       {:.3} s (first chunk after {:.2} ms)",
+        r.seconds, r.first_chunk_ms
+    );
+    let _ = writeln!(out, "chunks/s             {:.0}", r.chunks_per_sec);
+    let _ = writeln!(
+        out,
+        "bytes/s              {:.0} ({:.1} MiB/s)",
+        r.bytes_per_sec,
+        r.bytes_per_sec / (1024.0 * 1024.0)
+    );
+    let _ = writeln!(
+        out,
+        "replayed from store  {} in {:.3} s ({:.0} chunks/s): {}",
+        r.replayed,
+        r.replay_seconds,
+        r.replay_chunks_per_sec,
+        if r.all_persisted {
+            "every chunk persisted"
+        } else {
+            "MISSING CHUNKS"
+        }
+    );
+    let _ = writeln!(out, "errors               {}", r.errors.describe());
+    out
+}
+
+fn memory(bytes: Option<u64>) -> String {
+    bytes.map_or("n/a".into(), |b| format!("{:.1} MiB", mib(b)))
+}
+
+pub fn capacity_table(r: &CapacityReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "capacity: agentd {}; {} suspended runs, {} at a time\n",
+        r.agentd, r.runs, r.concurrency
+    );
+    let _ = writeln!(
+        out,
+        "runs suspended        {} in {:.1} s ({:.0} runs/s)",
+        r.suspended, r.create_seconds, r.create_runs_per_sec
+    );
+    let _ = writeln!(out, "server RSS before     {}", memory(r.rss_before));
+    let _ = writeln!(
+        out,
+        "server RSS after      {} (peak {})",
+        memory(r.rss_after),
+        memory(r.rss_peak)
+    );
+    if let (Some(before), Some(after)) = (r.rss_before, r.rss_after) {
+        let _ = writeln!(
+            out,
+            "RSS growth            {:.1} MiB",
+            (after as f64 - before as f64) / (1024.0 * 1024.0)
+        );
+    }
+    match (&r.store_files, r.store_bytes_per_run) {
+        (Some(files), Some(per_run)) => {
+            let list: Vec<String> = files
+                .iter()
+                .map(|(name, size)| format!("{name} {:.1} MiB", mib(*size)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "store files           {} (as they are: WAL not checkpointed)",
+                list.join(", ")
+            );
+            let _ = writeln!(out, "store bytes per run   {per_run:.0} (database + WAL)");
+            if let Some(db) = r.store_db_bytes_per_run {
+                let _ = writeln!(out, "                      {db:.0} (database file alone)");
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "store bytes per run   n/a (remote server)");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "resume at K           p50 {:.2} ms, p99 {:.2} ms ({} sampled, one at a time)",
+        r.resume.p50_ms, r.resume.p99_ms, r.resume.count
+    );
+    if let Some(ready) = &r.restart {
+        let _ = writeln!(
+            out,
+            "restart on this store listening after {:.0} ms, first call answered after {:.0} ms",
+            ready.listening_ms, ready.first_call_ms
+        );
+    }
+    let _ = writeln!(out, "errors                {}", r.errors.describe());
+    out
+}

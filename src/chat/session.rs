@@ -1,0 +1,281 @@
+//! One conversation turn of `agentd chat`: start a run with the person's
+//! message, print its chunks, and while it suspends, get an answer to the
+//! first pending call (from `--answer`, the keyboard, or a line of stdin),
+//! Resume with it and follow the continuation. A rejected answer
+//! (INVALID_ARGUMENT) is shown and another one is asked for; the run stays
+//! suspended meanwhile, so stopping at a prompt loses nothing.
+
+use std::collections::VecDeque;
+use std::io;
+
+use tonic::transport::Channel;
+use tonic::{Code, Status, Streaming};
+use tonic_types::StatusExt;
+
+use super::question::{Ask, Pending};
+use super::render::Output;
+use super::terminal::{self, Screen};
+use super::ChatError;
+use crate::pb;
+use crate::pb::agent_chunk::Chunk;
+use crate::pb::agent_service_client::AgentServiceClient;
+use crate::pb::resume_request::Answer;
+
+/// A chat with one agent.
+pub struct Session {
+    pub client: AgentServiceClient<Channel>,
+    pub agent: String,
+    pub out: Output,
+    /// `--answer` values not used yet.
+    pub answers: VecDeque<String>,
+    /// Whether questions are asked at the terminal.
+    pub interactive: bool,
+}
+
+/// What one stream of a run ended with.
+#[derive(Default)]
+struct Turn {
+    run_id: String,
+    pending: Vec<Pending>,
+    suspended: bool,
+}
+
+/// Reads one line of stdin; `None` at its end.
+pub async fn read_stdin_line() -> Result<Option<String>, ChatError> {
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let read = io::stdin().read_line(&mut line)?;
+        Ok::<_, io::Error>((read > 0).then(|| line.trim_end_matches(['\r', '\n']).to_owned()))
+    })
+    .await
+    .map_err(|error| io::Error::other(error.to_string()))??;
+    Ok(line)
+}
+
+/// What the server said when it refused an answer, with the fields its
+/// BadRequest details name.
+fn rejection(status: &Status) -> String {
+    let mut text = format!("answer rejected: {}", status.message());
+    if let Some(bad_request) = status.get_details_bad_request() {
+        for violation in bad_request.field_violations {
+            if !status.message().contains(&violation.description) {
+                text.push_str(&format!("\n  {}: {}", violation.field, violation.description));
+            }
+        }
+    }
+    text
+}
+
+impl Session {
+    /// Runs the agent on `prompt` until the run stops for good.
+    pub async fn converse(&mut self, prompt: String) -> Result<(), ChatError> {
+        let request = pb::StreamAgentRequest {
+            agent_id: self.agent.clone(),
+            prompt,
+            ..Default::default()
+        };
+        let stream = self.client.stream_agent(request).await?.into_inner();
+        let mut turn = self.follow(stream).await?;
+        while turn.suspended {
+            let pending = match turn.pending.into_iter().next() {
+                Some(pending) => pending,
+                None => self.first_pending(&turn.run_id).await?,
+            };
+            let stream = self.answer(&turn.run_id, &pending).await?;
+            turn = self.follow(stream).await?;
+        }
+        Ok(())
+    }
+
+    /// Prints a stream's chunks and notes what it ended with.
+    async fn follow(&mut self, mut stream: Streaming<pb::AgentChunk>) -> Result<Turn, ChatError> {
+        let mut turn = Turn::default();
+        while let Some(chunk) = stream.message().await? {
+            self.out.chunk(&chunk)?;
+            if turn.run_id.is_empty() {
+                turn.run_id.clone_from(&chunk.run_id);
+            }
+            match &chunk.chunk {
+                Some(Chunk::Finish(finish)) => {
+                    turn.suspended = finish.reason == i32::from(pb::FinishReason::Suspended);
+                }
+                Some(kind) => turn.pending.extend(Pending::from_chunk(kind)),
+                None => {}
+            }
+        }
+        Ok(turn)
+    }
+
+    /// The first pending call as the run lists it (for a stream that ended
+    /// suspended without naming one).
+    async fn first_pending(&mut self, run_id: &str) -> Result<Pending, ChatError> {
+        let request = pb::GetRunRequest {
+            run_id: run_id.to_owned(),
+        };
+        let run = self.client.get_run(request).await?.into_inner();
+        run.pending
+            .first()
+            .map(Pending::from_run)
+            .ok_or_else(|| ChatError::NothingPending(run_id.to_owned()))
+    }
+
+    /// Answers `pending` until the server takes an answer; the stream of
+    /// the continuation.
+    async fn answer(
+        &mut self,
+        run_id: &str,
+        pending: &Pending,
+    ) -> Result<Streaming<pb::AgentChunk>, ChatError> {
+        loop {
+            let answer = self.next_answer(run_id, pending).await?;
+            let request = pb::ResumeRequest {
+                run_id: run_id.to_owned(),
+                tool_call_id: pending.tool_call_id.clone(),
+                answer: Some(answer),
+                ..Default::default()
+            };
+            match self.client.resume(request).await {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if status.code() == Code::InvalidArgument => {
+                    self.out.problem(&rejection(&status))?;
+                }
+                Err(status) => return Err(status.into()),
+            }
+        }
+    }
+
+    /// The next answer to try: a `--answer` value, else one from the
+    /// keyboard, else a line of stdin.
+    async fn next_answer(&mut self, run_id: &str, pending: &Pending) -> Result<Answer, ChatError> {
+        loop {
+            let typed = if let Some(given) = self.answers.pop_front() {
+                self.describe(pending)?;
+                self.out.note(&format!("> {given}"))?;
+                given
+            } else if self.interactive {
+                return self.ask_at_terminal(run_id, pending).await;
+            } else {
+                self.describe(pending)?;
+                match read_stdin_line().await? {
+                    Some(line) => line,
+                    None => {
+                        return Err(ChatError::NoAnswer {
+                            question: pending.ask.headline(&pending.tool_name),
+                            run_id: run_id.to_owned(),
+                        })
+                    }
+                }
+            };
+            match pending.parse_answer(&typed) {
+                Ok(answer) => return Ok(answer),
+                Err(error) => self.out.problem(&format!("cannot use {typed:?}: {error}"))?,
+            }
+        }
+    }
+
+    /// Prints what `pending` asks, for answers that do not come from a
+    /// prompt.
+    fn describe(&mut self, pending: &Pending) -> Result<(), ChatError> {
+        self.out
+            .note(&format!("? {}", pending.ask.headline(&pending.tool_name)))?;
+        match &pending.ask {
+            Ask::Choose { options, multi, .. } => {
+                for option in options {
+                    if option.description.is_empty() {
+                        self.out.note(&format!("  {}", option.label))?;
+                    } else {
+                        self.out
+                            .note(&format!("  {} - {}", option.label, option.description))?;
+                    }
+                }
+                if *multi {
+                    self.out.note("  (one or more labels, separated by commas)")?;
+                }
+            }
+            Ask::Approve { args } => self
+                .out
+                .note(&format!("  {} {args} (yes or no)", pending.tool_name))?,
+            Ask::Data { payload } => self.out.note(&format!("  {payload} (answer with JSON)"))?,
+            Ask::Text { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Asks at the terminal, on a blocking thread.
+    async fn ask_at_terminal(&mut self, run_id: &str, pending: &Pending) -> Result<Answer, ChatError> {
+        self.out.end_line()?;
+        let screen = self.out.screen();
+        let asked = pending.clone();
+        let answered = tokio::task::spawn_blocking(move || prompt(screen, &asked))
+            .await
+            .map_err(|error| io::Error::other(error.to_string()))?;
+        match answered {
+            Ok(answer) => Ok(answer),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                Err(ChatError::Cancelled {
+                    run_id: run_id.to_owned(),
+                })
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+fn end_of_input() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "input closed at a prompt")
+}
+
+/// Asks `pending` with the prompt that fits it.
+fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
+    match &pending.ask {
+        Ask::Text { question } => terminal::ask_text(&mut screen, question)?
+            .map(Answer::Text)
+            .ok_or_else(end_of_input),
+        Ask::Choose {
+            question,
+            options,
+            multi,
+        } => {
+            let picked = terminal::choose(&mut screen, question, options, *multi)?;
+            let labels: Vec<String> = picked.iter().map(|i| options[*i].label.clone()).collect();
+            Ok(if *multi {
+                Answer::Selections(pb::Selections { labels })
+            } else {
+                // `choose` returns exactly one index for a single choice.
+                Answer::Text(labels.into_iter().next().unwrap_or_default())
+            })
+        }
+        Ask::Approve { args } => {
+            let question = format!("Allow {} {args}?", pending.tool_name);
+            if terminal::confirm(&mut screen, &question)? {
+                return Ok(Answer::Approval(pb::Approval {
+                    approved: true,
+                    reason: String::new(),
+                }));
+            }
+            let reason = terminal::ask_optional(&mut screen, "Why not? (optional, shown to the model)")?
+                .ok_or_else(end_of_input)?;
+            Ok(Answer::Approval(pb::Approval {
+                approved: false,
+                reason: reason.trim().to_owned(),
+            }))
+        }
+        Ask::Data { payload } => loop {
+            let question = format!("{} waits for JSON data: {payload}", pending.tool_name);
+            let typed = terminal::ask_text(&mut screen, &question)?.ok_or_else(end_of_input)?;
+            match pending.parse_answer(&typed) {
+                Ok(answer) => return Ok(answer),
+                Err(error) => {
+                    use std::io::Write;
+                    writeln!(screen, "{error}")?;
+                    screen.flush()?;
+                }
+            }
+        },
+    }
+}

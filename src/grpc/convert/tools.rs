@@ -1,0 +1,30 @@
+//! `ToolDefinition` (client-executed tools a run declares) -> the domain's.
+//! The definitions are checked by the runtime, so that library users get
+//! the same checks; this only converts.
+
+use crate::pb;
+use crate::tools::client::any_object;
+use crate::tools::ToolDefinition;
+
+use super::value::struct_to_json;
+
+/// The run's tools; an unset input schema accepts any object.
+pub fn tool_definitions(tools: Vec<pb::ToolDefinition>) -> Vec<ToolDefinition> {
+    tools
+        .into_iter()
+        .map(|tool| {
+            let pb::ToolDefinition {
+                name,
+                description,
+                input_schema,
+                require_approval,
+            } = tool;
+            ToolDefinition {
+                name,
+                description,
+                input_schema: input_schema.as_ref().map_or_else(any_object, struct_to_json),
+                require_approval,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,255 @@
+//! The gate of the streaming RPCs: it admits new streams while the server
+//! serves and refuses them (UNAVAILABLE) once it drains; it counts the open
+//! streams so the drain can wait for them; and it ends a stream with a
+//! status when its client's deadline (`grpc-timeout`) passes
+//! (DEADLINE_EXCEEDED) or when the drain period is over (UNAVAILABLE). A
+//! stream it ends is only dropped: the run behind it does what its
+//! `on_disconnect` says, as when a client leaves.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep};
+use tokio_stream::{Stream, StreamExt};
+use tonic::metadata::MetadataMap;
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// Where the server is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// New streams are admitted.
+    Serving,
+    /// New streams are refused; open ones go on.
+    Draining,
+    /// Open streams are ended.
+    Closed,
+}
+
+/// Shared by the service and the server that drains it. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct StreamGate {
+    phase: Arc<watch::Sender<Phase>>,
+    open: Arc<watch::Sender<usize>>,
+}
+
+impl Default for StreamGate {
+    fn default() -> Self {
+        Self {
+            phase: Arc::new(watch::channel(Phase::Serving).0),
+            open: Arc::new(watch::channel(0).0),
+        }
+    }
+}
+
+impl StreamGate {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
+    /// Whether a new stream may start now: UNAVAILABLE (retry elsewhere)
+    /// once the server drains.
+    pub fn admit(&self) -> Result<(), Status> {
+        match self.phase() {
+            Phase::Serving => Ok(()),
+            Phase::Draining | Phase::Closed => Err(unavailable(
+                "SERVER_DRAINING",
+                "the server is shutting down and takes no new streams; retry on another server",
+            )),
+        }
+    }
+
+    /// Refuses new streams from now on.
+    pub fn drain(&self) {
+        self.phase.send_if_modified(|phase| {
+            let changed = *phase == Phase::Serving;
+            if changed {
+                *phase = Phase::Draining;
+            }
+            changed
+        });
+    }
+
+    /// Ends every open stream with UNAVAILABLE.
+    pub fn close(&self) {
+        self.phase.send_replace(Phase::Closed);
+    }
+
+    /// Streams open now.
+    pub fn open_streams(&self) -> usize {
+        *self.open.borrow()
+    }
+
+    /// Resolves once no stream is open.
+    pub async fn idle(&self) {
+        let mut open = self.open.subscribe();
+        // The sender lives in `self`, so the wait cannot fail.
+        let _ = open.wait_for(|count| *count == 0).await;
+    }
+
+    /// `stream`, counted among the open streams, ended with a status at
+    /// `deadline` or when the gate closes.
+    pub fn guard<S, T>(&self, stream: S, deadline: Option<Duration>) -> impl Stream<Item = Result<T, Status>> + Send
+    where
+        S: Stream<Item = Result<T, Status>> + Send + Unpin + 'static,
+        T: Send + 'static,
+    {
+        let state = Guarded {
+            inner: stream,
+            deadline: deadline.map(|after| Box::pin(tokio::time::sleep_until(Instant::now() + after))),
+            phase: self.phase.subscribe(),
+            _open: OpenStream::new(Arc::clone(&self.open)),
+            ended: false,
+        };
+        futures_util::stream::unfold(state, |mut state| async move {
+            if state.ended {
+                return None;
+            }
+            let ending = tokio::select! {
+                biased;
+                () = passed(&mut state.deadline) => Status::deadline_exceeded(
+                    "the deadline (grpc-timeout) passed before the stream ended",
+                ),
+                () = closed(&mut state.phase) => unavailable(
+                    "SERVER_SHUTDOWN",
+                    "the server shut down before the stream ended; follow the run with SubscribeRun",
+                ),
+                item = state.inner.next() => return item.map(|item| (item, state)),
+            };
+            state.ended = true;
+            Some((Err(ending), state))
+        })
+    }
+}
+
+/// The state of one guarded stream.
+struct Guarded<S> {
+    inner: S,
+    deadline: Option<Pin<Box<Sleep>>>,
+    phase: watch::Receiver<Phase>,
+    _open: OpenStream,
+    ended: bool,
+}
+
+async fn passed(deadline: &mut Option<Pin<Box<Sleep>>>) {
+    match deadline {
+        Some(sleep) => sleep.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn closed(phase: &mut watch::Receiver<Phase>) {
+    if phase.wait_for(|phase| *phase == Phase::Closed).await.is_err() {
+        // The gate is gone with the server: nothing will close the stream.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Counts one open stream for as long as it lives.
+struct OpenStream(Arc<watch::Sender<usize>>);
+
+impl OpenStream {
+    fn new(open: Arc<watch::Sender<usize>>) -> Self {
+        open.send_modify(|count| *count += 1);
+        Self(open)
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.send_modify(|count| *count = count.saturating_sub(1));
+    }
+}
+
+fn unavailable(reason: &str, message: &str) -> Status {
+    let details = ErrorDetails::with_error_info(reason, "agentd.v1", HashMap::new());
+    Status::with_error_details(Code::Unavailable, message, details)
+}
+
+/// The client's deadline from `grpc-timeout` (`<up to 8 digits><H|M|S|m|u|n>`);
+/// a header that does not parse is ignored.
+pub fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
+    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
+    if value.len() < 2 || value.len() > 9 {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len() - 1);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let amount: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(amount.checked_mul(3600)?),
+        "M" => Duration::from_secs(amount.checked_mul(60)?),
+        "S" => Duration::from_secs(amount),
+        "m" => Duration::from_millis(amount),
+        "u" => Duration::from_micros(amount),
+        "n" => Duration::from_nanos(amount),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeout_of(value: &str) -> Option<Duration> {
+        let mut metadata = MetadataMap::new();
+        metadata.insert("grpc-timeout", value.parse().unwrap());
+        client_timeout(&metadata)
+    }
+
+    #[test]
+    fn grpc_timeout_header() {
+        assert_eq!(timeout_of("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(timeout_of("3S"), Some(Duration::from_secs(3)));
+        assert_eq!(timeout_of("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(timeout_of("99999999n"), Some(Duration::from_nanos(99_999_999)));
+        for bad in ["", "m", "123456789S", "12x", "-1S", "1.5S"] {
+            assert_eq!(timeout_of(bad), None, "{bad:?}");
+        }
+        assert_eq!(client_timeout(&MetadataMap::new()), None);
+    }
+
+    #[tokio::test]
+    async fn admits_until_drained_and_counts_open_streams() {
+        let gate = StreamGate::new();
+        assert!(gate.admit().is_ok());
+        let stream = gate.guard(tokio_stream::pending::<Result<u8, Status>>(), None);
+        assert_eq!(gate.open_streams(), 1);
+        gate.drain();
+        assert_eq!(gate.admit().unwrap_err().code(), Code::Unavailable);
+        let mut stream = Box::pin(stream);
+        gate.close();
+        let ended = stream.next().await.unwrap().unwrap_err();
+        assert_eq!(ended.code(), Code::Unavailable);
+        assert!(stream.next().await.is_none());
+        drop(stream);
+        assert_eq!(gate.open_streams(), 0);
+        gate.idle().await;
+    }
+
+    #[tokio::test]
+    async fn a_passed_deadline_ends_even_a_busy_stream() {
+        let gate = StreamGate::new();
+        let busy = tokio_stream::iter(std::iter::repeat_with(|| Ok::<_, Status>(1u8)));
+        let stream = gate.guard(busy, Some(Duration::from_millis(20)));
+        let mut stream = Box::pin(stream);
+        let ended = loop {
+            match stream.next().await {
+                Some(Ok(_)) => tokio::task::yield_now().await,
+                Some(Err(status)) => break status,
+                None => panic!("the stream ended without a status"),
+            }
+        };
+        assert_eq!(ended.code(), Code::DeadlineExceeded);
+        assert!(stream.next().await.is_none());
+    }
+}

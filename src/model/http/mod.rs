@@ -1,0 +1,242 @@
+//! The HTTP side of the model providers: one client per provider (its
+//! connection pool shared by every agent on that provider), a POST that is
+//! retried on 429/5xx and failed connections before any byte of its stream
+//! is read, and the error a refused request becomes. Provider modules say
+//! what to send and how to read the answer; they never retry themselves.
+
+mod events;
+mod retry;
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT};
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+
+pub use events::{decode, StreamDecoder};
+
+use super::{ModelError, ModelErrorCode, ProviderSettings};
+
+/// How many bytes of an error body are kept at most.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A provider's HTTP client and settings.
+pub struct Transport {
+    client: reqwest::Client,
+    settings: ProviderSettings,
+}
+
+/// Reads a provider's message out of an error body (its JSON error format).
+pub type DescribeError = fn(&str) -> Option<String>;
+
+impl Transport {
+    pub fn new(settings: ProviderSettings) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .tcp_nodelay(true)
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self { client, settings })
+    }
+
+    pub fn settings(&self) -> &ProviderSettings {
+        &self.settings
+    }
+
+    /// The URL of `path` under the provider's base URL.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.settings.base_url, path.trim_start_matches('/'))
+    }
+
+    /// POSTs `body` to `url` asking for an event stream, and returns the
+    /// successful response with its body unread. 429 and 5xx answers and
+    /// failed connections are tried again up to `max_retries` times.
+    pub async fn post_stream(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        describe: DescribeError,
+    ) -> Result<Response, ModelError> {
+        let mut retry = 0;
+        loop {
+            let request = self
+                .client
+                .post(url)
+                .headers(headers.clone())
+                .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+                .json(body);
+            let sent = tokio::time::timeout(self.settings.first_byte_timeout, request.send()).await;
+            let wait = match sent {
+                Err(_) => {
+                    return Err(ModelError::new(
+                        ModelErrorCode::Timeout,
+                        format!(
+                            "{} sent no response within {}",
+                            self.settings.name,
+                            secs(self.settings.first_byte_timeout)
+                        ),
+                    ))
+                }
+                Ok(Err(error)) => {
+                    let failure = self.send_error(&error);
+                    if !error.is_connect() || retry >= self.settings.max_retries {
+                        return Err(failure);
+                    }
+                    tracing::warn!(provider = %self.settings.name, retry, %failure, "retrying");
+                    retry::backoff(self.settings.retry_backoff, retry)
+                }
+                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    let delay = (retry::is_retryable(status) && retry < self.settings.max_retries)
+                        .then(|| retry::delay(response.headers(), self.settings.retry_backoff, retry))
+                        .flatten();
+                    match delay {
+                        Some(wait) => {
+                            tracing::warn!(provider = %self.settings.name, retry, %status, ?wait, "retrying");
+                            wait
+                        }
+                        None => return Err(self.refused(response, describe).await),
+                    }
+                }
+            };
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
+
+    fn send_error(&self, error: &reqwest::Error) -> ModelError {
+        let code = if error.is_timeout() {
+            ModelErrorCode::Timeout
+        } else {
+            ModelErrorCode::Connection
+        };
+        let verb = if error.is_connect() {
+            "could not connect to"
+        } else {
+            "failed sending the request to"
+        };
+        ModelError::new(
+            code,
+            format!(
+                "{} {verb} {}: {}",
+                self.settings.name,
+                self.settings.base_url,
+                chain(error)
+            ),
+        )
+    }
+
+    /// The error a non-success answer becomes, with the provider's message.
+    async fn refused(&self, response: Response, describe: DescribeError) -> ModelError {
+        let status = response.status();
+        let body = read_limited(response, self.settings.idle_timeout).await;
+        let message = describe(&body).unwrap_or_else(|| fallback_message(&body, status));
+        let code = match status {
+            StatusCode::TOO_MANY_REQUESTS => ModelErrorCode::RateLimited,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => ModelErrorCode::Authentication,
+            _ => ModelErrorCode::Provider,
+        };
+        let hint = match (code, &self.settings.api_key, &self.settings.api_key_env) {
+            (ModelErrorCode::Authentication, None, Some(var)) => {
+                format!(" (the environment variable {var} is not set)")
+            }
+            (ModelErrorCode::Authentication, None, None) => {
+                " (no API key is configured: set api_key_env)".to_owned()
+            }
+            _ => String::new(),
+        };
+        ModelError::new(
+            code,
+            format!("{} answered HTTP {status}: {message}{hint}", self.settings.name),
+        )
+    }
+}
+
+/// Reads at most [`MAX_ERROR_BODY`] bytes of a body, giving up after `idle`.
+async fn read_limited(mut response: Response, idle: Duration) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY {
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY);
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The message of a body that is not in the provider's error format: the
+/// common shapes of compatible servers, else the body itself.
+pub fn fallback_message(body: &str, status: StatusCode) -> String {
+    if let Ok(json) = serde_json::from_str::<Value>(body) {
+        let found = [
+            json.pointer("/error/message"),
+            json.get("error"),
+            json.get("message"),
+            json.get("detail"),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(Value::as_str);
+        if let Some(message) = found {
+            return message.to_owned();
+        }
+    }
+    let body = body.trim();
+    if body.is_empty() {
+        return status.canonical_reason().unwrap_or("no message").to_owned();
+    }
+    const SHOWN: usize = 1000;
+    match body.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}...", &body[..end]),
+        None => body.to_owned(),
+    }
+}
+
+/// An error and its sources, as one line.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let inner_text = inner.to_string();
+        if !text.contains(&inner_text) {
+            text.push_str(": ");
+            text.push_str(&inner_text);
+        }
+        source = inner.source();
+    }
+    text
+}
+
+/// A duration as people write it: `2s`, `0.25s`.
+pub fn secs(duration: Duration) -> String {
+    format!("{}s", duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_messages_cover_common_error_shapes() {
+        let status = StatusCode::BAD_REQUEST;
+        assert_eq!(
+            fallback_message(r#"{"error":{"message":"bad model"}}"#, status),
+            "bad model"
+        );
+        assert_eq!(
+            fallback_message(r#"{"error":"model not found"}"#, status),
+            "model not found"
+        );
+        assert_eq!(
+            fallback_message(r#"{"object":"error","message":"too long"}"#, status),
+            "too long"
+        );
+        assert_eq!(fallback_message(r#"{"detail":"Not Found"}"#, status), "Not Found");
+        assert_eq!(fallback_message("upstream failed\n", status), "upstream failed");
+        assert_eq!(fallback_message("", status), "Bad Request");
+        assert_eq!(fallback_message(&"x".repeat(2000), status).len(), 1003);
+    }
+}

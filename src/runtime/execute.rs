@@ -1,0 +1,73 @@
+//! Starting an execution of a run in this process, after the commit that
+//! gave this replica the run (a start, a Resume's claim, a takeover) stored
+//! its first chunks and this replica's lease. The execution runs on a task
+//! of its own; a client follows it like any subscriber.
+
+use std::sync::Arc;
+
+use super::drive::Execution;
+use super::{Emitter, Inner, RunStream, Runtime};
+use crate::agent::Agent;
+use crate::chunk::Event;
+use crate::run::{Lease, RunRecord};
+use crate::tools::ToolCall;
+
+/// What the execution does first.
+pub(super) enum Work {
+    /// Model steps, from where the run stands.
+    Steps,
+    /// Run these approved calls, then suspend again while calls are
+    /// pending, or step on.
+    Continue(Vec<ToolCall>),
+}
+
+impl Inner {
+    /// A lease on a run for this replica, from now.
+    pub(super) fn new_lease(&self) -> Lease {
+        self.config.lease.lease(&self.config.replica_id)
+    }
+}
+
+impl Runtime {
+    /// Executes `run` here and returns the stream of this execution, from
+    /// the first of `first` to its next `finish`.
+    pub(super) fn execute(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) -> RunStream {
+        let live = self.inner.live.start_execution(run.id);
+        let (stream, client) = self.stream_from(&live, first.clone());
+        // Whoever waits on the run (a subscriber of a suspended run) gets
+        // the first chunks too.
+        live.release_stored(&first);
+        self.spawn_execution(agent, run, work, Some(client));
+        stream
+    }
+
+    /// Executes `run` here with nobody streaming it (a takeover).
+    pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
+        let live = self.inner.live.start_execution(run.id);
+        live.release_stored(&first);
+        self.spawn_execution(agent, run, work, None);
+    }
+
+    fn spawn_execution(
+        &self,
+        agent: Arc<Agent>,
+        run: RunRecord,
+        work: Work,
+        client: Option<tokio::sync::mpsc::Sender<Event>>,
+    ) {
+        let live = self.inner.live.start_execution(run.id);
+        let emitter = Emitter::start(
+            Arc::clone(&self.inner.store),
+            live,
+            &run,
+            self.inner.config.lease.clone(),
+            self.inner.config.replica_id.clone(),
+            client,
+        );
+        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
+        match work {
+            Work::Steps => tokio::spawn(execution.run_steps()),
+            Work::Continue(approved) => tokio::spawn(execution.continue_after_resume(approved)),
+        };
+    }
+}

@@ -1,0 +1,136 @@
+//! The shutdown fence: once a server's drain period is over, this process
+//! must change no run any more. Runs still executing here then stay in the
+//! store exactly as their last commit left them (RUNNING, with a lease that
+//! runs out) for a restart or another replica to take over; in particular,
+//! the streams the server closes on its way out must not make a run with
+//! `on_disconnect = cancel` cancel itself. The fence is a store wrapper:
+//! before it is raised every call passes through; after, every write waits
+//! until the process ends, and reads still answer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::chunk::Event;
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
+use crate::time::Timestamp;
+
+/// Raises the fence of a [`FencedStore`].
+#[derive(Clone, Debug)]
+pub(super) struct Fence(Arc<watch::Sender<bool>>);
+
+impl Fence {
+    /// From now on, writes through the fenced store never complete.
+    pub(super) fn raise(&self) {
+        if !self.0.send_replace(true) {
+            tracing::info!("run store fenced: this process changes no run any more");
+        }
+    }
+}
+
+/// A store whose writes stop once its fence is raised.
+pub(super) struct FencedStore {
+    inner: Arc<dyn RunStore>,
+    raised: watch::Receiver<bool>,
+}
+
+impl FencedStore {
+    pub(super) fn wrap(inner: Arc<dyn RunStore>) -> (Arc<dyn RunStore>, Fence) {
+        let (raise, raised) = watch::channel(false);
+        (Arc::new(Self { inner, raised }), Fence(Arc::new(raise)))
+    }
+
+    /// Returns at once while the fence is down; never once it is up.
+    async fn pass(&self) {
+        if *self.raised.borrow() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[async_trait]
+impl RunStore for FencedStore {
+    async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
+        self.pass().await;
+        self.inner.create_run(run, events).await
+    }
+
+    async fn commit(&self, run: &RunRecord, expected_version: u64, events: &[Event]) -> Result<(), StoreError> {
+        self.pass().await;
+        self.inner.commit(run, expected_version, events).await
+    }
+
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        self.pass().await;
+        self.inner
+            .append_events(id, expected_version, lease_expires_at, events)
+            .await
+    }
+
+    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.inner.load_run(id).await
+    }
+
+    async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+        self.inner.read_events(id, after_seq).await
+    }
+
+    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        self.inner.find_run_by_request_id(request_id).await
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.list_runs(query).await
+    }
+
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.due_suspensions(now, limit).await
+    }
+
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.inner.count_runs_by_agent(status).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+
+    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.expired_leases(now, limit).await
+    }
+
+    fn feed(&self) -> Option<Arc<dyn RunFeed>> {
+        self.inner.feed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::store::MemoryStore;
+
+    #[tokio::test]
+    async fn writes_wait_once_the_fence_is_up_and_reads_go_on() {
+        let (store, fence) = FencedStore::wrap(Arc::new(MemoryStore::default()));
+        let query = RunQuery {
+            limit: 10,
+            ..RunQuery::default()
+        };
+        assert!(store.list_runs(&query).await.unwrap().is_empty());
+        fence.raise();
+        let write = store.append_events(RunId::new(), 1, None, &[]);
+        assert!(tokio::time::timeout(Duration::from_millis(50), write).await.is_err());
+        assert!(store.list_runs(&query).await.unwrap().is_empty());
+    }
+}

@@ -1,0 +1,36 @@
+//! The agent a run executes with: the configured agent, plus the
+//! client-executed tools the run declared for itself (checked when it
+//! starts, taken from the stored run afterwards).
+
+use std::sync::Arc;
+
+use super::{Inner, RuntimeError};
+use crate::agent::Agent;
+use crate::run::RunRecord;
+use crate::tools::ToolDefinition;
+
+/// `agent` with the tools of a run that is starting; a definition that
+/// cannot be used is INVALID_ARGUMENT naming it (`tools[1].name`).
+pub(super) fn with_run_tools(
+    agent: Arc<Agent>,
+    tools: &[ToolDefinition],
+) -> Result<Arc<Agent>, RuntimeError> {
+    if tools.is_empty() {
+        return Ok(agent);
+    }
+    Ok(Arc::new(agent.with_run_tools(tools)?))
+}
+
+impl Inner {
+    /// The agent that continues a stored run, with the run's own tools.
+    pub(super) fn agent_for_run(&self, run: &RunRecord) -> Result<Arc<Agent>, RuntimeError> {
+        let agent = self
+            .agents
+            .get(&run.agent_id)
+            .ok_or_else(|| RuntimeError::AgentGone(run.agent_id.clone()))?;
+        if run.run_tools.is_empty() {
+            return Ok(Arc::clone(agent));
+        }
+        Ok(Arc::new(agent.with_stored_run_tools(&run.run_tools)))
+    }
+}

@@ -1,0 +1,69 @@
+//! Health that means something: grpc.health.v1 reports SERVING while the run
+//! store answers and NOT_SERVING while it does not. A background watch pings
+//! the store every `RuntimeConfig::health_check_interval` (the first time at
+//! once) and flips both the whole server (`""`) and
+//! `agentd.v1.AgentService` when the answer changes. It never serves
+//! requests and never changes a run.
+
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
+use tonic::server::NamedService;
+use tonic_health::server::HealthReporter;
+use tonic_health::ServingStatus;
+
+use crate::grpc::AgentServiceImpl;
+use crate::pb::agent_service_server::AgentServiceServer;
+use crate::runtime::Runtime;
+
+/// A ping that takes longer than this counts as a failure.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The services whose status follows the store: the whole server and the
+/// agent service.
+const WATCHED: [&str; 2] = ["", <AgentServiceServer<AgentServiceImpl> as NamedService>::NAME];
+
+/// Reports `status` for every watched service.
+pub(super) async fn report(health: &HealthReporter, status: ServingStatus) {
+    for service in WATCHED {
+        health.set_service_status(service, status).await;
+    }
+}
+
+/// Starts the watch, for a server that reports SERVING until told
+/// otherwise. With a zero interval there is none: the status stays as it
+/// is.
+pub(super) fn spawn_store_watch(runtime: Runtime, health: HealthReporter) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = runtime.health_check_interval();
+        if every.is_zero() {
+            return;
+        }
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut serving = true;
+        loop {
+            ticks.tick().await;
+            let reachable = match tokio::time::timeout(PING_TIMEOUT, runtime.store().ping()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(_) => Err(format!("no answer within {PING_TIMEOUT:?}")),
+            };
+            let now_serving = reachable.is_ok();
+            if serving != now_serving {
+                match &reachable {
+                    Ok(()) => tracing::info!("run store reachable again: SERVING"),
+                    Err(error) => tracing::error!(%error, "run store unreachable: NOT_SERVING"),
+                }
+                let status = if now_serving {
+                    ServingStatus::Serving
+                } else {
+                    ServingStatus::NotServing
+                };
+                report(&health, status).await;
+            }
+            serving = now_serving;
+        }
+    })
+}

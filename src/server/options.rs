@@ -1,0 +1,74 @@
+//! What `serve_with` takes beside the runtime: who may call (API keys, and
+//! whether health and reflection need one), TLS, and how long a shutdown
+//! lets open streams finish. Built from the settings once, at startup;
+//! secrets are read here and kept only in memory.
+
+use std::time::Duration;
+
+use tonic::transport::ServerTlsConfig;
+
+use super::TlsError;
+use crate::auth::{ApiKeys, AuthConfigError};
+use crate::config::ServerSettings;
+use crate::grpc::Authenticator;
+
+/// How long open streams get to finish on shutdown by default.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
+
+/// How a server authenticates, encrypts and shuts down.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// Who the callers of the agent service are.
+    pub authenticator: Authenticator,
+    /// `grpc.health.v1` needs an API key too.
+    pub authenticate_health: bool,
+    /// Server reflection needs an API key too.
+    pub authenticate_reflection: bool,
+    /// `None`: plaintext.
+    pub tls: Option<ServerTlsConfig>,
+    /// How long open streams and executing runs get to finish after the
+    /// shutdown signal.
+    pub drain: Duration,
+}
+
+impl Default for ServeOptions {
+    /// Open, plaintext, the default drain period.
+    fn default() -> Self {
+        Self {
+            authenticator: Authenticator::open(),
+            authenticate_health: false,
+            authenticate_reflection: false,
+            tls: None,
+            drain: DEFAULT_DRAIN,
+        }
+    }
+}
+
+/// Security settings that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionsError {
+    #[error("API keys: {0}")]
+    Auth(#[from] AuthConfigError),
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
+}
+
+impl ServeOptions {
+    /// Reads the API keys and TLS files the settings name.
+    pub fn from_settings(settings: &ServerSettings) -> Result<Self, OptionsError> {
+        let keys = ApiKeys::load(&settings.tenants, settings.auth.api_keys_file.as_deref())?;
+        Ok(Self {
+            authenticator: Authenticator::new(keys),
+            authenticate_health: settings.auth.authenticate_health,
+            authenticate_reflection: settings.auth.authenticate_reflection,
+            tls: settings.tls.load()?,
+            drain: DEFAULT_DRAIN,
+        })
+    }
+
+    /// The same options with this drain period.
+    pub fn with_drain(mut self, drain: Duration) -> Self {
+        self.drain = drain;
+        self
+    }
+}

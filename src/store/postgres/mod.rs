@@ -1,0 +1,205 @@
+//! The PostgreSQL run store, for several replicas sharing one database.
+//! Same contract as SQLite: each write is one statement (record and events
+//! in one multi-row insert, atomic), guarded by a version compare-and-set.
+//! Every committed write also NOTIFYs the other replicas (see `write.rs`
+//! and `listen.rs`), so that any replica can follow any run live.
+//!
+//! Built on tokio-postgres with a deadpool pool: plain runtime queries
+//! (prepared and cached per connection), LISTEN/NOTIFY on a dedicated
+//! connection, and no compile-time SQL checking that would need a database
+//! at build time.
+
+mod listen;
+mod migrate;
+mod read;
+mod write;
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use super::{RunFeed, RunQuery, RunStore, StoreError};
+use crate::chunk::Event;
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::time::Timestamp;
+
+/// Connections each server keeps to the database at most (the LISTEN
+/// connection comes on top).
+const POOL_SIZE: usize = 16;
+
+pub struct PostgresStore {
+    pool: Pool,
+    /// The NOTIFY channel of this schema.
+    channel: String,
+    /// This store's id in notifications, so that it skips its own.
+    origin: String,
+    feed: Arc<listen::Listener>,
+}
+
+fn backend(error: tokio_postgres::Error) -> StoreError {
+    // A server error's Display is just "db error"; its details say more.
+    match error.as_db_error() {
+        Some(db) => StoreError::Backend(db.to_string()),
+        None => StoreError::Backend(error.to_string()),
+    }
+}
+
+fn pool_error(error: deadpool_postgres::PoolError) -> StoreError {
+    match error {
+        deadpool_postgres::PoolError::Backend(error) => backend(error),
+        other => StoreError::Backend(other.to_string()),
+    }
+}
+
+fn corrupt(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(error.to_string())
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The NOTIFY channel of `schema`: one per schema, so that stores in
+/// different schemas of one database never hear each other. Channel names
+/// are identifiers (at most 63 bytes): long ones are hashed.
+fn channel_name(schema: &str) -> String {
+    let name = if schema == "public" {
+        "agentd_runs".to_owned()
+    } else {
+        format!("agentd_runs_{schema}")
+    };
+    if name.len() <= 63 {
+        return name;
+    }
+    let hash = schema
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    format!("agentd_runs_{hash:016x}")
+}
+
+impl PostgresStore {
+    /// Connects to the database `url` names (`postgres://user@host:port/db`,
+    /// with any libpq-style parameter tokio-postgres knows, such as
+    /// `options=-csearch_path%3Dmyschema`), applies pending migrations and
+    /// starts listening for other replicas' notifications. Must be called
+    /// inside a Tokio runtime, which runs the listener.
+    pub fn open(url: &str) -> Result<Self, StoreError> {
+        let config = tokio_postgres::Config::from_str(url)
+            .map_err(|e| StoreError::Backend(format!("invalid PostgreSQL URL: {e}")))?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            StoreError::Backend("opening a PostgreSQL store needs a Tokio runtime".into())
+        })?;
+        let schema = migrate::run(&config)?;
+        let channel = channel_name(&schema);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .map_err(|e| StoreError::Backend(format!("building the connection pool: {e}")))?;
+        let origin = uuid::Uuid::now_v7().to_string();
+        let feed = listen::Listener::start(&runtime, config, channel.clone(), origin.clone(), pool.clone());
+        Ok(Self {
+            pool,
+            channel,
+            origin,
+            feed,
+        })
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+}
+
+#[async_trait]
+impl RunStore for PostgresStore {
+    async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
+        write::create(self, run, events).await
+    }
+
+    async fn commit(
+        &self,
+        run: &RunRecord,
+        expected_version: u64,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        write::commit(self, run, expected_version, events).await
+    }
+
+    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        read::load_run(&self.client().await?, id).await
+    }
+
+    async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+        read::read_events(&self.client().await?, id, after_seq).await
+    }
+
+    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        read::find_run_by_request_id(&self.client().await?, request_id).await
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        read::list_runs(&self.client().await?, query).await
+    }
+
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        read::due_suspensions(&self.client().await?, now, limit).await
+    }
+
+    async fn count_runs_by_agent(
+        &self,
+        status: RunStatus,
+    ) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
+        read::count_runs_by_agent(&self.client().await?, status).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.client()
+            .await?
+            .simple_query("SELECT 1")
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        write::append(self, id, expected_version, lease_expires_at, events).await
+    }
+
+    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        read::expired_leases(&self.client().await?, now, limit).await
+    }
+
+    fn feed(&self) -> Option<Arc<dyn RunFeed>> {
+        Some(Arc::clone(&self.feed) as Arc<dyn RunFeed>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::channel_name;
+
+    #[test]
+    fn channel_names_fit_an_identifier() {
+        assert_eq!(channel_name("public"), "agentd_runs");
+        assert_eq!(channel_name("t_1"), "agentd_runs_t_1");
+        let long = channel_name(&"s".repeat(63));
+        assert!(long.len() <= 63, "{long}");
+        assert_ne!(long, channel_name(&"t".repeat(63)));
+    }
+}

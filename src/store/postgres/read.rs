@@ -1,0 +1,137 @@
+//! The PostgreSQL store's reads: one indexed query each, on a pooled
+//! connection, with statements prepared once per connection. Never writes.
+
+use std::collections::BTreeMap;
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use super::{backend, corrupt, to_i64};
+use crate::chunk::Event;
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::{RunQuery, StoreError};
+use crate::time::Timestamp;
+
+type Client = deadpool_postgres::Object;
+
+/// The columns a record read selects, in this order (see `store::record`).
+const RECORD_COLUMNS: &str = "record, version, last_seq, lease_expires_at";
+
+fn record(row: &Row) -> Result<RunRecord, StoreError> {
+    let record: Vec<u8> = row.try_get(0).map_err(backend)?;
+    let version: i64 = row.try_get(1).map_err(backend)?;
+    let last_seq: i64 = row.try_get(2).map_err(backend)?;
+    let lease_expires_at: Option<i64> = row.try_get(3).map_err(backend)?;
+    crate::store::record::overlay(&record, version, last_seq, lease_expires_at)
+}
+
+async fn query(client: &Client, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+    let statement = client.prepare_cached(sql).await.map_err(backend)?;
+    client.query(&statement, params).await.map_err(backend)
+}
+
+fn ids(rows: Vec<Row>) -> Result<Vec<RunId>, StoreError> {
+    rows.iter()
+        .map(|row| row.try_get::<_, Uuid>(0).map(RunId).map_err(backend))
+        .collect()
+}
+
+pub(super) async fn load_run(client: &Client, id: RunId) -> Result<RunRecord, StoreError> {
+    let sql = format!("SELECT {RECORD_COLUMNS} FROM runs WHERE id = $1");
+    let rows = query(client, &sql, &[&id.0]).await?;
+    rows.first().map(record).unwrap_or(Err(StoreError::NotFound))
+}
+
+pub(super) async fn read_events(client: &Client, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+    // One round trip: no row means no run; a row of NULLs, a run with no
+    // events after `after_seq`.
+    let sql = "SELECT e.seq, e.time, e.chunk FROM runs r \
+               LEFT JOIN events e ON e.run_id = r.id AND e.seq > $2 \
+               WHERE r.id = $1 ORDER BY e.seq";
+    let rows = query(client, sql, &[&id.0, &to_i64(after_seq)]).await?;
+    if rows.is_empty() {
+        return Err(StoreError::NotFound);
+    }
+    let mut events = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let Some(seq) = row.try_get::<_, Option<i64>>(0).map_err(backend)? else {
+            continue;
+        };
+        let time: i64 = row.try_get(1).map_err(backend)?;
+        let chunk: Vec<u8> = row.try_get(2).map_err(backend)?;
+        events.push(Event {
+            seq: u64::try_from(seq).map_err(corrupt)?,
+            time: Timestamp(time),
+            chunk: serde_json::from_slice(&chunk).map_err(corrupt)?,
+        });
+    }
+    Ok(events)
+}
+
+pub(super) async fn find_run_by_request_id(client: &Client, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    let rows = query(client, "SELECT id FROM runs WHERE request_id = $1", &[&request_id]).await?;
+    Ok(ids(rows)?.into_iter().next())
+}
+
+pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+    // One statement per combination of filters, so that each uses its own
+    // index (as in the SQLite store).
+    let status = run_query.status.map(RunStatus::as_str);
+    let before = run_query.before.map(|id| id.0);
+    let limit = to_i64(run_query.limit as u64);
+    let mut conditions = Vec::new();
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    if let Some(status) = &status {
+        params.push(status);
+        conditions.push(format!("status = ${}", params.len()));
+    }
+    if let Some(agent_id) = &run_query.agent_id {
+        params.push(agent_id);
+        conditions.push(format!("agent_id = ${}", params.len()));
+    }
+    if let Some(before) = &before {
+        params.push(before);
+        conditions.push(format!("id < ${}", params.len()));
+    }
+    let mut sql = format!("SELECT {RECORD_COLUMNS} FROM runs");
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    params.push(&limit);
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", params.len()));
+    let rows = query(client, &sql, &params).await?;
+    rows.iter().map(record).collect()
+}
+
+pub(super) async fn due_suspensions(client: &Client, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+    let sql = "SELECT id FROM runs WHERE status = $1 AND expires_at <= $2 ORDER BY expires_at LIMIT $3";
+    let status = RunStatus::Suspended.as_str();
+    let rows = query(client, sql, &[&status, &now.0, &to_i64(limit as u64)]).await?;
+    ids(rows)
+}
+
+pub(super) async fn expired_leases(client: &Client, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+    let sql = "SELECT id FROM runs WHERE status = $1 \
+               AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+               ORDER BY lease_expires_at NULLS FIRST LIMIT $3";
+    let status = RunStatus::Running.as_str();
+    let rows = query(client, sql, &[&status, &now.0, &to_i64(limit as u64)]).await?;
+    ids(rows)
+}
+
+pub(super) async fn count_runs_by_agent(
+    client: &Client,
+    status: RunStatus,
+) -> Result<BTreeMap<String, u64>, StoreError> {
+    let sql = "SELECT agent_id, count(*) FROM runs WHERE status = $1 GROUP BY agent_id";
+    let rows = query(client, sql, &[&status.as_str()]).await?;
+    rows.iter()
+        .map(|row| {
+            let agent: String = row.try_get(0).map_err(backend)?;
+            let count: i64 = row.try_get(1).map_err(backend)?;
+            Ok((agent, u64::try_from(count).unwrap_or(0)))
+        })
+        .collect()
+}

@@ -1,0 +1,80 @@
+//! The SQLite store's lease side: appends to a running run (events, the
+//! version, `last_seq` and the lease's expiry, without rewriting the state),
+//! the recovery query for running runs whose lease has expired, and reading
+//! a record with the columns that appends move laid over its stored JSON.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{backend, corrupt, to_i64};
+use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::StoreError;
+use crate::time::Timestamp;
+
+/// The columns every record read selects, in this order: the JSON of the
+/// last commit, then what appends moved since.
+pub(super) const RECORD_COLUMNS: &str = "record, version, last_seq, lease_expires_at";
+
+/// A record from a row selected with [`RECORD_COLUMNS`] first.
+pub(super) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunRecord, StoreError>> {
+    let record: Vec<u8> = row.get(0)?;
+    let version: i64 = row.get(1)?;
+    let last_seq: i64 = row.get(2)?;
+    let lease_expires_at: Option<i64> = row.get(3)?;
+    Ok(crate::store::record::overlay(&record, version, last_seq, lease_expires_at))
+}
+
+/// Moves the version, `last_seq` and lease expiry of a run at
+/// `expected_version`; the caller inserts the events in the same savepoint.
+pub(super) fn append(
+    conn: &Connection,
+    id: &str,
+    expected_version: i64,
+    last_seq: Option<i64>,
+    lease_expires_at: Option<i64>,
+) -> Result<(), StoreError> {
+    let updated = conn
+        .prepare_cached(
+            "UPDATE runs SET version = version + 1, last_seq = coalesce(?3, last_seq), \
+             lease_expires_at = coalesce(?4, lease_expires_at) WHERE id = ?1 AND version = ?2",
+        )
+        .and_then(|mut update| update.execute(params![id, expected_version, last_seq, lease_expires_at]))
+        .map_err(backend)?;
+    if updated == 1 {
+        return Ok(());
+    }
+    let actual: Option<i64> = conn
+        .query_row("SELECT version FROM runs WHERE id = ?1", [id], |row| row.get(0))
+        .optional()
+        .map_err(backend)?;
+    Err(match actual {
+        None => StoreError::NotFound,
+        Some(actual) => StoreError::VersionConflict {
+            expected: expected_version as u64,
+            actual: actual as u64,
+        },
+    })
+}
+
+pub(super) const EXPIRED_SQL: &str = "SELECT id FROM runs WHERE status = ?1 \
+     AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) \
+     ORDER BY lease_expires_at LIMIT ?3";
+
+pub(super) fn expired_leases(
+    conn: &Connection,
+    now: Timestamp,
+    limit: usize,
+) -> Result<Vec<RunId>, StoreError> {
+    let mut select = conn.prepare_cached(EXPIRED_SQL).map_err(backend)?;
+    let rows = select
+        .query_map(
+            params![RunStatus::Running.as_str(), now.0, to_i64(limit as u64)],
+            |row| row.get::<_, String>(0),
+        )
+        .map_err(backend)?;
+    rows.map(|id| {
+        let id = id.map_err(backend)?;
+        id.parse::<RunId>()
+            .map_err(|e| corrupt(format!("run id {id:?}: {e}")))
+    })
+    .collect()
+}

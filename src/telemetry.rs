@@ -1,0 +1,129 @@
+//! Where logs and traces go: human-readable or JSON lines on stderr,
+//! filtered by `RUST_LOG`, and, with the `otel` cargo feature, spans
+//! exported over OTLP (gRPC) to a collector. Set up once, by the binary;
+//! the library itself only emits through `tracing`.
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per event, with the fields of the event and of the
+    /// spans it happened in (`run_id`, `agent`, `tool_call_id`, ...).
+    Json,
+}
+
+/// How to set tracing up.
+#[derive(Clone, Debug, Default)]
+pub struct TelemetryOptions {
+    pub format: LogFormat,
+    /// The filter when `RUST_LOG` is not set, e.g. `info`.
+    pub default_filter: String,
+    /// The OTLP/gRPC collector to export spans to, e.g.
+    /// `http://localhost:4317`; `None` exports nothing.
+    #[cfg(feature = "otel")]
+    pub otlp_endpoint: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("setting up tracing: {0}")]
+    Init(#[from] tracing_subscriber::util::TryInitError),
+    #[cfg(feature = "otel")]
+    #[error("setting up OTLP export: {0}")]
+    Otlp(#[from] opentelemetry_otlp::ExporterBuildError),
+}
+
+/// Keeps the exporters alive; dropping it flushes what is left to export.
+pub struct Telemetry {
+    #[cfg(feature = "otel")]
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+/// Installs the global subscriber. Call once, inside the Tokio runtime
+/// when exporting over OTLP.
+pub fn init(options: TelemetryOptions) -> Result<Telemetry, TelemetryError> {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&options.default_filter));
+    let lines: Box<dyn Layer<Registry> + Send + Sync> = match options.format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    };
+    let subscriber = tracing_subscriber::registry().with(lines);
+
+    #[cfg(feature = "otel")]
+    {
+        let (layer, provider) = match &options.otlp_endpoint {
+            Some(endpoint) => {
+                let (layer, provider) = otel::layer(endpoint)?;
+                (Some(layer), Some(provider))
+            }
+            None => (None, None),
+        };
+        subscriber.with(layer).with(filter).try_init()?;
+        Ok(Telemetry { provider })
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        subscriber.with(filter).try_init()?;
+        Ok(Telemetry {})
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(provider) = self.provider.take() {
+            if let Err(error) = provider.shutdown() {
+                eprintln!("agentd: flushing the OTLP exporter failed: {error}");
+            }
+        }
+    }
+}
+
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::WithExportConfig;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use opentelemetry_sdk::Resource;
+    use tracing_subscriber::registry::LookupSpan;
+
+    /// A layer exporting every span to the collector at `endpoint`, in
+    /// batches, as service `agentd`.
+    pub(super) fn layer<S>(
+        endpoint: &str,
+    ) -> Result<
+        (
+            tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::Tracer>,
+            SdkTracerProvider,
+        ),
+        opentelemetry_otlp::ExporterBuildError,
+    >
+    where
+        S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+    {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .build()?;
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(Resource::builder().with_service_name("agentd").build())
+            .build();
+        let tracer = provider.tracer("agentd");
+        Ok((tracing_opentelemetry::layer().with_tracer(tracer), provider))
+    }
+}

@@ -1,0 +1,153 @@
+//! `[[mcp_servers]]` entries in `agentd.toml`: an MCP server reached over
+//! stdio (a command agentd starts) or streamable HTTP (a URL). Only the
+//! configuration's shape, defaults and checks live here; `Debug` never
+//! prints environment or header values, which may hold secrets.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::tools::secrets::SecretMap;
+
+/// Milliseconds a tool call may take when not configured.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+/// Milliseconds start-up keeps trying to reach a server when not configured.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
+
+/// An MCP server as configured.
+#[derive(Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// How agents name it: `mcp:NAME` (every tool) or `mcp:NAME/TOOL`.
+    pub name: String,
+    /// stdio: the program to start (looked up on PATH).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// stdio: environment variables added to agentd's own; values may
+    /// reference agentd's environment as `${NAME}`.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Streamable HTTP: the server's MCP endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Streamable HTTP: request headers; values may reference environment
+    /// variables as `${NAME}`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// How long one tool call may take.
+    #[serde(default = "default_call_timeout_ms")]
+    pub timeout_ms: u64,
+    /// How long start-up keeps trying to reach the server before it gives
+    /// up (and the server does not start).
+    #[serde(default = "default_startup_timeout_ms")]
+    pub startup_timeout_ms: u64,
+}
+
+fn default_call_timeout_ms() -> u64 {
+    DEFAULT_CALL_TIMEOUT_MS
+}
+
+fn default_startup_timeout_ms() -> u64 {
+    DEFAULT_STARTUP_TIMEOUT_MS
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env (values redacted)", &self.env.keys().collect::<Vec<_>>())
+            .field("url", &self.url)
+            .field(
+                "headers (values redacted)",
+                &self.headers.keys().collect::<Vec<_>>(),
+            )
+            .field("timeout_ms", &self.timeout_ms)
+            .field("startup_timeout_ms", &self.startup_timeout_ms)
+            .finish()
+    }
+}
+
+/// How to reach a server, with `${NAME}` references resolved.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: SecretMap,
+    },
+    Http {
+        url: String,
+        headers: SecretMap,
+    },
+}
+
+impl McpServerConfig {
+    /// Checks the entry and resolves its environment references. Errors
+    /// name the field, never a value.
+    pub fn endpoint(&self) -> Result<Endpoint, String> {
+        let valid_name = !self.name.is_empty()
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid_name {
+            return Err(format!(
+                "name: {:?} is not a valid server name: use letters, digits, `_` or `-`",
+                self.name
+            ));
+        }
+        if self.timeout_ms == 0 {
+            return Err("timeout_ms: must be at least 1".into());
+        }
+        match (&self.command, &self.url) {
+            (Some(command), None) => {
+                if !self.headers.is_empty() {
+                    return Err("headers: only a server with a url takes headers".into());
+                }
+                if command.trim().is_empty() {
+                    return Err("command: must not be empty".into());
+                }
+                Ok(Endpoint::Stdio {
+                    command: command.clone(),
+                    args: self.args.clone(),
+                    env: SecretMap::resolve(&self.env, "env")?,
+                })
+            }
+            (None, Some(url)) => {
+                if !self.args.is_empty() || !self.env.is_empty() {
+                    return Err("args, env: only a server with a command takes them".into());
+                }
+                let parsed = reqwest::Url::parse(url).map_err(|e| format!("url: {e}"))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(format!(
+                        "url: the scheme must be http or https, not {}",
+                        parsed.scheme()
+                    ));
+                }
+                Ok(Endpoint::Http {
+                    url: url.clone(),
+                    headers: SecretMap::resolve(&self.headers, "headers")?,
+                })
+            }
+            (Some(_), Some(_)) => {
+                Err("give either command (stdio) or url (streamable HTTP), not both".into())
+            }
+            (None, None) => Err("give command (stdio) or url (streamable HTTP)".into()),
+        }
+    }
+
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+
+    pub fn startup_timeout(&self) -> Duration {
+        Duration::from_millis(self.startup_timeout_ms)
+    }
+}

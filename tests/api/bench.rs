@@ -1,0 +1,103 @@
+//! `agentd bench` on a tiny budget: each scenario runs the real binary,
+//! which starts its servers as separate processes, and prints a JSON report
+//! that must be well formed and free of errors. Timings are never asserted.
+
+use serde_json::Value;
+
+/// Runs `agentd bench ARGS --json` and parses its report.
+async fn bench(args: &[&str]) -> Value {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run agentd bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "agentd bench {args:?} failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("report is not JSON ({e}): {stdout}"))
+}
+
+fn count(value: &Value, field: &str) -> u64 {
+    value[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} is not a count in {value}"))
+}
+
+fn assert_no_errors(value: &Value) {
+    assert_eq!(count(&value["errors"], "total"), 0, "errors in {value}");
+}
+
+fn assert_load(result: &Value, concurrency: u64) {
+    assert_eq!(count(result, "concurrency"), concurrency);
+    assert_eq!(count(result, "connections"), 1);
+    assert!(count(result, "cycles") > 0, "no cycle completed: {result}");
+    assert!(result["cycles_per_sec"].as_f64().is_some_and(|r| r > 0.0));
+    for leg in ["cycle", "start_leg", "resume_leg"] {
+        assert_eq!(count(&result[leg], "count"), count(result, "cycles"), "{leg}");
+        assert!(result[leg]["p50_ms"].as_f64().is_some_and(|p| p > 0.0), "{leg}");
+        assert!(
+            result[leg]["p50_ms"].as_f64() <= result[leg]["p99_ms"].as_f64(),
+            "{leg}"
+        );
+    }
+    assert_no_errors(result);
+}
+
+#[tokio::test]
+async fn bench_cycle_measures_agentd_and_the_ceiling() {
+    let report = bench(&["cycle", "-c", "2", "--duration", "1s", "--warmup", "0"]).await;
+    assert_eq!(report["scenario"], "cycle");
+    assert_eq!(report["ceiling"]["synchronous"], "full");
+    assert_eq!(report["ceiling"]["group_commit"], true);
+    let levels = report["levels"].as_array().expect("levels");
+    assert_eq!(levels.len(), 1);
+    let level = &levels[0];
+    assert_load(&level["agentd"], 2);
+    assert_load(&level["ceiling"], 2);
+    let ratio = level["ratio"].as_f64().expect("ratio");
+    let expected = level["agentd"]["cycles_per_sec"].as_f64().unwrap()
+        / level["ceiling"]["cycles_per_sec"].as_f64().unwrap();
+    assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
+}
+
+#[tokio::test]
+async fn bench_stream_receives_and_finds_every_chunk_persisted() {
+    let report = bench(&["stream", "--deltas", "1000"]).await;
+    assert_eq!(report["scenario"], "stream");
+    // start, step_start, 1000 deltas, ..., finish.
+    assert!(count(&report, "chunks") >= 1002, "{report}");
+    assert_eq!(count(&report, "replayed"), count(&report, "chunks"));
+    assert_eq!(report["all_persisted"], true);
+    assert!(count(&report, "bytes") > 1000);
+    assert_no_errors(&report);
+}
+
+#[tokio::test]
+async fn bench_capacity_suspends_every_run_and_resumes_a_sample() {
+    let report = bench(&["capacity", "--runs", "50", "-c", "8", "--sample", "10"]).await;
+    assert_eq!(report["scenario"], "capacity");
+    assert_eq!(count(&report, "suspended"), 50);
+    assert_eq!(count(&report["resume"], "count"), 10);
+    assert!(count(&report, "rss_after") > 0);
+    assert!(count(&report, "store_bytes") > 0);
+    assert!(report["store_bytes_per_run"].as_f64().is_some_and(|b| b > 0.0));
+    let files = report["store_files"].as_array().expect("store files");
+    assert!(
+        files
+            .iter()
+            .any(|f| f[0].as_str().is_some_and(|n| n.ends_with(".sqlite3"))),
+        "{files:?}"
+    );
+    assert!(report["restart"]["first_call_ms"]
+        .as_f64()
+        .is_some_and(|ms| ms > 0.0));
+    assert_no_errors(&report);
+}

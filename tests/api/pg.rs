@@ -1,0 +1,84 @@
+//! The PostgreSQL the tests use: `AGENTD_TEST_POSTGRES_URL` names it
+//! (`.ci/run` sets it). Each test works in a fresh schema of its own,
+//! created for it and dropped afterwards, so tests never see each other's
+//! runs or notifications. Without the variable a test is skipped with a
+//! printed note when run locally, and FAILS when `CI` is set: in CI the
+//! PostgreSQL tests must run.
+
+use tokio_postgres::NoTls;
+
+const URL_VARIABLE: &str = "AGENTD_TEST_POSTGRES_URL";
+
+/// The database URL, or `None` (after printing why) when the tests should
+/// skip PostgreSQL. Panics in CI without one.
+pub fn base_url() -> Option<String> {
+    match std::env::var(URL_VARIABLE) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => panic!(
+            "{URL_VARIABLE} is not set, but CI is: the PostgreSQL tests must run in CI \
+             (.ci/run starts PostgreSQL and sets {URL_VARIABLE})"
+        ),
+        _ => {
+            eprintln!(
+                "note: {URL_VARIABLE} is not set: skipping this PostgreSQL test \
+                 (set it, e.g. to postgres://postgres@127.0.0.1:5432/test, to run it)"
+            );
+            None
+        }
+    }
+}
+
+/// A fresh schema, dropped (with everything in it) when this is dropped.
+pub struct TestSchema {
+    base: String,
+    name: String,
+}
+
+impl TestSchema {
+    /// Creates a schema in the test database; `None` when PostgreSQL tests
+    /// are skipped.
+    pub async fn create() -> Option<Self> {
+        let base = base_url()?;
+        let name = format!("agentd_test_{}", uuid::Uuid::now_v7().simple());
+        execute(&base, &format!("CREATE SCHEMA {name}")).await;
+        Some(Self { base, name })
+    }
+
+    /// The store URL of this schema: the base URL with its search_path.
+    pub fn url(&self) -> String {
+        let separator = if self.base.contains('?') { '&' } else { '?' };
+        format!("{}{separator}options=-csearch_path%3D{}", self.base, self.name)
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        let base = self.base.clone();
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name);
+        // Drop may run inside or outside a runtime: use a thread of its own.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(execute(&base, &sql));
+        })
+        .join();
+        if dropped.is_err() && !std::thread::panicking() {
+            panic!("could not drop the test schema {}", self.name);
+        }
+    }
+}
+
+async fn execute(url: &str, sql: &str) {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to the test PostgreSQL at {url}: {e}"));
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    drop(client);
+    let _ = driver.await;
+}

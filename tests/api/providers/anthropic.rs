@@ -1,0 +1,204 @@
+//! Anthropic Messages: the streamed event sequence (text and tool_use
+//! blocks, input_json_delta, message_delta usage), tool results sent back
+//! as one user message of tool_result blocks, parallel calls answered in
+//! separate Resumes, and input cut off by max_tokens.
+
+use agentd::model::ProviderKind;
+use agentd::pb::{self, resume_request::Answer};
+use serde_json::{json, Value};
+
+use super::*;
+
+const ASK: &str = include_str!("transcripts/anthropic_ask_user.sse");
+const ANSWER: &str = include_str!("transcripts/anthropic_answer.sse");
+const PARALLEL: &str = include_str!("transcripts/anthropic_parallel.sse");
+const INVALID_JSON: &str = include_str!("transcripts/anthropic_invalid_json.sse");
+const RETRY: &str = include_str!("transcripts/anthropic_retry.sse");
+
+/// The request body of a step after `messages`.
+fn request(messages: Value) -> Value {
+    json!({
+        "model": MODEL,
+        "max_tokens": 4096,
+        "stream": true,
+        "system": INSTRUCTIONS,
+        "tools": [{
+            "name": "ask_user",
+            "description": ask_user_description(),
+            "input_schema": ask_user_schema(),
+        }],
+        "messages": messages,
+    })
+}
+
+fn user(prompt: &str) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": prompt}]})
+}
+
+fn tool_use(id: &str, input: &Value) -> Value {
+    json!({"type": "tool_use", "id": id, "name": "ask_user", "input": input})
+}
+
+fn tool_result(id: &str, content: &str, is_error: bool) -> Value {
+    json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error})
+}
+
+fn plan_question() -> Value {
+    json!({"question": "Which plan do you want?", "options": [{"label": "Basic"}, {"label": "Pro"}]})
+}
+
+#[tokio::test]
+async fn ask_user_cycle_end_to_end() {
+    let server = harness(ProviderKind::Anthropic, vec![Reply::sse(ASK), Reply::sse(ANSWER)]).await;
+    let prompt = "Set me up with a plan";
+    let chunks = server.stream(prompt).await;
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "start",
+            "step_start",
+            "text_delta",
+            "text_delta",
+            "tool_call",
+            "step_finish",
+            "tool_call_suspended",
+            "finish"
+        ]
+    );
+    assert_eq!(text(&chunks), "Let me check with you first.");
+    let call_id = "toolu_01T1x1fJ34qAmk2tNTrN7Up6";
+    assert_eq!(
+        tool_calls(&chunks),
+        [(call_id.to_owned(), "ask_user".to_owned(), plan_question())]
+    );
+    assert_eq!(step_usage(&chunks), [(472, 89)]);
+
+    let first = &server.provider.requests()[0];
+    assert_eq!(first.path, "/v1/messages");
+    let header = |name: &str| first.headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(header("x-api-key"), api_key());
+    assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+    assert_eq!(first.body, request(json!([user(prompt)])));
+
+    let id = run_id(&chunks);
+    let resumed = server.resume_text(&id, "Pro").await.expect("Resume");
+    assert_eq!(
+        kinds(&resumed),
+        [
+            "start",
+            "tool_result",
+            "step_start",
+            "text_delta",
+            "text_delta",
+            "step_finish",
+            "finish"
+        ]
+    );
+    assert_eq!(finish(&resumed).text, "Great choice: Pro ✓");
+    assert_eq!(step_usage(&resumed), [(580, 7)]);
+    assert_eq!(finish_usage(&resumed), (472 + 580, 89 + 7));
+    let run = server.get_run(&id).await;
+    assert_eq!(status_of(&run), pb::RunStatus::Completed);
+    assert_eq!(run_usage(&run), (1052, 96));
+
+    let messages = json!([
+        user(prompt),
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me check with you first."},
+            tool_use(call_id, &plan_question()),
+        ]},
+        {"role": "user", "content": [tool_result(call_id, "User answered: Pro", false)]},
+    ]);
+    assert_eq!(server.provider.bodies()[1], request(messages));
+}
+
+#[tokio::test]
+async fn parallel_calls_answered_in_separate_resumes_share_one_user_message() {
+    let server = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(PARALLEL), Reply::sse(ANSWER)],
+    )
+    .await;
+    let prompt = "Introduce yourself and pick a plan";
+    let chunks = server.stream(prompt).await;
+    let name_question = json!({"question": "What should I call you?"});
+    let plan_question = json!({"question": "Which plan?", "options": [{"label": "Basic"}, {"label": "Pro"}]});
+    assert_eq!(
+        tool_calls(&chunks),
+        [
+            (
+                "toolu_01NameAsk".to_owned(),
+                "ask_user".to_owned(),
+                name_question.clone()
+            ),
+            (
+                "toolu_01PlanAsk".to_owned(),
+                "ask_user".to_owned(),
+                plan_question.clone()
+            ),
+        ]
+    );
+    let id = run_id(&chunks);
+    let partial = server
+        .resume(resume_request(&id, "toolu_01NameAsk", Answer::Text("Ada".into())))
+        .await
+        .expect("first Resume");
+    assert_eq!(finish_reason(&partial), pb::FinishReason::Suspended);
+    assert_eq!(server.provider.requests().len(), 1);
+    let resumed = server
+        .resume(resume_request(
+            &id,
+            "toolu_01PlanAsk",
+            Answer::Text("Basic".into()),
+        ))
+        .await
+        .expect("second Resume");
+    assert_eq!(finish_reason(&resumed), pb::FinishReason::Stop);
+
+    let messages = json!([
+        user(prompt),
+        {"role": "assistant", "content": [
+            tool_use("toolu_01NameAsk", &name_question),
+            tool_use("toolu_01PlanAsk", &plan_question),
+        ]},
+        {"role": "user", "content": [
+            tool_result("toolu_01NameAsk", "User answered: Ada", false),
+            tool_result("toolu_01PlanAsk", "User answered: Basic", false),
+        ]},
+    ]);
+    assert_eq!(server.provider.bodies()[1], request(messages));
+}
+
+#[tokio::test]
+async fn input_cut_off_by_max_tokens_is_an_error_result_and_the_run_goes_on() {
+    let server = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(INVALID_JSON), Reply::sse(RETRY)],
+    )
+    .await;
+    let prompt = "Pick a plan for me";
+    let chunks = server.stream(prompt).await;
+    let results = tool_results(&chunks);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .content
+            .starts_with("Invalid JSON in arguments for ask_user: EOF while parsing"),
+        "{}",
+        results[0].content
+    );
+    assert_eq!(tool_calls(&chunks)[1].0, "toolu_01Again");
+    assert_eq!(finish_reason(&chunks), pb::FinishReason::Suspended);
+    assert_eq!(
+        status_of(&server.get_run(&run_id(&chunks)).await),
+        pb::RunStatus::Suspended
+    );
+
+    let messages = json!([
+        user(prompt),
+        {"role": "assistant", "content": [tool_use("toolu_01CutOff", &json!({}))]},
+        {"role": "user", "content": [tool_result("toolu_01CutOff", &results[0].content, true)]},
+    ]);
+    assert_eq!(server.provider.bodies()[1], request(messages));
+}

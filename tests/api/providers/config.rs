@@ -1,0 +1,51 @@
+//! The README's provider examples are valid configuration: each `toml`
+//! block of its "Real models" section starts a server whose agents report
+//! the models they name.
+
+use agentd::config::{FileConfig, Overrides};
+use agentd::pb;
+
+use crate::helpers::*;
+
+/// The `toml` blocks of the README section titled `title`.
+fn toml_blocks(readme: &str, title: &str) -> Vec<String> {
+    let section = readme
+        .split(&format!("\n## {title}\n"))
+        .nth(1)
+        .expect("the section exists")
+        .split("\n## ")
+        .next()
+        .unwrap_or_default();
+    section
+        .split("```toml\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn readme_provider_examples_configure_a_server() {
+    let readme = include_str!("../../../README.md");
+    let blocks = toml_blocks(readme, "Real models");
+    assert_eq!(blocks.len(), 2, "the built-in provider and the Ollama examples");
+    for block in blocks {
+        let file: FileConfig = toml::from_str(&block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+        let expected: Vec<String> = file.agents.iter().map(|a| a.model.clone()).collect();
+        let temp = tempfile::tempdir().expect("temp dir");
+        let settings = file.settle(Overrides {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            data_dir: Some(temp.path().to_owned()),
+            ..Overrides::default()
+        });
+        let server = TestServer::start_with(settings).await;
+        let agents = server
+            .client()
+            .list_agents(pb::ListAgentsRequest {})
+            .await
+            .expect("ListAgents")
+            .into_inner()
+            .agents;
+        let models: Vec<String> = agents.into_iter().map(|a| a.model).collect();
+        assert_eq!(models, expected);
+    }
+}
