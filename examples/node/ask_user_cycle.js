@@ -15,8 +15,9 @@
 //    `selections`, and for a free-text question.
 //
 // Usage: node ask_user_cycle.js [HOST:PORT]  (or AGENTD_TARGET; default
-// 127.0.0.1:50051). Exits non-zero if the server does not behave as the
-// contract says.
+// 127.0.0.1:50051). AGENTD_API_KEY, if set, is sent as
+// `authorization: Bearer <key>`. Exits non-zero if the server does not
+// behave as the contract says.
 
 'use strict';
 
@@ -204,7 +205,17 @@ function waitForReady(client, seconds) {
 async function main() {
   const target = process.argv[2] || process.env.AGENTD_TARGET || '127.0.0.1:50051';
   const { AgentService } = loadService();
-  const client = new AgentService(target, grpc.credentials.createInsecure());
+  const apiKey = process.env.AGENTD_API_KEY;
+  // Adds the API key to every call's metadata.
+  const withKey = (options, nextCall) => new grpc.InterceptingCall(nextCall(options), {
+    start(metadata, listener, next) {
+      metadata.set('authorization', `Bearer ${apiKey}`);
+      next(metadata, listener);
+    },
+  });
+  const client = new AgentService(target, grpc.credentials.createInsecure(), {
+    interceptors: apiKey ? [withKey] : [],
+  });
   try {
     await waitForReady(client, 30);
     await singleSelect(client);

@@ -15,8 +15,9 @@ model:
    and for a free-text question.
 
 Usage: python3 ask_user_cycle.py [HOST:PORT]  (or AGENTD_TARGET; default
-127.0.0.1:50051). Exits non-zero if the server does not behave as the
-contract says.
+127.0.0.1:50051). AGENTD_API_KEY, if set, is sent as
+`authorization: Bearer <key>`. Exits non-zero if the server does not
+behave as the contract says.
 """
 
 import os
@@ -59,9 +60,10 @@ def check(condition, message):
 
 
 class Client:
-    def __init__(self, pb, pb_grpc, channel):
+    def __init__(self, pb, pb_grpc, channel, api_key=None):
         self.pb = pb
         self.stub = pb_grpc.AgentServiceStub(channel)
+        self.metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
 
     def follow(self, stream):
         """Prints a stream's chunks; returns (run_id, suspensions, finish, text)."""
@@ -91,11 +93,11 @@ class Client:
 
     def start(self, prompt):
         request = self.pb.StreamAgentRequest(prompt=prompt)
-        return self.follow(self.stub.StreamAgent(request))
+        return self.follow(self.stub.StreamAgent(request, metadata=self.metadata))
 
     def resume(self, run_id, tool_call_id, **answer):
         request = self.pb.ResumeRequest(run_id=run_id, tool_call_id=tool_call_id, **answer)
-        return self.follow(self.stub.Resume(request))
+        return self.follow(self.stub.Resume(request, metadata=self.metadata))
 
     def show_question(self, suspended):
         ask = suspended.suspend_payload.ask_user
@@ -140,7 +142,7 @@ def single_select(client):
         check(error.code() == grpc.StatusCode.INVALID_ARGUMENT, "the refusal is INVALID_ARGUMENT")
         valid = show_rejection(error)
         check(valid == labels, f"the details list the valid labels {labels}, got {valid}")
-    run = client.stub.GetRun(client.pb.GetRunRequest(run_id=run_id))
+    run = client.stub.GetRun(client.pb.GetRunRequest(run_id=run_id), metadata=client.metadata)
     check(run.status == client.pb.RUN_STATUS_SUSPENDED, "the run is still suspended")
     print(f"> {labels[1]}")
     _, _, finish, text = client.resume(run_id, suspended.tool_call_id, text=labels[1])
@@ -179,7 +181,7 @@ def main():
         pb, pb_grpc = generate_stubs(stubs)
         with grpc.insecure_channel(target) as channel:
             grpc.channel_ready_future(channel).result(timeout=30)
-            client = Client(pb, pb_grpc, channel)
+            client = Client(pb, pb_grpc, channel, os.environ.get("AGENTD_API_KEY"))
             single_select(client)
             multi_select(client)
             free_text(client)

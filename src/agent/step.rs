@@ -69,6 +69,10 @@ impl Agent {
                     unreadable.insert(call.id.clone(), message);
                     calls.push(call);
                 }
+                ModelEvent::Finish(crate::model::StopReason::MaxTokens) => {
+                    tracing::warn!(step, "the model reached its output token limit");
+                }
+                ModelEvent::Finish(_) => {}
                 ModelEvent::Usage(step_usage) => usage += step_usage,
             }
         }

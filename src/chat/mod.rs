@@ -16,8 +16,11 @@ mod terminal;
 
 use std::collections::VecDeque;
 use std::io::{self, IsTerminal};
+use std::path::PathBuf;
 
-use tonic::transport::{Channel, Endpoint};
+use tonic::metadata::AsciiMetadataValue;
+use tonic::service::Interceptor;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 pub use json::{JsonChunks, JsonError};
 pub use question::{Ask, Choice, Pending};
@@ -29,9 +32,16 @@ use crate::pb::agent_service_client::AgentServiceClient;
 /// `agentd chat` arguments.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChatArgs {
-    /// The server to talk to: HOST:PORT or a URL.
+    /// The server to talk to: HOST:PORT or a URL (https:// needs --ca-cert).
     #[arg(long, env = "AGENTD_TARGET", default_value = "127.0.0.1:50051")]
     pub target: String,
+    /// The API key to send (`authorization: Bearer KEY`), for a server that
+    /// requires one.
+    #[arg(long, env = "AGENTD_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// PEM file of the CA that signed the server's certificate: talk TLS.
+    #[arg(long, env = "AGENTD_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
     /// The agent to talk to [default: the server's default agent].
     #[arg(long, default_value = "")]
     pub agent: String,
@@ -56,13 +66,17 @@ pub struct ChatArgs {
 pub enum ChatError {
     #[error("invalid --target {target:?}: {reason}")]
     Target { target: String, reason: String },
+    #[error("reading the CA certificate {path}: {source}")]
+    CaCert { path: PathBuf, source: io::Error },
+    #[error("the API key cannot be sent in a header (visible ASCII only)")]
+    ApiKey,
     #[error("cannot connect to {target}: {source}")]
     Connect {
         target: String,
         source: tonic::transport::Error,
     },
-    #[error("the server answered {}: {}", .0.code(), .0.message())]
-    Rpc(#[from] tonic::Status),
+    #[error("the server answered {:?}: {}", .0.code(), .0.message())]
+    Rpc(tonic::Status),
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error(transparent)]
@@ -77,30 +91,80 @@ pub enum ChatError {
     NothingPending(String),
 }
 
-/// The URL of `target`: a bare HOST:PORT means plain HTTP/2.
-fn endpoint(target: &str) -> Result<Endpoint, ChatError> {
-    let url = if target.contains("://") {
-        target.to_owned()
-    } else {
-        format!("http://{target}")
+impl From<tonic::Status> for ChatError {
+    fn from(status: tonic::Status) -> Self {
+        ChatError::Rpc(status)
+    }
+}
+
+/// Adds `authorization: Bearer KEY` to every call when a key is given.
+#[derive(Clone)]
+pub struct BearerKey(Option<AsciiMetadataValue>);
+
+impl Interceptor for BearerKey {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request.metadata_mut().insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// The client chat uses.
+pub type Client = AgentServiceClient<tonic::codegen::InterceptedService<Channel, BearerKey>>;
+
+/// The endpoint of `target`: a bare HOST:PORT means HTTP/2, over TLS when
+/// a CA certificate is given.
+fn endpoint(args: &ChatArgs) -> Result<Endpoint, ChatError> {
+    let target = &args.target;
+    let url = match (target.contains("://"), &args.ca_cert) {
+        (true, _) => target.clone(),
+        (false, None) => format!("http://{target}"),
+        (false, Some(_)) => format!("https://{target}"),
     };
-    Endpoint::from_shared(url).map_err(|error| ChatError::Target {
-        target: target.to_owned(),
-        reason: error.to_string(),
-    })
+    let invalid = |reason: String| ChatError::Target {
+        target: target.clone(),
+        reason,
+    };
+    let endpoint = Endpoint::from_shared(url.clone()).map_err(|error| invalid(error.to_string()))?;
+    match &args.ca_cert {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|source| ChatError::CaCert {
+                path: path.clone(),
+                source,
+            })?;
+            let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem));
+            endpoint
+                .tls_config(tls)
+                .map_err(|error| invalid(error.to_string()))
+        }
+        None if url.starts_with("https://") => Err(invalid("an https:// target needs --ca-cert".into())),
+        None => Ok(endpoint),
+    }
+}
+
+fn bearer(api_key: Option<&str>) -> Result<BearerKey, ChatError> {
+    let value = api_key
+        .map(|key| format!("Bearer {key}").parse::<AsciiMetadataValue>())
+        .transpose()
+        .map_err(|_| ChatError::ApiKey)?;
+    Ok(BearerKey(value))
 }
 
 /// Runs `agentd chat`.
 pub async fn run(args: ChatArgs) -> Result<(), ChatError> {
-    let endpoint = endpoint(&args.target)?;
-    let channel: Channel = endpoint.connect().await.map_err(|source| ChatError::Connect {
-        target: args.target.clone(),
-        source,
-    })?;
+    let key = bearer(args.api_key.as_deref())?;
+    let channel: Channel = endpoint(&args)?
+        .connect()
+        .await
+        .map_err(|source| ChatError::Connect {
+            target: args.target.clone(),
+            source,
+        })?;
     let out = Output::new(args.json)?;
     let interactive = io::stdin().is_terminal() && out.screen_is_terminal();
     let mut session = Session {
-        client: AgentServiceClient::new(channel),
+        client: AgentServiceClient::with_interceptor(channel, key),
         agent: args.agent,
         out,
         answers: VecDeque::from(args.answers),

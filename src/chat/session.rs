@@ -8,22 +8,20 @@
 use std::collections::VecDeque;
 use std::io;
 
-use tonic::transport::Channel;
 use tonic::{Code, Status, Streaming};
 use tonic_types::StatusExt;
 
 use super::question::{Ask, Pending};
 use super::render::Output;
 use super::terminal::{self, Screen};
-use super::ChatError;
+use super::{ChatError, Client};
 use crate::pb;
 use crate::pb::agent_chunk::Chunk;
-use crate::pb::agent_service_client::AgentServiceClient;
 use crate::pb::resume_request::Answer;
 
 /// A chat with one agent.
 pub struct Session {
-    pub client: AgentServiceClient<Channel>,
+    pub client: Client,
     pub agent: String,
     pub out: Output,
     /// `--answer` values not used yet.

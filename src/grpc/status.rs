@@ -12,17 +12,36 @@ use crate::store::StoreError;
 /// The ErrorInfo domain of every agentd error.
 const DOMAIN: &str = "agentd.v1";
 
+/// The most bytes of one message or detail value. A status travels in
+/// HTTP/2 headers, which clients bound (8 KiB in some); an error that
+/// quotes the caller's input (a 60 KB run id, say) must not grow past that,
+/// or the client drops the whole connection instead of reading the status.
+const MAX_TEXT: usize = 1000;
+
+/// `text`, cut to [`MAX_TEXT`] bytes (at a character boundary) with a
+/// note of its full length.
+pub(crate) fn clip(text: String) -> String {
+    if text.len() <= MAX_TEXT {
+        return text;
+    }
+    let mut cut = MAX_TEXT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..cut], text.len())
+}
+
 fn info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
     let metadata: HashMap<String, String> = metadata
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .map(|(k, v)| ((*k).to_owned(), clip(v.clone())))
         .collect();
     ErrorDetails::with_error_info(reason, DOMAIN, metadata)
 }
 
 fn bad_request(field: &str, description: &str, reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
     let mut details = info(reason, metadata);
-    details.add_bad_request_violation(field, description);
+    details.add_bad_request_violation(field, clip(description.to_owned()));
     details
 }
 
@@ -103,7 +122,7 @@ impl From<RuntimeError> for Status {
                 } else {
                     format!("{message} (valid labels: {})", answer.valid_labels.join(", "))
                 };
-                return Status::with_error_details(Code::InvalidArgument, message, details);
+                return Status::with_error_details(Code::InvalidArgument, clip(message), details);
             }
             RuntimeError::ResumeConflict => (Code::FailedPrecondition, info("RESUME_CONFLICT", &[])),
             RuntimeError::NotCancellable(status) => (
@@ -131,6 +150,21 @@ impl From<RuntimeError> for Status {
                 (code, info("STORE_ERROR", &[]))
             }
         };
-        Status::with_error_details(code, message, details)
+        Status::with_error_details(code, clip(message), details)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoed_input_is_clipped() {
+        let status = Status::from(RuntimeError::AgentNotFound("é".repeat(5000)));
+        assert!(status.message().len() < MAX_TEXT + 40, "{}", status.message().len());
+        assert!(status.message().ends_with(" bytes in all)"), "{}", status.message());
+        let info = status.get_details_error_info().unwrap();
+        assert!(info.metadata["agent_id"].len() < MAX_TEXT + 40);
+        assert_eq!(clip("short".into()), "short");
     }
 }

@@ -48,8 +48,25 @@ pub enum ModelEvent {
     /// the raw argument text as a JSON string; the agent loop answers the
     /// call with an error result, so the model can try again.
     InvalidToolCall { call: ToolCall, error: String },
+    /// Why the model ended the step, when the provider says (before usage).
+    Finish(StopReason),
     /// Tokens used by the step; the last event.
     Usage(Usage),
+}
+
+/// Why a model ended its step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The answer is complete.
+    EndTurn,
+    /// The model called tools.
+    ToolCalls,
+    /// The output token limit cut the answer short.
+    MaxTokens,
+    /// The provider withheld or refused content.
+    ContentFilter,
+    /// Another reason, as the provider named it.
+    Other(String),
 }
 
 /// The stream of one model step.

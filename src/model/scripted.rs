@@ -286,6 +286,22 @@ impl LanguageModel for Scripted {
     }
 }
 
+/// `n` deltas with `pace` before each, then the usage, from a task of its
+/// own (it stops when the stream is dropped).
+fn paced_stream(n: usize, pace: std::time::Duration, usage: Usage) -> ModelStream {
+    let (events, stream) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        for i in 0..n {
+            tokio::time::sleep(pace).await;
+            if events.send(Ok(ModelEvent::TextDelta(format!("token{i} ")))).await.is_err() {
+                return;
+            }
+        }
+        let _ = events.send(Ok(ModelEvent::Usage(usage))).await;
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(stream))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,18 +359,3 @@ mod tests {
     }
 }
 
-/// `n` deltas with `pace` before each, then the usage, from a task of its
-/// own (it stops when the stream is dropped).
-fn paced_stream(n: usize, pace: std::time::Duration, usage: Usage) -> ModelStream {
-    let (events, stream) = tokio::sync::mpsc::channel(16);
-    tokio::spawn(async move {
-        for i in 0..n {
-            tokio::time::sleep(pace).await;
-            if events.send(Ok(ModelEvent::TextDelta(format!("token{i} ")))).await.is_err() {
-                return;
-            }
-        }
-        let _ = events.send(Ok(ModelEvent::Usage(usage))).await;
-    });
-    Box::pin(tokio_stream::wrappers::ReceiverStream::new(stream))
-}

@@ -30,7 +30,9 @@ impl Runtime {
     /// Asks the holder to cancel `run` and waits (bounded) until the store
     /// shows it no longer running.
     pub(super) async fn ask_owner_to_cancel(&self, run: &RunRecord, reason: &str) {
-        let Some(feed) = self.inner.store.feed() else { return };
+        let Some(feed) = self.inner.store.feed() else {
+            return;
+        };
         let message = FeedMessage::CancelRequested {
             run_id: run.id,
             reason: reason.to_owned(),

@@ -248,6 +248,9 @@ impl Shared {
                 () = self.wake.notified() => {}
                 () = tokio::time::sleep_until(renew_at) => {}
             }
+            // Let the step emit what it has ready, so that chunks produced
+            // together are stored together.
+            tokio::task::yield_now().await;
             if !self.flush().await {
                 return;
             }

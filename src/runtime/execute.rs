@@ -31,7 +31,13 @@ impl Inner {
 impl Runtime {
     /// Executes `run` here and returns the stream of this execution, from
     /// the first of `first` to its next `finish`.
-    pub(super) fn execute(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) -> RunStream {
+    pub(super) fn execute(
+        &self,
+        agent: Arc<Agent>,
+        run: RunRecord,
+        first: Vec<Event>,
+        work: Work,
+    ) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
         let (stream, client) = self.stream_from(&live, first.clone());
         // Whoever waits on the run (a subscriber of a suspended run) gets

@@ -68,9 +68,10 @@ pub(crate) fn approved_unexecuted(state: &RunState) -> Vec<ToolCall> {
         return Vec::new();
     };
     let answered = |id: &str| {
-        state.messages.iter().any(|message| {
-            matches!(message, Message::Tool { tool_call_id, .. } if tool_call_id == id)
-        })
+        state
+            .messages
+            .iter()
+            .any(|message| matches!(message, Message::Tool { tool_call_id, .. } if tool_call_id == id))
     };
     let pending = |id: &str| state.pending.iter().any(|p| p.call.id == id);
     calls
@@ -84,4 +85,71 @@ pub(crate) fn approved_unexecuted(state: &RunState) -> Vec<ToolCall> {
 /// lease counts as expired).
 pub(crate) fn lease_expired(run: &RunRecord, now: Timestamp) -> bool {
     run.lease.as_ref().is_none_or(|lease| lease.expires_at <= now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Message;
+    use crate::run::{PendingCall, Waiting};
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "human_review".into(),
+            args: serde_json::json!({}),
+        }
+    }
+
+    fn state_after_step(calls: &[&str]) -> RunState {
+        RunState {
+            messages: vec![
+                Message::user("hi"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: calls.iter().map(|id| call(id)).collect(),
+                },
+            ],
+            ..RunState::default()
+        }
+    }
+
+    #[test]
+    fn approved_calls_are_those_without_result_or_pending_entry() {
+        let mut state = state_after_step(&["a", "b", "c"]);
+        state
+            .messages
+            .push(Message::tool("a", "human_review", "done", false));
+        state.pending.push(PendingCall {
+            call: call("c"),
+            waiting: Waiting::Approval,
+        });
+        assert_eq!(approved_unexecuted(&state), vec![call("b")]);
+    }
+
+    #[test]
+    fn a_run_between_steps_has_no_approved_calls() {
+        assert!(approved_unexecuted(&RunState::default()).is_empty());
+        let mut state = state_after_step(&["a"]);
+        state
+            .messages
+            .push(Message::tool("a", "human_review", "done", false));
+        assert!(approved_unexecuted(&state).is_empty());
+        // The latest assistant message decides, not an earlier one.
+        state.messages.push(Message::Assistant {
+            content: "All done.".into(),
+            tool_calls: Vec::new(),
+        });
+        assert!(approved_unexecuted(&state).is_empty());
+    }
+
+    #[test]
+    fn leases_expire_at_their_time() {
+        let settings = LeaseSettings::default();
+        let lease = settings.lease("replica-a");
+        assert_eq!(lease.owner, "replica-a");
+        let now = Timestamp::now();
+        assert!(lease.expires_at > now);
+        assert!(lease.expires_at <= now.after(settings.ttl));
+    }
 }

@@ -1,16 +1,20 @@
 //! `agentd chat`, the terminal client, run as a real process against a test
 //! server: in a pseudo-terminal, answering a single-select and a
 //! multi-select question by keystrokes; and without a terminal, with
-//! `--answer` (a rejected answer first), `--json`, and no answer at all.
+//! `--answer` (a rejected answer first), `--json`, no answer at all, and an
+//! API key.
 
+use std::net::SocketAddr;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use expectrl::{Eof, Expect, Session};
+use tokio::net::TcpListener;
 use tokio::process::Command;
 
-use crate::helpers::{status_of, TestServer};
+use crate::helpers::{settings_in, status_of, TestServer};
 use agentd::pb;
+use agentd::server::{self, ServeOptions};
 
 const AGENTD: &str = env!("CARGO_BIN_EXE_agentd");
 const DOWN: &str = "\x1b[B";
@@ -20,10 +24,15 @@ const CTRL_D: &str = "\x04";
 /// Runs `agentd chat ARGS` without a terminal (stdin closed) and returns
 /// (success, stdout, stderr).
 async fn chat(server: &TestServer, args: &[&str]) -> (bool, String, String) {
+    chat_with(server.addr, args).await
+}
+
+async fn chat_with(addr: SocketAddr, args: &[&str]) -> (bool, String, String) {
     let output = Command::new(AGENTD)
         .arg("chat")
         .arg("--target")
-        .arg(server.addr.to_string())
+        .arg(addr.to_string())
+        .env_remove("AGENTD_API_KEY")
         .args(args)
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -196,4 +205,34 @@ async fn without_an_answer_the_run_is_left_suspended() {
     assert_eq!(runs.len(), 1);
     assert_eq!(status_of(&runs[0]), pb::RunStatus::Suspended);
     assert!(stderr.contains(&runs[0].run_id), "{stderr}");
+}
+
+#[tokio::test]
+async fn an_api_key_is_sent_as_a_bearer_token() {
+    const KEY: &str = "chat-key-5e0c2b7a91d4f638";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let keys = dir.path().join("api.keys");
+    std::fs::write(&keys, format!("acme:{KEY}\n")).expect("keys file");
+    let mut settings = settings_in(dir.path());
+    settings.auth.api_keys_file = Some(keys);
+    let options = ServeOptions::from_settings(&settings).expect("options");
+    let runtime = server::build_runtime(&settings).await.expect("runtime");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(server::serve_with(listener, runtime, options, async {
+        let _ = stopped.await;
+    }));
+
+    let (ok, _, stderr) = chat_with(addr, &["--answer", "Pro", "Help me pick a plan"]).await;
+    assert!(!ok);
+    assert!(stderr.contains("Unauthenticated"), "{stderr}");
+
+    let (ok, stdout, stderr) = chat_with(
+        addr,
+        &["--api-key", KEY, "--answer", "Pro", "Help me pick a plan"],
+    )
+    .await;
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
 }

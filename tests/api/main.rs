@@ -22,6 +22,7 @@ mod readme;
 mod replicas;
 mod restart;
 mod resume_validation;
+mod security;
 mod service;
 mod store;
 mod user_tools;

@@ -24,9 +24,9 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running `agentd` process. Killed (SIGKILL) when dropped, so a failing
 /// test never leaves a server behind; its log is printed if the test panics.
-struct ServerProcess {
+pub(crate) struct ServerProcess {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -35,7 +35,15 @@ impl ServerProcess {
     /// Starts the binary on an ephemeral port with its store in `data_dir`
     /// and waits until it logs the address it listens on.
     fn start(data_dir: &Path) -> Self {
+        Self::start_with(data_dir, &[], &[])
+    }
+
+    /// [`ServerProcess::start`] with more arguments and environment
+    /// variables.
+    pub(crate) fn start_with(data_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(args)
+            .envs(envs.iter().copied())
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")
@@ -97,7 +105,7 @@ impl ServerProcess {
         server
     }
 
-    async fn client(&self) -> AgentServiceClient<Channel> {
+    pub(crate) async fn client(&self) -> AgentServiceClient<Channel> {
         AgentServiceClient::connect(format!("http://{}", self.addr))
             .await
             .expect("connect to agentd")
@@ -121,13 +129,23 @@ impl ServerProcess {
     /// Sends SIGTERM and waits up to `limit` for the process to exit. Async,
     /// so that connected clients keep running (a graceful HTTP/2 shutdown
     /// needs the client to answer the server's GOAWAY and PING).
-    async fn terminate(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) async fn terminate(&mut self, limit: Duration) -> ExitStatus {
+        self.send_sigterm();
+        self.wait_for_exit(limit).await
+    }
+
+    /// Sends SIGTERM and returns at once.
+    pub(crate) fn send_sigterm(&self) {
         let sent = Command::new("kill")
             .arg("-TERM")
             .arg(self.pid().to_string())
             .status()
             .expect("run kill");
         assert!(sent.success(), "kill -TERM failed: {sent}");
+    }
+
+    /// Waits up to `limit` for the process to exit.
+    pub(crate) async fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -150,7 +168,7 @@ impl ServerProcess {
         }
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         self.log.lock().map(|lines| lines.join("\n")).unwrap_or_default()
     }
 }

@@ -15,7 +15,7 @@ use super::error::{stream_error, ErrorWire};
 use crate::chunk::Usage;
 use crate::model::http::StreamDecoder;
 use crate::model::sse::SseEvent;
-use crate::model::{ModelError, ModelEvent};
+use crate::model::{ModelError, ModelEvent, StopReason};
 use crate::tools::ToolCall;
 
 #[derive(Deserialize)]
@@ -37,6 +37,8 @@ enum EventWire {
     },
     MessageDelta {
         #[serde(default)]
+        delta: Option<MessageDeltaWire>,
+        #[serde(default)]
         usage: Option<UsageWire>,
     },
     MessageStop,
@@ -46,6 +48,12 @@ enum EventWire {
     /// `ping`, and events added to the API later.
     #[serde(other)]
     Other,
+}
+
+#[derive(Deserialize)]
+struct MessageDeltaWire {
+    #[serde(default)]
+    stop_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -112,6 +120,16 @@ impl UsageWire {
     }
 }
 
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" | "stop_sequence" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolCalls,
+        "max_tokens" => StopReason::MaxTokens,
+        "refusal" => StopReason::ContentFilter,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
 /// A `tool_use` block being assembled.
 struct OpenCall {
     id: String,
@@ -126,6 +144,7 @@ pub struct MessagesDecoder {
     provider: String,
     calls: HashMap<u64, OpenCall>,
     usage: Usage,
+    stop: Option<StopReason>,
     done: bool,
 }
 
@@ -135,6 +154,7 @@ impl MessagesDecoder {
             provider: provider.to_owned(),
             calls: HashMap::new(),
             usage: Usage::default(),
+            stop: None,
             done: false,
         }
     }
@@ -220,7 +240,10 @@ impl StreamDecoder for MessagesDecoder {
                     out.push(Self::close_call(call));
                 }
             }
-            EventWire::MessageDelta { usage } => {
+            EventWire::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.and_then(|d| d.stop_reason) {
+                    self.stop = Some(stop_reason(&reason));
+                }
                 if let Some(usage) = usage {
                     if let Some(input) = usage.input().filter(|n| *n > 0) {
                         self.usage.input_tokens = input;
@@ -247,6 +270,9 @@ impl StreamDecoder for MessagesDecoder {
                 "the stream from {} ended before message_stop",
                 self.provider
             )));
+        }
+        if let Some(stop) = self.stop.take() {
+            out.push(ModelEvent::Finish(stop));
         }
         out.push(ModelEvent::Usage(self.usage));
         Ok(())
@@ -307,6 +333,7 @@ mod tests {
                     name: "now".into(),
                     args: json!({})
                 }),
+                ModelEvent::Finish(StopReason::ToolCalls),
                 ModelEvent::Usage(Usage {
                     input_tokens: 25,
                     output_tokens: 42

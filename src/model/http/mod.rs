@@ -9,7 +9,7 @@ mod retry;
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
@@ -86,7 +86,13 @@ impl Transport {
                     tracing::warn!(provider = %self.settings.name, retry, %failure, "retrying");
                     retry::backoff(self.settings.retry_backoff, retry)
                 }
-                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) if response.status().is_success() => {
+                    return if is_json(&response) {
+                        Err(self.not_a_stream(response, describe).await)
+                    } else {
+                        Ok(response)
+                    };
+                }
                 Ok(Ok(response)) => {
                     let status = response.status();
                     let delay = (retry::is_retryable(status) && retry < self.settings.max_retries)
@@ -128,6 +134,18 @@ impl Transport {
         )
     }
 
+    /// A success answer in JSON where an event stream was asked for: a
+    /// server that ignores `stream`, or reports errors with status 200.
+    async fn not_a_stream(&self, response: Response, describe: DescribeError) -> ModelError {
+        let status = response.status();
+        let body = read_limited(response, self.settings.idle_timeout).await;
+        let message = describe(&body).unwrap_or_else(|| fallback_message(&body, status));
+        ModelError::invalid_response(format!(
+            "{} answered with JSON instead of an event stream: {message}",
+            self.settings.name
+        ))
+    }
+
     /// The error a non-success answer becomes, with the provider's message.
     async fn refused(&self, response: Response, describe: DescribeError) -> ModelError {
         let status = response.status();
@@ -152,6 +170,14 @@ impl Transport {
             format!("{} answered HTTP {status}: {message}{hint}", self.settings.name),
         )
     }
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }
 
 /// Reads at most [`MAX_ERROR_BODY`] bytes of a body, giving up after `idle`.

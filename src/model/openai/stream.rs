@@ -11,7 +11,7 @@ use super::error::stream_error;
 use crate::chunk::Usage;
 use crate::model::http::StreamDecoder;
 use crate::model::sse::SseEvent;
-use crate::model::{ModelError, ModelEvent};
+use crate::model::{ModelError, ModelEvent, StopReason};
 use crate::tools::ToolCall;
 
 #[derive(Deserialize)]
@@ -82,8 +82,8 @@ pub struct ChatDecoder {
     provider: String,
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
-    /// A choice said why it finished.
-    finished: bool,
+    /// Why the first choice finished, once it said.
+    stop: Option<StopReason>,
     /// `[DONE]` arrived.
     done: bool,
 }
@@ -94,7 +94,7 @@ impl ChatDecoder {
             provider: provider.to_owned(),
             calls: Vec::new(),
             usage: None,
-            finished: false,
+            stop: None,
             done: false,
         }
     }
@@ -132,6 +132,16 @@ impl ChatDecoder {
                 call.arguments.push_str(&arguments);
             }
         }
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolCalls,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::ContentFilter,
+        other => StopReason::Other(other.to_owned()),
     }
 }
 
@@ -200,8 +210,8 @@ impl StreamDecoder for ChatDecoder {
                     self.merge(call);
                 }
             }
-            if choice.finish_reason.is_some() {
-                self.finished = true;
+            if let Some(reason) = choice.finish_reason {
+                self.stop = Some(stop_reason(&reason));
             }
         }
         Ok(())
@@ -212,7 +222,7 @@ impl StreamDecoder for ChatDecoder {
     }
 
     fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        if !self.done && !self.finished {
+        if !self.done && self.stop.is_none() {
             return Err(ModelError::invalid_response(format!(
                 "the stream from {} ended before the answer was complete (no finish_reason, no [DONE])",
                 self.provider
@@ -226,6 +236,9 @@ impl StreamDecoder for ChatDecoder {
                 )));
             }
             out.push(finish_call(call));
+        }
+        if let Some(stop) = self.stop.take() {
+            out.push(ModelEvent::Finish(stop));
         }
         if let Some(usage) = self.usage.take() {
             out.push(ModelEvent::Usage(usage));
@@ -281,6 +294,7 @@ mod tests {
                     name: "lookup".into(),
                     args: json!({"q": 1})
                 }),
+                ModelEvent::Finish(StopReason::ToolCalls),
                 ModelEvent::Usage(Usage {
                     input_tokens: 12,
                     output_tokens: 7
@@ -299,8 +313,9 @@ mod tests {
         .unwrap();
         let names: Vec<(String, String)> = events
             .iter()
-            .map(|e| match e {
-                ModelEvent::ToolCall(c) => (c.id.clone(), c.name.clone()),
+            .filter_map(|e| match e {
+                ModelEvent::ToolCall(c) => Some((c.id.clone(), c.name.clone())),
+                ModelEvent::Finish(_) => None,
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -314,7 +329,9 @@ mod tests {
             "[DONE]",
         ])
         .unwrap();
-        let [ModelEvent::InvalidToolCall { call, error }] = events.as_slice() else {
+        let [ModelEvent::InvalidToolCall { call, error }, ModelEvent::Finish(StopReason::MaxTokens)] =
+            events.as_slice()
+        else {
             panic!("{events:?}");
         };
         assert_eq!(call.args, json!("{\"question\": \"Wh"));
@@ -332,7 +349,8 @@ mod tests {
             events,
             [
                 ModelEvent::TextDelta("Hel".into()),
-                ModelEvent::TextDelta("lo".into())
+                ModelEvent::TextDelta("lo".into()),
+                ModelEvent::Finish(StopReason::EndTurn)
             ]
         );
         let error = decode(&[r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#]).unwrap_err();

@@ -74,9 +74,9 @@ fn channel_name(schema: &str) -> String {
     if name.len() <= 63 {
         return name;
     }
-    let hash = schema
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     format!("agentd_runs_{hash:016x}")
 }
 
@@ -89,9 +89,8 @@ impl PostgresStore {
     pub fn open(url: &str) -> Result<Self, StoreError> {
         let config = tokio_postgres::Config::from_str(url)
             .map_err(|e| StoreError::Backend(format!("invalid PostgreSQL URL: {e}")))?;
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-            StoreError::Backend("opening a PostgreSQL store needs a Tokio runtime".into())
-        })?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| StoreError::Backend("opening a PostgreSQL store needs a Tokio runtime".into()))?;
         let schema = migrate::run(&config)?;
         let channel = channel_name(&schema);
         let manager = Manager::from_config(

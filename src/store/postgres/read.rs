@@ -43,7 +43,11 @@ pub(super) async fn load_run(client: &Client, id: RunId) -> Result<RunRecord, St
     rows.first().map(record).unwrap_or(Err(StoreError::NotFound))
 }
 
-pub(super) async fn read_events(client: &Client, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+pub(super) async fn read_events(
+    client: &Client,
+    id: RunId,
+    after_seq: u64,
+) -> Result<Vec<Event>, StoreError> {
     // One round trip: no row means no run; a row of NULLs, a run with no
     // events after `after_seq`.
     let sql = "SELECT e.seq, e.time, e.chunk FROM runs r \
@@ -69,8 +73,16 @@ pub(super) async fn read_events(client: &Client, id: RunId, after_seq: u64) -> R
     Ok(events)
 }
 
-pub(super) async fn find_run_by_request_id(client: &Client, request_id: &str) -> Result<Option<RunId>, StoreError> {
-    let rows = query(client, "SELECT id FROM runs WHERE request_id = $1", &[&request_id]).await?;
+pub(super) async fn find_run_by_request_id(
+    client: &Client,
+    request_id: &str,
+) -> Result<Option<RunId>, StoreError> {
+    let rows = query(
+        client,
+        "SELECT id FROM runs WHERE request_id = $1",
+        &[&request_id],
+    )
+    .await?;
     Ok(ids(rows)?.into_iter().next())
 }
 
@@ -105,14 +117,22 @@ pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<V
     rows.iter().map(record).collect()
 }
 
-pub(super) async fn due_suspensions(client: &Client, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+pub(super) async fn due_suspensions(
+    client: &Client,
+    now: Timestamp,
+    limit: usize,
+) -> Result<Vec<RunId>, StoreError> {
     let sql = "SELECT id FROM runs WHERE status = $1 AND expires_at <= $2 ORDER BY expires_at LIMIT $3";
     let status = RunStatus::Suspended.as_str();
     let rows = query(client, sql, &[&status, &now.0, &to_i64(limit as u64)]).await?;
     ids(rows)
 }
 
-pub(super) async fn expired_leases(client: &Client, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+pub(super) async fn expired_leases(
+    client: &Client,
+    now: Timestamp,
+    limit: usize,
+) -> Result<Vec<RunId>, StoreError> {
     let sql = "SELECT id FROM runs WHERE status = $1 \
                AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
                ORDER BY lease_expires_at NULLS FIRST LIMIT $3";

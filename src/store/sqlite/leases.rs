@@ -20,7 +20,12 @@ pub(super) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Resul
     let version: i64 = row.get(1)?;
     let last_seq: i64 = row.get(2)?;
     let lease_expires_at: Option<i64> = row.get(3)?;
-    Ok(crate::store::record::overlay(&record, version, last_seq, lease_expires_at))
+    Ok(crate::store::record::overlay(
+        &record,
+        version,
+        last_seq,
+        lease_expires_at,
+    ))
 }
 
 /// Moves the version, `last_seq` and lease expiry of a run at

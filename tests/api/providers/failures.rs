@@ -48,6 +48,18 @@ async fn refused_requests_fail_the_run_with_the_providers_message() {
     let server = harness(ProviderKind::Anthropic, vec![Reply::status(401, unauthorized)]).await;
     let chunks = server.stream("hello").await;
     assert_failed(&server, &chunks, "authentication_failed", "invalid x-api-key").await;
+
+    // A compatible server that answers JSON where a stream was asked for.
+    let not_a_stream = r#"{"error":{"message":"streaming is not supported for this model"}}"#;
+    let server = harness(ProviderKind::Openai, vec![Reply::status(200, not_a_stream)]).await;
+    let chunks = server.stream("hello").await;
+    assert_failed(
+        &server,
+        &chunks,
+        "invalid_response",
+        "mock answered with JSON instead of an event stream: streaming is not supported for this model",
+    )
+    .await;
 }
 
 #[tokio::test]

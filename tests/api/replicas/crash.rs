@@ -57,7 +57,9 @@ fn check_whole_run(seen: &[AgentChunk], stored: &[AgentChunk], crashed_after: u6
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_of_the_executing_replica_mid_stream_and_the_other_finishes_the_run() {
-    let Some(mut pair) = Pair::start().await else { return };
+    let Some(mut pair) = Pair::start().await else {
+        return;
+    };
     let (mut a, mut b) = (pair.a.client().await, pair.b.client().await);
 
     // The run executes on A; its client reads from A, a subscriber from B.
@@ -124,7 +126,9 @@ async fn kill_9_mid_stream_and_the_restarted_sqlite_server_finishes_the_run() {
 
     let run = get_run(&mut client, &id).await;
     assert_eq!(status_of(&run), pb::RunStatus::Completed);
-    let stored = collect(subscribe(&mut client, &id, 0).await).await.expect("replay");
+    let stored = collect(subscribe(&mut client, &id, 0).await)
+        .await
+        .expect("replay");
     check_whole_run(&seen, &stored, crashed_after);
     assert!(
         second.log_text().contains("took over"),

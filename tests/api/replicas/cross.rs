@@ -55,7 +55,10 @@ async fn suspend_on_one_replica_resume_on_the_other() {
             .await
             .unwrap_or_else(|_| panic!("the watcher on {name} saw the continuation"))
             .expect("watch stream");
-        assert_eq!(seen, resumed, "the watcher on {name} saw exactly the continuation");
+        assert_eq!(
+            seen, resumed,
+            "the watcher on {name} saw exactly the continuation"
+        );
     }
 
     // A second run: suspended through B, resumed through A, with the
@@ -81,8 +84,16 @@ async fn suspend_on_one_replica_resume_on_the_other() {
         status: status as i32,
         ..Default::default()
     };
-    let on_a = a.list_runs(list(pb::RunStatus::Completed)).await.unwrap().into_inner();
-    let on_b = b.list_runs(list(pb::RunStatus::Completed)).await.unwrap().into_inner();
+    let on_a = a
+        .list_runs(list(pb::RunStatus::Completed))
+        .await
+        .unwrap()
+        .into_inner();
+    let on_b = b
+        .list_runs(list(pb::RunStatus::Completed))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(on_a, on_b, "ListRuns agrees on both replicas");
     let ids: Vec<&str> = on_a.runs.iter().map(|run| run.run_id.as_str()).collect();
     assert_eq!(ids, vec![id2.as_str(), id.as_str()]);
@@ -156,7 +167,10 @@ async fn a_subscriber_on_one_replica_sees_every_chunk_of_a_run_on_the_other() {
     assert_eq!(finish_reason(&on_a), pb::FinishReason::Stop);
     assert_contiguous(&on_b, 1);
     assert_eq!(on_b, on_a, "the subscriber on B saw every chunk of the run on A");
-    assert_eq!(kinds(&on_b).iter().filter(|k| **k == "text_delta").count(), DELTAS);
+    assert_eq!(
+        kinds(&on_b).iter().filter(|k| **k == "text_delta").count(),
+        DELTAS
+    );
 
     // How much later each chunk reached B's subscriber than A's own client.
     let mut added: Vec<f64> = arrived_a

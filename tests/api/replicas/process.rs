@@ -173,16 +173,25 @@ impl Pair {
     }
 }
 
-pub async fn start_run(client: &mut AgentServiceClient<Channel>, prompt: &str) -> tonic::Streaming<AgentChunk> {
+pub async fn start_run(
+    client: &mut AgentServiceClient<Channel>,
+    prompt: &str,
+) -> tonic::Streaming<AgentChunk> {
     let request = pb::StreamAgentRequest {
         prompt: prompt.into(),
         ..Default::default()
     };
-    client.stream_agent(request).await.expect("StreamAgent").into_inner()
+    client
+        .stream_agent(request)
+        .await
+        .expect("StreamAgent")
+        .into_inner()
 }
 
 pub async fn stream_prompt(client: &mut AgentServiceClient<Channel>, prompt: &str) -> Vec<AgentChunk> {
-    collect(start_run(client, prompt).await).await.expect("StreamAgent stream")
+    collect(start_run(client, prompt).await)
+        .await
+        .expect("StreamAgent stream")
 }
 
 pub async fn subscribe(
@@ -194,7 +203,11 @@ pub async fn subscribe(
         run_id: run_id.into(),
         after_seq,
     };
-    client.subscribe_run(request).await.expect("SubscribeRun").into_inner()
+    client
+        .subscribe_run(request)
+        .await
+        .expect("SubscribeRun")
+        .into_inner()
 }
 
 pub async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {

@@ -39,7 +39,9 @@ async fn a_thousand_suspended_runs_resumed_through_alternating_replicas_lose_non
                     .into_inner();
                 let resumed = collect(stream).await.expect("Resume stream");
                 assert_eq!(finish_reason(&resumed), pb::FinishReason::Stop);
-                assert!(finish(&resumed).text.contains(["Basic", "Pro", "Enterprise"][i % 3]));
+                assert!(finish(&resumed)
+                    .text
+                    .contains(["Basic", "Pro", "Enterprise"][i % 3]));
                 id
             })
         })

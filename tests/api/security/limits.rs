@@ -263,17 +263,18 @@ async fn concurrent_streams_per_connection() {
     })
     .await;
     let mut client = server.client(None).await;
-    // Two suspended runs: subscribing to one holds a stream open.
+    // Two suspended runs: a subscription after their last chunk waits for
+    // a Resume, holding a stream open.
     let mut runs = Vec::new();
     for _ in 0..2 {
         let chunks = start(&mut client, prompt("Help me pick a plan".into())).await.unwrap();
-        runs.push(run_id(&chunks));
+        runs.push((run_id(&chunks), chunks.last().unwrap().seq));
     }
     let mut held = Vec::new();
-    for run in &runs {
+    for (run, last_seq) in &runs {
         let subscription = pb::SubscribeRunRequest {
             run_id: run.clone(),
-            after_seq: 0,
+            after_seq: *last_seq,
         };
         let stream = tokio::time::timeout(Duration::from_secs(5), client.subscribe_run(subscription))
             .await

@@ -94,25 +94,16 @@ impl SecureServer {
         keyed(self.channel().await, key)
     }
 
-    /// Signals shutdown and waits until `serve_with` returned.
-    pub async fn shut_down(mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(stopped) = self.stopped.take() {
-            stopped.await.expect("server task");
-        }
-    }
-
-    /// Signals shutdown without waiting.
+    /// Signals shutdown (the server drains) without waiting.
     pub fn signal_shutdown(&mut self) {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
     }
 
-    /// Waits until `serve_with` returned (after [`SecureServer::signal_shutdown`]).
-    pub async fn stopped(mut self) {
+    /// Waits until `serve_with` returned (after
+    /// [`SecureServer::signal_shutdown`]); the data folder stays.
+    pub async fn stopped(&mut self) {
         if let Some(stopped) = self.stopped.take() {
             stopped.await.expect("server task");
         }

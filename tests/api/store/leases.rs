@@ -10,7 +10,7 @@ use agentd::run::{Lease, RunId, RunRecord, RunStatus};
 use agentd::store::StoreError;
 use agentd::time::Timestamp;
 
-use super::{assert_conflict, concat, events_of, events_from, suspended_run, suspension_events, Store};
+use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, Store};
 
 /// The lease suite, called by [`super::conformance`].
 pub async fn leases_conform(store: &Store) {
@@ -60,7 +60,10 @@ async fn appends_extend_a_running_run(store: &Store) {
         owner: "replica-a".into(),
         expires_at: later,
     });
-    assert_eq!(stored, expected, "version, last_seq and lease moved; the state did not");
+    assert_eq!(
+        stored, expected,
+        "version, last_seq and lease moved; the state did not"
+    );
     assert_eq!(events_of(store, run.id).await, concat(&first, &batch));
 
     // A renewal: no events, only the version and the lease move.
@@ -158,11 +161,18 @@ async fn expired_leases_soonest_first(store: &Store) {
     suspended.status = RunStatus::Suspended;
     store.create_run(&suspended, &[]).await.expect("create");
 
-    let ours: Vec<RunId> = mine.iter().map(|(_, id)| *id).chain([leaseless.id, alive.id, suspended.id]).collect();
+    let ours: Vec<RunId> = mine
+        .iter()
+        .map(|(_, id)| *id)
+        .chain([leaseless.id, alive.id, suspended.id])
+        .collect();
     let expired_at = |now: i64, limit: usize| {
         let ours = ours.clone();
         async move {
-            let got = store.expired_leases(at(now), limit).await.expect("expired_leases");
+            let got = store
+                .expired_leases(at(now), limit)
+                .await
+                .expect("expired_leases");
             assert!(got.len() <= limit, "limit {limit} not respected");
             got.into_iter().filter(|id| ours.contains(id)).collect::<Vec<_>>()
         }

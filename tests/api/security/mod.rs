@@ -1,0 +1,12 @@
+//! Security and hard limits through the gRPC client over real
+//! connections: API keys, TLS and mutual TLS, each limit, deadlines,
+//! draining shutdown, and hostile input.
+
+mod auth;
+mod deadline;
+mod drain;
+mod garbage;
+mod limits;
+mod raw;
+mod server;
+mod tls;
