@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use crate::agent::Message;
 use crate::chunk::{RunFailure, Usage};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 use crate::tools::{Answer, SuspendPayload, ToolCall, ToolDefinition};
 
@@ -162,6 +163,10 @@ pub struct ResumeRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: RunId,
+    /// The tenant that started the run: the only one that sees it. Runs
+    /// stored before tenants existed belong to the default tenant.
+    #[serde(default)]
+    pub tenant: Tenant,
     pub agent_id: String,
     pub status: RunStatus,
     /// Bumped by every write: the store's compare-and-set guard.

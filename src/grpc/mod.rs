@@ -80,10 +80,11 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         self.gate.admit()?;
         let deadline = gate::client_timeout(request.metadata());
+        let tenant = tenant_of(&request);
         let request = request.into_inner();
         convert::check_start_request(self.runtime.limits(), &request)?;
         let start = convert::start_request(request)?;
-        let stream = self.runtime.start(start).await?;
+        let stream = self.runtime.start(&tenant, start).await?;
         Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, deadline))
     }
 
@@ -92,10 +93,11 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         self.gate.admit()?;
         let deadline = gate::client_timeout(request.metadata());
+        let tenant = tenant_of(&request);
         let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
             self.runtime.metrics().resume_rejected(refused);
         })?;
-        let stream = self.runtime.resume(resume).await?;
+        let stream = self.runtime.resume(&tenant, resume).await?;
         Ok(self.chunk_stream(Rpc::Resume, requested, stream, deadline))
     }
 
@@ -107,16 +109,18 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         self.gate.admit()?;
         let deadline = gate::client_timeout(request.metadata());
+        let tenant = tenant_of(&request);
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
-        let stream = self.runtime.subscribe(run_id, after_seq).await?;
+        let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
         Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, deadline))
     }
 
     #[instrument(skip_all)]
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
+        let tenant = tenant_of(&request);
         let pb::GetRunRequest { run_id } = request.into_inner();
-        let run = self.runtime.get_run(convert::parse_run_id(&run_id)?).await?;
+        let run = self.runtime.get_run(&tenant, convert::parse_run_id(&run_id)?).await?;
         Ok(Response::new(convert::run_to_proto(&run)))
     }
 
@@ -125,17 +129,19 @@ impl AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::ListRunsRequest>,
     ) -> Result<Response<pb::ListRunsResponse>, Status> {
+        let tenant = tenant_of(&request);
         let query = convert::list_runs_request(request.into_inner())?;
-        let page = self.runtime.list_runs(query).await?;
+        let page = self.runtime.list_runs(&tenant, query).await?;
         Ok(Response::new(convert::run_page_to_proto(&page)))
     }
 
     #[instrument(skip_all)]
     async fn cancel_run(&self, request: Request<pb::CancelRunRequest>) -> Result<Response<pb::Run>, Status> {
+        let tenant = tenant_of(&request);
         let pb::CancelRunRequest { run_id, reason } = request.into_inner();
         let run = self
             .runtime
-            .cancel(convert::parse_run_id(&run_id)?, reason)
+            .cancel(&tenant, convert::parse_run_id(&run_id)?, reason)
             .await?;
         Ok(Response::new(convert::run_to_proto(&run)))
     }
@@ -158,6 +164,7 @@ impl AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::ExecuteToolRequest>,
     ) -> Result<Response<pb::ExecuteToolResponse>, Status> {
+        let tenant = tenant_of(&request);
         let pb::ExecuteToolRequest {
             tool_name,
             args,
@@ -167,7 +174,10 @@ impl AgentService for AgentServiceImpl {
             return Err(convert::invalid("tool_name", "tool_name is required").into());
         }
         let args = convert::struct_to_json(&args.unwrap_or_default());
-        let output = self.runtime.execute_tool(&agent_id, &tool_name, &args).await?;
+        let output = self
+            .runtime
+            .execute_tool(&tenant, &agent_id, &tool_name, &args)
+            .await?;
         Ok(Response::new(pb::ExecuteToolResponse {
             content: output.content,
             is_error: output.is_error,

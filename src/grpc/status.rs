@@ -18,17 +18,9 @@ const DOMAIN: &str = "agentd.v1";
 /// or the client drops the whole connection instead of reading the status.
 const MAX_TEXT: usize = 1000;
 
-/// `text`, cut to [`MAX_TEXT`] bytes (at a character boundary) with a
-/// note of its full length.
-pub(crate) fn clip(text: String) -> String {
-    if text.len() <= MAX_TEXT {
-        return text;
-    }
-    let mut cut = MAX_TEXT;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… ({} bytes in all)", &text[..cut], text.len())
+/// `text`, cut to [`MAX_TEXT`] bytes.
+fn clip(text: String) -> String {
+    crate::limits::clip(text, MAX_TEXT)
 }
 
 fn info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {

@@ -15,6 +15,7 @@ use super::Metrics;
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 pub struct MeasuredStore {
@@ -60,10 +61,10 @@ impl RunStore for MeasuredStore {
             .await
     }
 
-    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
         self.timed(
             "find_run_by_request_id",
-            self.inner.find_run_by_request_id(request_id),
+            self.inner.find_run_by_request_id(tenant, request_id),
         )
         .await
     }

@@ -14,6 +14,7 @@ use crate::agent::record_result;
 use crate::chunk::{Chunk, FinishReason};
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::StoreError;
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 use crate::tools::ToolOutput;
 
@@ -24,12 +25,13 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 const ATTEMPTS: usize = 8;
 
 impl Runtime {
-    /// Cancels a running or suspended run and returns it as stored.
-    #[instrument(skip_all, fields(run_id = %run_id))]
-    pub async fn cancel(&self, run_id: RunId, reason: String) -> Result<RunRecord, RuntimeError> {
+    /// Cancels a running or suspended run of `tenant` and returns it as
+    /// stored; another tenant's run is not found.
+    #[instrument(skip_all, fields(%tenant, run_id = %run_id))]
+    pub async fn cancel(&self, tenant: &Tenant, run_id: RunId, reason: String) -> Result<RunRecord, RuntimeError> {
         let mut interrupted = false;
         for _ in 0..ATTEMPTS {
-            let run = self.inner.store.load_run(run_id).await?;
+            let run = self.inner.load_run_of(tenant, run_id).await?;
             let run = self.inner.expire_if_due(run).await?;
             let executing_here = self.inner.live.get(run_id).filter(|live| live.is_executing());
             let outcome = match (run.status, executing_here) {

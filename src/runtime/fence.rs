@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 /// Raises the fence of a [`FencedStore`].
@@ -84,8 +85,8 @@ impl RunStore for FencedStore {
         self.inner.read_events(id, after_seq).await
     }
 
-    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
-        self.inner.find_run_by_request_id(request_id).await
+    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        self.inner.find_run_by_request_id(tenant, request_id).await
     }
 
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {

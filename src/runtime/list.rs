@@ -10,6 +10,7 @@ use tracing::instrument;
 use super::{Runtime, RuntimeError};
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::RunQuery;
+use crate::tenant::Tenant;
 
 /// The page size when the request asks for none.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -49,12 +50,13 @@ pub fn effective_page_size(page_size: u32) -> usize {
 }
 
 impl Runtime {
-    /// Lists one page of runs.
-    #[instrument(skip_all, fields(status = ?request.status, agent = ?request.agent_id))]
-    pub async fn list_runs(&self, request: ListRuns) -> Result<RunPage, RuntimeError> {
+    /// Lists one page of `tenant`'s runs (never another tenant's).
+    #[instrument(skip_all, fields(%tenant, status = ?request.status, agent = ?request.agent_id))]
+    pub async fn list_runs(&self, tenant: &Tenant, request: ListRuns) -> Result<RunPage, RuntimeError> {
         let page_size = effective_page_size(request.page_size);
         // One run more than the page holds tells whether another page follows.
         let query = RunQuery {
+            tenant: Some(tenant.clone()),
             status: request.status,
             agent_id: request.agent_id,
             before: request.before,

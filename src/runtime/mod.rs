@@ -18,6 +18,7 @@ mod recovery;
 mod resume;
 mod run_agent;
 mod subscribe;
+mod tenant_runs;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use crate::limits::Limits;
 use crate::metrics::{MeasuredStore, Metrics};
 use crate::run::{RunId, RunOptions, RunRecord, RunState, RunStatus};
 use crate::store::{RunStore, StoreError};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 use crate::tools::{ToolContext, ToolDefinition, ToolOutcome, ToolOutput};
 
@@ -122,6 +124,8 @@ struct Inner {
     live: LiveRuns,
     /// Stops every write once the server has shut down (see `fence.rs`).
     fence: fence::Fence,
+    /// Runs executing here, per tenant (see `tenant_runs.rs`).
+    tenant_runs: Arc<tenant_runs::TenantRuns>,
 }
 
 impl Runtime {
@@ -136,6 +140,7 @@ impl Runtime {
                 config,
                 live,
                 fence,
+                tenant_runs: Arc::default(),
             }),
         }
     }
@@ -177,10 +182,11 @@ impl Runtime {
 
     /// Starts a run: stores it, then streams it from a task of its own until
     /// it suspends or finishes. The run goes on if the stream is dropped
-    /// (unless it asked to be cancelled then). A `request_id` that started a
-    /// run before gets that run's stream, replayed then live, instead.
-    #[instrument(skip_all, fields(agent = %request.agent_id, run_id = tracing::field::Empty))]
-    pub async fn start(&self, request: StartRun) -> Result<RunStream, RuntimeError> {
+    /// (unless it asked to be cancelled then). A `request_id` that
+    /// `tenant` started a run with before gets that run's stream, replayed
+    /// then live, instead. The run belongs to `tenant`.
+    #[instrument(skip_all, fields(%tenant, agent = %request.agent_id, run_id = tracing::field::Empty))]
+    pub async fn start(&self, tenant: &Tenant, request: StartRun) -> Result<RunStream, RuntimeError> {
         let agent = self
             .inner
             .agents
@@ -198,11 +204,12 @@ impl Runtime {
         limits.check_conversation("messages", request.messages.iter().map(Message::content))?;
         limits.check_max_steps(request.max_steps)?;
         if let Some(request_id) = &request.request_id {
-            if let Some(existing) = self.inner.store.find_run_by_request_id(request_id).await? {
+            if let Some(existing) = self.inner.store.find_run_by_request_id(tenant, request_id).await? {
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
             }
         }
-        let run = new_run(&agent, request, &self.inner.config);
+        let slot = self.inner.tenant_runs.acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
+        let mut run = new_run(tenant, &agent, request, &self.inner.config);
         tracing::Span::current().record("run_id", tracing::field::display(run.id));
 
         let mut first = Staging::after(0);
@@ -210,7 +217,6 @@ impl Runtime {
             agent_id: agent.id.clone(),
             resumed: false,
         });
-        let mut run = run;
         run.last_seq = first.last_seq;
         run.lease = Some(self.inner.new_lease());
         match self.inner.store.create_run(&run, &first.events).await {
@@ -218,28 +224,33 @@ impl Runtime {
             // A retry racing its original: follow the run that won.
             Err(StoreError::AlreadyExists) if run.request_id.is_some() => {
                 let request_id = run.request_id.unwrap_or_default();
-                let existing = self.inner.store.find_run_by_request_id(&request_id).await?;
+                let existing = self.inner.store.find_run_by_request_id(tenant, &request_id).await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
             }
             Err(other) => return Err(other.into()),
         }
 
-        Ok(self.execute(agent, run, first.events, execute::Work::Steps))
+        let run_id = run.id;
+        let stream = self.execute(agent, run, first.events, execute::Work::Steps);
+        self.inner.hold_while_executing(run_id, slot);
+        Ok(stream)
     }
 
-    /// Reads a run (a suspended run past its time to live reads as expired).
-    #[instrument(skip_all, fields(run_id = %id))]
-    pub async fn get_run(&self, id: RunId) -> Result<RunRecord, RuntimeError> {
-        let run = self.inner.store.load_run(id).await?;
+    /// Reads a run of `tenant` (a suspended run past its time to live reads
+    /// as expired); another tenant's run is not found.
+    #[instrument(skip_all, fields(%tenant, run_id = %id))]
+    pub async fn get_run(&self, tenant: &Tenant, id: RunId) -> Result<RunRecord, RuntimeError> {
+        let run = self.inner.load_run_of(tenant, id).await?;
         self.inner.expire_if_due(run).await
     }
 
-    /// Runs one tool outside any run: no suspension is available, so a tool
-    /// such as ask_user answers with its fallback text.
-    #[instrument(skip_all, fields(agent = %agent_id, tool = %tool_name))]
+    /// Runs one tool outside any run, for `tenant`: no suspension is
+    /// available, so a tool such as ask_user answers with its fallback text.
+    #[instrument(skip_all, fields(%tenant, agent = %agent_id, tool = %tool_name))]
     pub async fn execute_tool(
         &self,
+        tenant: &Tenant,
         agent_id: &str,
         tool_name: &str,
         args: &Value,
@@ -266,8 +277,8 @@ impl Runtime {
     }
 }
 
-/// A new run of `agent` as `request` asks, not yet stored.
-fn new_run(agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecord {
+/// A new run of `agent` for `tenant` as `request` asks, not yet stored.
+fn new_run(tenant: &Tenant, agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecord {
     let mut state = RunState::default();
     let has_system = request
         .messages
@@ -282,6 +293,7 @@ fn new_run(agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecor
     let now = Timestamp::now();
     RunRecord {
         id: RunId::new(),
+        tenant: tenant.clone(),
         agent_id: agent.id.clone(),
         status: RunStatus::Running,
         version: 1,
@@ -311,6 +323,23 @@ fn new_run(agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecor
 }
 
 impl Inner {
+    /// Reads a run of `tenant`: another tenant's run is not found, exactly
+    /// as a run that does not exist.
+    async fn load_run_of(&self, tenant: &Tenant, id: RunId) -> Result<RunRecord, RuntimeError> {
+        let run = self.store.load_run(id).await?;
+        if run.tenant != *tenant {
+            return Err(RuntimeError::RunNotFound);
+        }
+        Ok(run)
+    }
+
+    /// Keeps `slot` until the execution of `run_id` here ends.
+    fn hold_while_executing(&self, run_id: RunId, slot: tenant_runs::RunSlot) {
+        if let Some(live) = self.live.get(run_id) {
+            slot.hold_while_executing(live);
+        }
+    }
+
     /// Marks a suspended run whose time to live has passed as expired.
     async fn expire_if_due(&self, mut run: RunRecord) -> Result<RunRecord, RuntimeError> {
         let due = run.status == RunStatus::Suspended

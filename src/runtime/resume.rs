@@ -12,6 +12,7 @@ use crate::agent::{record_result, Resolution};
 use crate::chunk::Chunk;
 use crate::run::{PendingCall, ResumeRecord, RunId, RunRecord, RunStatus};
 use crate::store::StoreError;
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 use crate::tools::Answer;
 
@@ -47,17 +48,18 @@ impl Runtime {
     /// Answers a suspended call and streams the run's continuation. With a
     /// `request_id` used before, replays that Resume's continuation instead
     /// (or refuses, if the answer differs).
-    #[instrument(skip_all, fields(run_id = %request.run_id, tool_call_id))]
-    pub async fn resume(&self, request: ResumeRun) -> Result<RunStream, RuntimeError> {
-        let resumed = self.try_resume(request).await;
+    /// Only `tenant`'s runs can be resumed; another tenant's is not found.
+    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id))]
+    pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
+        let resumed = self.try_resume(tenant, request).await;
         if let Err(error) = &resumed {
             self.inner.config.metrics.resume_rejected(error);
         }
         resumed
     }
 
-    async fn try_resume(&self, request: ResumeRun) -> Result<RunStream, RuntimeError> {
-        let run = self.inner.store.load_run(request.run_id).await?;
+    async fn try_resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
+        let run = self.inner.load_run_of(tenant, request.run_id).await?;
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
             return self.follow(run.id, Wanted::Segment { first_seq }).await;
@@ -70,6 +72,8 @@ impl Runtime {
         let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
         tracing::Span::current().record("tool_call_id", run.state.pending[index].call.id.as_str());
         let resolution = agent.resolve(&run.state.pending[index], &request.answer)?;
+        let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
+        let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
         // The answer fits: claim the suspension. The answer is stored with
         // the claim, so an acknowledged answer is never lost.
@@ -103,13 +107,20 @@ impl Runtime {
         // The claim makes this replica the run's executor.
         run.lease = Some(self.inner.new_lease());
         match self.inner.store.commit(&run, expected, &first.events).await {
-            Ok(()) => self.inner.config.metrics.run_resumed(&run.agent_id, suspended_since),
+            Ok(()) => self
+                .inner
+                .config
+                .metrics
+                .run_resumed(&run.agent_id, suspended_since),
             Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
             Err(other) => return Err(other.into()),
         }
 
         let work = Work::Continue(approved.into_iter().collect());
-        Ok(self.execute(agent, run, first.events, work))
+        let run_id = run.id;
+        let stream = self.execute(agent, run, first.events, work);
+        self.inner.hold_while_executing(run_id, slot);
+        Ok(stream)
     }
 }
 

@@ -13,6 +13,7 @@ use super::live::{LiveRun, Signal};
 use super::{Inner, RunStream, Runtime, RuntimeError};
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunId, RunStatus};
+use crate::tenant::Tenant;
 
 /// How long a follower of a run in a shared store waits without any signal
 /// before it reads the store anyway.
@@ -58,8 +59,10 @@ fn contiguous(events: Vec<Event>, after: u64) -> Vec<Event> {
 impl Runtime {
     /// SubscribeRun: replays the chunks after `after_seq`, then follows the
     /// run live to its next `finish` if it is running, or waits for its
-    /// continuation if it is suspended and nothing was replayed.
-    pub async fn subscribe(&self, run_id: RunId, after_seq: u64) -> Result<RunStream, RuntimeError> {
+    /// continuation if it is suspended and nothing was replayed. Only
+    /// `tenant`'s runs can be followed; another tenant's is not found.
+    pub async fn subscribe(&self, tenant: &Tenant, run_id: RunId, after_seq: u64) -> Result<RunStream, RuntimeError> {
+        self.inner.load_run_of(tenant, run_id).await?;
         self.follow(run_id, Wanted::Subscription { after_seq }).await
     }
 

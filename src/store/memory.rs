@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 #[derive(Default)]
@@ -45,7 +46,7 @@ impl RunStore for MemoryStore {
         let request_taken = run.request_id.is_some()
             && runs
                 .values()
-                .any(|(stored, _)| stored.request_id == run.request_id);
+                .any(|(stored, _)| stored.tenant == run.tenant && stored.request_id == run.request_id);
         if runs.contains_key(&run.id) || request_taken {
             return Err(StoreError::AlreadyExists);
         }
@@ -87,11 +88,11 @@ impl RunStore for MemoryStore {
         Ok(log.iter().filter(|e| e.seq > after_seq).cloned().collect())
     }
 
-    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
         Ok(self
             .lock()
             .values()
-            .find(|(run, _)| run.request_id.as_deref() == Some(request_id))
+            .find(|(run, _)| run.tenant == *tenant && run.request_id.as_deref() == Some(request_id))
             .map(|(run, _)| run.id))
     }
 

@@ -23,6 +23,7 @@ pub use sqlite::SqliteStore;
 
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 /// A store operation that failed.
@@ -51,7 +52,8 @@ pub enum StoreError {
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
-    /// taken, or if another run has the same `request_id` (idempotency key).
+    /// taken, or if another run of the same tenant has the same
+    /// `request_id` (idempotency key).
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError>;
 
     /// Replaces a run's record and appends `events` to its log, if the stored
@@ -70,8 +72,9 @@ pub trait RunStore: Send + Sync + 'static {
     /// Reads a run's events with `seq > after_seq`, in order.
     async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError>;
 
-    /// The run started with this `request_id` (idempotency key), if any.
-    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError>;
+    /// The run `tenant` started with this `request_id` (idempotency key),
+    /// if any; keys are scoped per tenant.
+    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError>;
 
     /// Runs that pass `query`'s filters, newest first (by id, descending),
     /// at most `query.limit` of them, all older than `query.before`.
@@ -91,6 +94,7 @@ pub trait RunStore: Send + Sync + 'static {
         let mut before = None;
         loop {
             let query = RunQuery {
+                tenant: None,
                 status: Some(status),
                 agent_id: None,
                 before,

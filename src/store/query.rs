@@ -4,11 +4,15 @@
 //! works on any replica.
 
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::tenant::Tenant;
 
 /// Filters and page bounds of [`super::RunStore::list_runs`]. Runs come
 /// newest first (run ids are UUIDv7, so id order is creation order).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunQuery {
+    /// Only runs of this tenant; `None` lists every tenant's (for the
+    /// server's own bookkeeping, never for a caller).
+    pub tenant: Option<Tenant>,
     /// Only runs in this status; `None` lists all.
     pub status: Option<RunStatus>,
     /// Only runs of this agent; `None` lists all.
@@ -23,7 +27,8 @@ pub struct RunQuery {
 impl RunQuery {
     /// Whether `run` passes the filters and the page bound (not the limit).
     pub fn matches(&self, run: &RunRecord) -> bool {
-        self.status.is_none_or(|status| run.status == status)
+        self.tenant.as_ref().is_none_or(|tenant| run.tenant == *tenant)
+            && self.status.is_none_or(|status| run.status == status)
             && self.agent_id.as_deref().is_none_or(|agent| run.agent_id == agent)
             && self.before.is_none_or(|before| run.id < before)
     }

@@ -19,6 +19,7 @@ mod queries;
 use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
@@ -27,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0001_runs.sql"),
     include_str!("migrations/sqlite/0002_run_queries.sql"),
     include_str!("migrations/sqlite/0003_leases.sql"),
+    include_str!("migrations/sqlite/0004_tenants.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -40,6 +42,7 @@ pub struct SqliteStore {
 /// A run row, serialised on the caller's task so the writer only does SQL.
 struct RunRow {
     id: String,
+    tenant: String,
     agent_id: String,
     status: &'static str,
     version: i64,
@@ -95,6 +98,7 @@ impl RunRow {
     fn new(run: &RunRecord) -> Result<Self, StoreError> {
         Ok(Self {
             id: run.id.to_string(),
+            tenant: run.tenant.to_string(),
             agent_id: run.agent_id.clone(),
             status: run.status.as_str(),
             version: to_i64(run.version),
@@ -268,8 +272,8 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
             let inserted = conn
                 .prepare_cached(
                     "INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, updated_at, \
-                     expires_at, request_id, record, lease_owner, lease_expires_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
+                     expires_at, request_id, record, lease_owner, lease_expires_at, tenant) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT DO NOTHING",
                 )
                 .and_then(|mut insert| {
                     insert.execute(params![
@@ -284,7 +288,8 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                         run.request_id,
                         run.record,
                         run.lease_owner,
-                        run.lease_expires_at
+                        run.lease_expires_at,
+                        run.tenant
                     ])
                 })
                 .map_err(backend)?;
@@ -478,9 +483,9 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
-        let request_id = request_id.to_owned();
-        self.read(move |conn| queries::find_run_by_request_id(conn, &request_id))
+    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        let (tenant, request_id) = (tenant.clone(), request_id.to_owned());
+        self.read(move |conn| queries::find_run_by_request_id(conn, &tenant, &request_id))
             .await
     }
 

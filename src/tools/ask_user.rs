@@ -8,6 +8,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::limits::clip;
+
 use super::{
     Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, Tool, ToolContext,
     ToolOutcome, ToolOutput, ToolSpec,
@@ -70,8 +72,9 @@ impl AskUser {
     /// Checks the model's input and resolves the selection mode; the error
     /// is the text the model gets back.
     pub fn parse(&self, args: &Value) -> Result<AskUserPayload, String> {
-        let input: Input =
-            serde_json::from_value(args.clone()).map_err(|e| format!("Failed to ask user: {e}."))?;
+        check_shape(args).map_err(|reason| format!("Failed to ask user: {reason}."))?;
+        let input: Input = serde_json::from_value(args.clone())
+            .map_err(|e| format!("Failed to ask user: {}.", clip(e.to_string(), MAX_QUOTED)))?;
         input
             .validate(&self.limits)
             .map_err(|reason| format!("Failed to ask user: {reason}."))
@@ -93,6 +96,23 @@ struct Input {
 enum ModeInput {
     SingleSelect,
     MultiSelect,
+}
+
+/// How much of the input an error message may quote back.
+const MAX_QUOTED: usize = 300;
+
+/// The input and each option must be JSON objects (serde would also take
+/// an array of field values for a struct).
+fn check_shape(args: &Value) -> Result<(), &'static str> {
+    let Some(object) = args.as_object() else {
+        return Err("the input must be a JSON object");
+    };
+    if let Some(Value::Array(options)) = object.get("options") {
+        if !options.iter().all(Value::is_object) {
+            return Err("each option must be a JSON object with a label");
+        }
+    }
+    Ok(())
 }
 
 /// `what` has more characters than `limit` allows.
@@ -128,18 +148,10 @@ impl Input {
             (Some(ModeInput::MultiSelect), false) => SelectionMode::MultiSelect,
         };
         let mut seen = HashSet::new();
-        for option in &options {
+        for (index, option) in options.iter().enumerate() {
             if option.label.trim().is_empty() {
                 return Err("option labels must not be empty".into());
             }
-            if !seen.insert(option.label.as_str()) {
-                return Err(format!(
-                    "option labels must be unique (\"{}\" appears twice)",
-                    option.label
-                ));
-            }
-        }
-        for (index, option) in options.iter().enumerate() {
             check_chars(
                 &format!("options[{index}].label"),
                 &option.label,
@@ -152,6 +164,12 @@ impl Input {
                 limits.max_description_chars,
                 "max_option_description_chars",
             )?;
+            if !seen.insert(option.label.as_str()) {
+                return Err(format!(
+                    "option labels must be unique (\"{}\" appears twice)",
+                    option.label
+                ));
+            }
         }
         Ok(AskUserPayload {
             question: self.question,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{AnswerError, Tool, ToolSpec};
+use crate::limits::clip;
 
 /// A tool together with its compiled input-schema and resume-schema
 /// validators.
@@ -90,16 +91,27 @@ impl RegisteredTool {
     }
 }
 
-/// Every violation of `validator` by `value`, as the JSON pointer of the
-/// offending part (empty for `value` itself) and what is wrong with it.
+/// The first violations of `validator` by `value` (at most
+/// [`MAX_VIOLATIONS`]), as the JSON pointer of the offending part (empty
+/// for `value` itself) and what is wrong with it, each clipped: the
+/// messages quote the input, which may be hostile and huge.
 fn violations<'a>(
     validator: &'a jsonschema::Validator,
     value: &'a Value,
 ) -> impl Iterator<Item = (String, String)> + 'a {
-    validator
-        .iter_errors(value)
-        .map(|error| (error.instance_path().to_string(), error.to_string()))
+    validator.iter_errors(value).take(MAX_VIOLATIONS).map(|error| {
+        (
+            clip(error.instance_path().to_string(), MAX_POINTER),
+            clip(error.to_string(), MAX_MESSAGE),
+        )
+    })
 }
+
+/// How many violations an error lists.
+const MAX_VIOLATIONS: usize = 5;
+/// How long a JSON pointer and a violation's message may be.
+const MAX_POINTER: usize = 100;
+const MAX_MESSAGE: usize = 200;
 
 /// The tools of one agent, looked up by name.
 #[derive(Clone, Default)]

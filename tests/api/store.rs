@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 mod leases;
 mod queries;
+mod tenants;
 
 type Store = Arc<dyn RunStore>;
 
@@ -115,6 +116,7 @@ pub async fn conformance(store: Store) {
     mixed_burst_of_commits(&store).await;
     queries::queries_conform(&store).await;
     leases::leases_conform(&store).await;
+    tenants::tenants_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {
@@ -607,6 +609,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
     let created = Timestamp::now();
     RunRecord {
         id,
+        tenant: agentd::tenant::Tenant::default(),
         agent_id: agent_id.into(),
         status: RunStatus::Suspended,
         version: 1,

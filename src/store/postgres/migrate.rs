@@ -11,7 +11,10 @@ use super::backend;
 use crate::store::StoreError;
 
 /// Schema migrations, in order; their number is their version.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/postgres/0001_runs.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/postgres/0001_runs.sql"),
+    include_str!("../migrations/postgres/0002_tenants.sql"),
+];
 
 /// The advisory lock that serialises migrations of one schema.
 const LOCK: &str = "SELECT pg_advisory_lock(hashtext('agentd.migrations.' || current_schema()))";

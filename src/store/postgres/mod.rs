@@ -24,6 +24,7 @@ use tokio_postgres::NoTls;
 use super::{RunFeed, RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 /// Connections each server keeps to the database at most (the LISTEN
@@ -142,8 +143,8 @@ impl RunStore for PostgresStore {
         read::read_events(&self.client().await?, id, after_seq).await
     }
 
-    async fn find_run_by_request_id(&self, request_id: &str) -> Result<Option<RunId>, StoreError> {
-        read::find_run_by_request_id(&self.client().await?, request_id).await
+    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+        read::find_run_by_request_id(&self.client().await?, tenant, request_id).await
     }
 
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {

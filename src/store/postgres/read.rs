@@ -11,6 +11,7 @@ use super::{backend, corrupt, to_i64};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::{RunQuery, StoreError};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 type Client = deadpool_postgres::Object;
@@ -75,12 +76,13 @@ pub(super) async fn read_events(
 
 pub(super) async fn find_run_by_request_id(
     client: &Client,
+    tenant: &Tenant,
     request_id: &str,
 ) -> Result<Option<RunId>, StoreError> {
     let rows = query(
         client,
-        "SELECT id FROM runs WHERE request_id = $1",
-        &[&request_id],
+        "SELECT id FROM runs WHERE tenant = $1 AND request_id = $2",
+        &[&tenant.as_str(), &request_id],
     )
     .await?;
     Ok(ids(rows)?.into_iter().next())
@@ -92,8 +94,13 @@ pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<V
     let status = run_query.status.map(RunStatus::as_str);
     let before = run_query.before.map(|id| id.0);
     let limit = to_i64(run_query.limit as u64);
+    let tenant = run_query.tenant.as_ref().map(Tenant::as_str);
     let mut conditions = Vec::new();
     let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    if let Some(tenant) = &tenant {
+        params.push(tenant);
+        conditions.push(format!("tenant = ${}", params.len()));
+    }
     if let Some(status) = &status {
         params.push(status);
         conditions.push(format!("status = ${}", params.len()));

@@ -97,8 +97,8 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, time, chunk) \
 fn create_sql() -> String {
     format!(
         "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
-         updated_at, expires_at, request_id, lease_owner, lease_expires_at, record) \
-         VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         updated_at, expires_at, request_id, lease_owner, lease_expires_at, record, tenant) \
+         VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT DO NOTHING RETURNING id), \
          inserted AS ({INSERT_EVENTS}) \
          SELECT count(*) FROM changed"
@@ -189,7 +189,8 @@ pub(super) async fn create(
     let record = record_bytes(run)?;
     let lease_owner = run.lease.as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease.as_ref().map(|lease| lease.expires_at.0);
-    let params: [&(dyn ToSql + Sync); 15] = [
+    let tenant = run.tenant.as_str();
+    let params: [&(dyn ToSql + Sync); 16] = [
         &run.id.0,
         &columns.seqs,
         &columns.times,
@@ -205,6 +206,7 @@ pub(super) async fn create(
         &lease_owner,
         &lease_expires_at,
         &record,
+        &tenant,
     ];
     if execute(store, &create_sql(), &params, None).await? {
         Ok(())

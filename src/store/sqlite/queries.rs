@@ -14,19 +14,27 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use super::{backend, corrupt, to_i64};
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::{RunQuery, StoreError};
+use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
 fn parse_id(id: &str) -> Result<RunId, StoreError> {
     RunId::from_str(id).map_err(|e| corrupt(format!("run id {id:?}: {e}")))
 }
 
+const REQUEST_SQL: &str = "SELECT id FROM runs WHERE tenant = ?1 AND request_id = ?2";
+
 pub(super) fn find_run_by_request_id(
     conn: &Connection,
+    tenant: &Tenant,
     request_id: &str,
 ) -> Result<Option<RunId>, StoreError> {
     let id: Option<String> = conn
-        .prepare_cached("SELECT id FROM runs WHERE request_id = ?1")
-        .and_then(|mut select| select.query_row([request_id], |row| row.get(0)).optional())
+        .prepare_cached(REQUEST_SQL)
+        .and_then(|mut select| {
+            select
+                .query_row([tenant.as_str(), request_id], |row| row.get(0))
+                .optional()
+        })
         .map_err(backend)?;
     id.as_deref().map(parse_id).transpose()
 }
@@ -37,6 +45,10 @@ pub(super) fn find_run_by_request_id(
 fn list_sql(query: &RunQuery) -> (String, Vec<Value>) {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
+    if let Some(tenant) = &query.tenant {
+        conditions.push("tenant = ?");
+        values.push(Value::Text(tenant.to_string()));
+    }
     if let Some(status) = query.status {
         conditions.push("status = ?");
         values.push(Value::Text(status.as_str().to_owned()));
@@ -118,8 +130,10 @@ pub(super) fn ping(path: &Path) -> Result<(), StoreError> {
     .map_err(backend)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(backend)?;
-    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get::<_, i64>(0))
-        .map_err(backend)?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .map_err(backend)?;
     Ok(())
 }
 
@@ -151,21 +165,24 @@ mod tests {
     fn every_listing_uses_an_index_and_no_sort() {
         let conn = migrated();
         let id = RunId::new();
-        for status in [None, Some(RunStatus::Suspended)] {
-            for agent_id in [None, Some("assistant".to_owned())] {
-                for before in [None, Some(id)] {
-                    let query = RunQuery {
-                        status,
-                        agent_id: agent_id.clone(),
-                        before,
-                        limit: 10,
-                    };
-                    let (sql, values) = list_sql(&query);
-                    let plan = plan(&conn, &sql, values);
-                    assert!(!plan.contains("TEMP B-TREE"), "{query:?} sorts:\n{plan}");
-                    assert!(plan.contains("INDEX"), "{query:?} scans the table:\n{plan}");
-                    if status.is_some() || agent_id.is_some() {
-                        assert!(plan.contains("SEARCH"), "{query:?} scans:\n{plan}");
+        for tenant in [None, Some(Tenant::default())] {
+            for status in [None, Some(RunStatus::Suspended)] {
+                for agent_id in [None, Some("assistant".to_owned())] {
+                    for before in [None, Some(id)] {
+                        let query = RunQuery {
+                            tenant: tenant.clone(),
+                            status,
+                            agent_id: agent_id.clone(),
+                            before,
+                            limit: 10,
+                        };
+                        let (sql, values) = list_sql(&query);
+                        let plan = plan(&conn, &sql, values);
+                        assert!(!plan.contains("TEMP B-TREE"), "{query:?} sorts:\n{plan}");
+                        assert!(plan.contains("INDEX"), "{query:?} scans the table:\n{plan}");
+                        if tenant.is_some() || status.is_some() || agent_id.is_some() {
+                            assert!(plan.contains("SEARCH"), "{query:?} scans:\n{plan}");
+                        }
                     }
                 }
             }
@@ -184,9 +201,9 @@ mod tests {
         assert!(due.contains("runs_by_expiry"), "{due}");
         assert!(!due.contains("TEMP B-TREE"), "{due}");
 
-        let lookup = "SELECT id FROM runs WHERE request_id = ?1";
-        let lookup = plan(&conn, lookup, vec![Value::Text("r".into())]);
-        assert!(lookup.contains("runs_by_request"), "{lookup}");
+        let values = vec![Value::Text("default".into()), Value::Text("r".into())];
+        let lookup = plan(&conn, REQUEST_SQL, values);
+        assert!(lookup.contains("runs_by_tenant_request"), "{lookup}");
     }
 
     #[test]

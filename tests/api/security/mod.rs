@@ -5,6 +5,7 @@
 mod auth;
 mod deadline;
 mod drain;
+mod fuzz;
 mod garbage;
 mod limits;
 mod raw;

@@ -1,7 +1,8 @@
 //! Conformance of the run store's queries: lookup by request id, filtered
-//! keyset listing, due suspensions. Part of [`super::conformance`]: every
-//! test uses its own fresh agent ids (and expiry times earlier than any a
-//! previous suite run used), so it holds on a store that already has data.
+//! keyset listing, due suspensions, counts by status, the health ping.
+//! Part of [`super::conformance`]: every test uses its own fresh agent ids
+//! (and expiry times earlier than any a previous suite run used), so it
+//! holds on a store that already has data.
 
 use agentd::run::{RunId, RunRecord, RunStatus};
 use agentd::store::RunQuery;
@@ -15,6 +16,7 @@ pub async fn queries_conform(store: &Store) {
     listing_filters_newest_first(store).await;
     listing_pages_without_gaps_or_repeats(store).await;
     due_suspensions_soonest_first(store).await;
+    counts_by_status_and_agent(store).await;
 }
 
 /// An agent id no other test (or earlier suite run) uses.
@@ -59,6 +61,7 @@ async fn list(store: &Store, query: RunQuery) -> Vec<RunRecord> {
 
 fn query(status: Option<RunStatus>, agent: Option<&str>, limit: usize) -> RunQuery {
     RunQuery {
+        tenant: None,
         status,
         agent_id: agent.map(str::to_owned),
         before: None,
@@ -74,8 +77,9 @@ fn newest_first(mut runs: Vec<RunRecord>) -> Vec<RunRecord> {
 async fn request_id_finds_its_run(store: &Store) {
     let run = suspended(store, "assistant").await;
     let key = run.request_id.clone().expect("the fixture has a request id");
+    let tenant = &run.tenant;
     assert_eq!(
-        store.find_run_by_request_id(&key).await.expect("find"),
+        store.find_run_by_request_id(tenant, &key).await.expect("find"),
         Some(run.id)
     );
 
@@ -86,13 +90,13 @@ async fn request_id_finds_its_run(store: &Store) {
         .await
         .expect("commit");
     assert_eq!(
-        store.find_run_by_request_id(&key).await.expect("find"),
+        store.find_run_by_request_id(tenant, &key).await.expect("find"),
         Some(run.id)
     );
 
     for unknown in [format!("req-{}", RunId::new()), String::new(), format!("{key} ")] {
         assert_eq!(
-            store.find_run_by_request_id(&unknown).await.expect("find"),
+            store.find_run_by_request_id(tenant, &unknown).await.expect("find"),
             None,
             "request id {unknown:?}"
         );
@@ -207,6 +211,33 @@ async fn listing_pages_without_gaps_or_repeats(store: &Store) {
         }
         assert_eq!(seen, expected, "pages of status {status:?}");
     }
+}
+
+/// `count_runs_by_agent` counts the runs in one status, per agent, and
+/// `ping` answers.
+async fn counts_by_status_and_agent(store: &Store) {
+    let (one, two) = (fresh_agent("count-a"), fresh_agent("count-b"));
+    suspended(store, &one).await;
+    suspended(store, &one).await;
+    suspended(store, &two).await;
+    completed(store, &two).await;
+    let ours = |counts: std::collections::BTreeMap<String, u64>| {
+        counts
+            .into_iter()
+            .filter(|(agent, _)| *agent == one || *agent == two)
+            .collect::<Vec<_>>()
+    };
+    let suspended_now = store
+        .count_runs_by_agent(RunStatus::Suspended)
+        .await
+        .expect("count");
+    assert_eq!(ours(suspended_now), [(one.clone(), 2), (two.clone(), 1)]);
+    let completed_now = store
+        .count_runs_by_agent(RunStatus::Completed)
+        .await
+        .expect("count");
+    assert_eq!(ours(completed_now), [(two.clone(), 1)]);
+    store.ping().await.expect("ping");
 }
 
 async fn due_suspensions_soonest_first(store: &Store) {
