@@ -12,9 +12,9 @@ use serde::Deserialize;
 use crate::agent::AgentSpec;
 use crate::auth::{AuthConfig, TenantConfig};
 use crate::limits::Limits;
-use crate::server::TlsConfig;
-use crate::runtime::LeaseSettings;
 use crate::model::ProviderConfigs;
+use crate::runtime::LeaseSettings;
+use crate::server::TlsConfig;
 use crate::tools::mcp::McpServerConfig;
 use crate::tools::ToolConfig;
 
@@ -139,7 +139,11 @@ fn lease_settings(overrides: &Overrides, file: &ServerFile) -> LeaseSettings {
     };
     LeaseSettings {
         ttl: millis(overrides.lease_ttl_ms, file.lease_ttl_ms, defaults.ttl),
-        renew_every: millis(overrides.lease_renew_ms, file.lease_renew_ms, defaults.renew_every),
+        renew_every: millis(
+            overrides.lease_renew_ms,
+            file.lease_renew_ms,
+            defaults.renew_every,
+        ),
         recovery_interval: millis(
             overrides.recovery_interval_ms,
             file.recovery_interval_ms,

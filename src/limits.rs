@@ -74,7 +74,10 @@ impl Limits {
             ("max_options", self.max_options),
             ("max_option_label_chars", self.max_option_label_chars),
             ("max_option_description_chars", self.max_option_description_chars),
-            ("max_concurrent_runs_per_tenant", self.max_concurrent_runs_per_tenant),
+            (
+                "max_concurrent_runs_per_tenant",
+                self.max_concurrent_runs_per_tenant,
+            ),
         ];
         if let Some((name, _)) = sizes.iter().find(|(_, value)| *value == 0) {
             return Err(InvalidLimits(name));
@@ -156,7 +159,13 @@ pub struct LimitExceeded {
 }
 
 impl LimitExceeded {
-    pub fn new(limit: &'static str, field: &'static str, actual: usize, max: usize, unit: &'static str) -> Self {
+    pub fn new(
+        limit: &'static str,
+        field: &'static str,
+        actual: usize,
+        max: usize,
+        unit: &'static str,
+    ) -> Self {
         Self {
             limit,
             field,
@@ -220,10 +229,19 @@ mod tests {
             max_prompt_bytes: 5,
             ..Limits::default()
         };
-        assert!(limits.check_conversation("prompt", ["ab", "cde"].into_iter()).is_ok());
-        let over = limits.check_conversation("messages", ["ab", "cdef"].into_iter()).unwrap_err();
-        assert_eq!((over.limit, over.field, over.actual, over.max), ("max_prompt_bytes", "messages", 6, 5));
-        let many = limits.check_conversation("messages", ["a", "b", "c"].into_iter()).unwrap_err();
+        assert!(limits
+            .check_conversation("prompt", ["ab", "cde"].into_iter())
+            .is_ok());
+        let over = limits
+            .check_conversation("messages", ["ab", "cdef"].into_iter())
+            .unwrap_err();
+        assert_eq!(
+            (over.limit, over.field, over.actual, over.max),
+            ("max_prompt_bytes", "messages", 6, 5)
+        );
+        let many = limits
+            .check_conversation("messages", ["a", "b", "c"].into_iter())
+            .unwrap_err();
         assert_eq!(many.limit, "max_messages");
         assert_eq!(
             many.to_string(),

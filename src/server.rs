@@ -126,9 +126,12 @@ pub async fn serve_with(
             Authenticator::open()
         }
     };
-    let reflection_v1 = InterceptedService::new(reflection().build_v1()?, guard(options.authenticate_reflection));
-    let reflection_v1alpha =
-        InterceptedService::new(reflection().build_v1alpha()?, guard(options.authenticate_reflection));
+    let reflection_v1 =
+        InterceptedService::new(reflection().build_v1()?, guard(options.authenticate_reflection));
+    let reflection_v1alpha = InterceptedService::new(
+        reflection().build_v1alpha()?,
+        guard(options.authenticate_reflection),
+    );
     let health_service = InterceptedService::new(health_service, guard(options.authenticate_health));
 
     let limits = runtime.limits().clone();

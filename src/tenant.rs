@@ -18,7 +18,9 @@ pub struct Tenant(Arc<str>);
 
 /// A tenant id that is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid tenant id {id:?}: use 1 to {MAX_TENANT_ID_LEN} characters from A-Z, a-z, 0-9, '_', '.' and '-'")]
+#[error(
+    "invalid tenant id {id:?}: use 1 to {MAX_TENANT_ID_LEN} characters from A-Z, a-z, 0-9, '_', '.' and '-'"
+)]
 pub struct InvalidTenant {
     pub id: String,
 }

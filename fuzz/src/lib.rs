@@ -21,8 +21,8 @@ use agentd::model::ProviderConfigs;
 use agentd::pb;
 use agentd::run::{PendingCall, Waiting};
 use agentd::tools::{
-    Answer, AskUser, AskUserLimits, AskUserPayload, SelectionMode, SuspendPayload, ToolCall, ToolCatalog, ToolContext,
-    ToolOutcome,
+    Answer, AskUser, AskUserLimits, AskUserPayload, SelectionMode, SuspendPayload, ToolCall, ToolCatalog,
+    ToolContext, ToolOutcome,
 };
 use arbitrary::Unstructured;
 use prost::Message as _;
@@ -75,9 +75,7 @@ fn text(u: &mut Unstructured) -> String {
         2..=5 => {
             const ALPHABET: &[&str] = &["a", "b", "A", " ", "é", "\n", ",", "x", "\u{3000}", "\u{0}"];
             let len = u.int_in_range(1..=14usize).unwrap_or(1);
-            (0..len)
-                .map(|_| *u.choose(ALPHABET).unwrap_or(&"a"))
-                .collect()
+            (0..len).map(|_| *u.choose(ALPHABET).unwrap_or(&"a")).collect()
         }
         6 => "q".repeat(u.int_in_range(35..=45usize).unwrap_or(40)),
         _ => u.arbitrary::<String>().unwrap_or_default(),
@@ -92,12 +90,28 @@ fn value(u: &mut Unstructured, depth: usize) -> Value {
         2 => json!(u.arbitrary::<i64>().unwrap_or(0)),
         3 => serde_json::Number::from_f64(u.arbitrary().unwrap_or(0.5)).map_or(Value::Null, Value::Number),
         4 => Value::String(text(u)),
-        5 => Value::Array((0..u.int_in_range(0..=3usize).unwrap_or(0)).map(|_| value(u, depth - 1)).collect()),
+        5 => Value::Array(
+            (0..u.int_in_range(0..=3usize).unwrap_or(0))
+                .map(|_| value(u, depth - 1))
+                .collect(),
+        ),
         _ => {
             let mut map = Map::new();
             for _ in 0..u.int_in_range(0..=3usize).unwrap_or(0) {
                 let key = if u.arbitrary().unwrap_or(true) {
-                    (*u.choose(&["question", "options", "selectionMode", "label", "description", "decision", "comment", "revised_text", "draft"]).unwrap_or(&"x")).to_owned()
+                    (*u.choose(&[
+                        "question",
+                        "options",
+                        "selectionMode",
+                        "label",
+                        "description",
+                        "decision",
+                        "comment",
+                        "revised_text",
+                        "draft",
+                    ])
+                    .unwrap_or(&"x"))
+                    .to_owned()
                 } else {
                     text(u)
                 };
@@ -115,7 +129,11 @@ fn ask_user_args(u: &mut Unstructured) -> Value {
     }
     let mut args = Map::new();
     if !u.ratio(1u8, 10).unwrap_or(false) {
-        let question = if u.ratio(1u8, 10).unwrap_or(false) { value(u, 1) } else { Value::String(text(u)) };
+        let question = if u.ratio(1u8, 10).unwrap_or(false) {
+            value(u, 1)
+        } else {
+            Value::String(text(u))
+        };
         args.insert("question".into(), question);
     }
     if u.arbitrary().unwrap_or(false) {
@@ -131,7 +149,11 @@ fn ask_user_args(u: &mut Unstructured) -> Value {
                             option.insert("label".into(), Value::String(text(u)));
                         }
                         if u.arbitrary().unwrap_or(false) {
-                            let description = if u.ratio(1u8, 10).unwrap_or(false) { Value::Null } else { Value::String(text(u)) };
+                            let description = if u.ratio(1u8, 10).unwrap_or(false) {
+                                Value::Null
+                            } else {
+                                Value::String(text(u))
+                            };
                             option.insert("description".into(), description);
                         }
                         Value::Object(option)
@@ -142,8 +164,14 @@ fn ask_user_args(u: &mut Unstructured) -> Value {
         args.insert("options".into(), options);
     }
     if u.arbitrary().unwrap_or(false) {
-        let mode = *u.choose(&["single_select", "multi_select", "free_text", "", "SINGLE_SELECT"]).unwrap_or(&"");
-        let mode = if u.ratio(1u8, 10).unwrap_or(false) { Value::Null } else { Value::String(mode.into()) };
+        let mode = *u
+            .choose(&["single_select", "multi_select", "free_text", "", "SINGLE_SELECT"])
+            .unwrap_or(&"");
+        let mode = if u.ratio(1u8, 10).unwrap_or(false) {
+            Value::Null
+        } else {
+            Value::String(mode.into())
+        };
         args.insert("selectionMode".into(), mode);
     }
     Value::Object(args)
@@ -228,9 +256,11 @@ fn schema_accepts(args: &Value) -> bool {
         })
     };
     object.get("question").is_some_and(Value::is_string)
-        && object
-            .get("options")
-            .is_none_or(|options| options.as_array().is_some_and(|items| items.iter().all(option_ok)))
+        && object.get("options").is_none_or(|options| {
+            options
+                .as_array()
+                .is_some_and(|items| items.iter().all(option_ok))
+        })
         && object
             .get("selectionMode")
             .is_none_or(|mode| matches!(mode.as_str(), Some("single_select" | "multi_select")))
@@ -253,8 +283,15 @@ pub fn check_ask_user_args(data: &[u8]) {
     match (&parsed, &expected) {
         (Ok(payload), Some(want)) => assert_eq!(payload, want, "args {args}"),
         (Err(message), None) => {
-            assert!(message.starts_with("Failed to ask user: ") && message.ends_with('.'), "{message:?}");
-            assert!(message.len() <= MAX_ERROR_TEXT, "an error of {} bytes for args {args}", message.len());
+            assert!(
+                message.starts_with("Failed to ask user: ") && message.ends_with('.'),
+                "{message:?}"
+            );
+            assert!(
+                message.len() <= MAX_ERROR_TEXT,
+                "an error of {} bytes for args {args}",
+                message.len()
+            );
         }
         (parsed, expected) => panic!("args {args}: ask_user says {parsed:?}, the contract {expected:?}"),
     }
@@ -266,9 +303,16 @@ pub fn check_ask_user_args(data: &[u8]) {
             assert_eq!(Some(payload), expected, "suspended on args {args}")
         }
         ToolOutcome::Done(output) => {
-            assert!(output.is_error, "ask_user in a run either suspends or fails: {output:?}");
+            assert!(
+                output.is_error,
+                "ask_user in a run either suspends or fails: {output:?}"
+            );
             assert!(expected.is_none(), "refused valid args {args}: {output:?}");
-            assert!(output.content.len() <= MAX_ERROR_TEXT, "an error of {} bytes for args {args}", output.content.len());
+            assert!(
+                output.content.len() <= MAX_ERROR_TEXT,
+                "an error of {} bytes for args {args}",
+                output.content.len()
+            );
         }
         other => panic!("ask_user suspended with another payload: {other:?}"),
     }
@@ -278,7 +322,11 @@ pub fn check_ask_user_args(data: &[u8]) {
             let mut fallback = format!("[Question for user]: {}", payload.question);
             if !payload.options.is_empty() {
                 let labels: Vec<&str> = payload.options.iter().map(|o| o.label.as_str()).collect();
-                fallback += &format!("\nOptions: {}\nSelection mode: {}", labels.join(", "), payload.selection_mode.as_str());
+                fallback += &format!(
+                    "\nOptions: {}\nSelection mode: {}",
+                    labels.join(", "),
+                    payload.selection_mode.as_str()
+                );
             }
             assert_eq!(output.content, fallback);
         }
@@ -297,7 +345,11 @@ fn answer(u: &mut Unstructured, labels: &[String]) -> Answer {
     };
     match u.int_in_range(0..=5u8).unwrap_or(0) {
         0 | 1 => Answer::Text(label(u)),
-        2 | 3 => Answer::Selections((0..u.int_in_range(0..=4usize).unwrap_or(0)).map(|_| label(u)).collect()),
+        2 | 3 => Answer::Selections(
+            (0..u.int_in_range(0..=4usize).unwrap_or(0))
+                .map(|_| label(u))
+                .collect(),
+        ),
         4 => Answer::Data(value(u, 3)),
         _ => Answer::Approval {
             approved: u.arbitrary().unwrap_or(false),
@@ -314,7 +366,8 @@ fn expected_answer(question: &AskUserPayload, answer: &Answer) -> Option<String>
         (SelectionMode::SingleSelect, Answer::Text(text)) if is_label(text) => Some(text.clone()),
         (SelectionMode::MultiSelect, Answer::Selections(labels)) => {
             let distinct: HashSet<&String> = labels.iter().collect();
-            let fits = !labels.is_empty() && distinct.len() == labels.len() && labels.iter().all(|l| is_label(l));
+            let fits =
+                !labels.is_empty() && distinct.len() == labels.len() && labels.iter().all(|l| is_label(l));
             fits.then(|| labels.join(", "))
         }
         _ => None,
@@ -333,63 +386,117 @@ pub fn check_resume_answer(data: &[u8]) {
             let Ok(payload) = AskUser::with_limits(ASK_USER_LIMITS).parse(&args) else {
                 return;
             };
-            let call = ToolCall { id: "call_1".into(), name: "ask_user".into(), args };
-            (call, Waiting::Suspended { payload: SuspendPayload::AskUser(payload) })
+            let call = ToolCall {
+                id: "call_1".into(),
+                name: "ask_user".into(),
+                args,
+            };
+            (
+                call,
+                Waiting::Suspended {
+                    payload: SuspendPayload::AskUser(payload),
+                },
+            )
         }
         2 => {
             let args = json!({"draft": text(&mut u)});
-            let ToolOutcome::Suspend(payload) = now(agent.call_tool("human_review", &args, ToolContext::IN_RUN)) else {
+            let ToolOutcome::Suspend(payload) =
+                now(agent.call_tool("human_review", &args, ToolContext::IN_RUN))
+            else {
                 return;
             };
-            let call = ToolCall { id: "call_1".into(), name: "human_review".into(), args };
+            let call = ToolCall {
+                id: "call_1".into(),
+                name: "human_review".into(),
+                args,
+            };
             (call, Waiting::Suspended { payload })
         }
         _ => {
-            let call = ToolCall { id: "call_1".into(), name: "ask_user".into(), args: json!({"question": "Q?"}) };
+            let call = ToolCall {
+                id: "call_1".into(),
+                name: "ask_user".into(),
+                args: json!({"question": "Q?"}),
+            };
             (call, Waiting::Approval)
         }
     };
     let labels = match &waiting {
-        Waiting::Suspended { payload: SuspendPayload::AskUser(question) } => question.labels(),
+        Waiting::Suspended {
+            payload: SuspendPayload::AskUser(question),
+        } => question.labels(),
         _ => vec!["approve".to_owned(), "reject".to_owned(), "edit".to_owned()],
     };
     let answer = answer(&mut u, &labels);
-    let pending = PendingCall { call, waiting: waiting.clone() };
+    let pending = PendingCall {
+        call,
+        waiting: waiting.clone(),
+    };
     let resolved = agent.resolve(&pending, &answer);
     if let Err(error) = &resolved {
         assert!(
-            ["text", "selections", "selections.labels", "data", "approval", "answer"].contains(&error.field),
+            [
+                "text",
+                "selections",
+                "selections.labels",
+                "data",
+                "approval",
+                "answer"
+            ]
+            .contains(&error.field),
             "an error names a request field: {error:?}"
         );
-        assert!(error.reason.len() <= MAX_ERROR_TEXT, "an error of {} bytes", error.reason.len());
+        assert!(
+            error.reason.len() <= MAX_ERROR_TEXT,
+            "an error of {} bytes",
+            error.reason.len()
+        );
     }
     match (&waiting, &answer, &resolved) {
         (Waiting::Approval, Answer::Approval { approved: true, .. }, Ok(Resolution::Execute)) => {}
         (Waiting::Approval, Answer::Approval { approved: false, .. }, Ok(Resolution::Output(output))) => {
-            assert!(output.is_error && output.content.starts_with("The user declined this call of ask_user"))
+            assert!(
+                output.is_error
+                    && output
+                        .content
+                        .starts_with("The user declined this call of ask_user")
+            )
         }
-        (Waiting::Approval, Answer::Approval { .. }, other) => panic!("approval answered {answer:?}: {other:?}"),
-        (Waiting::Approval, _, result) => assert!(result.is_err(), "{answer:?} answered an approval: {result:?}"),
-        (Waiting::Suspended { payload: SuspendPayload::AskUser(question) }, _, result) => {
-            match (expected_answer(question, &answer), result) {
-                (Some(text), Ok(Resolution::Output(output))) => {
-                    assert!(!output.is_error);
-                    assert_eq!(output.content, format!("User answered: {text}"));
-                }
-                (None, Err(error)) => {
-                    if question.selection_mode != SelectionMode::FreeText && error.field != "approval" {
-                        assert_eq!(error.valid_labels, question.labels(), "{error:?}");
-                    }
-                }
-                (want, got) => panic!("question {question:?}, answer {answer:?}: contract {want:?}, got {got:?}"),
+        (Waiting::Approval, Answer::Approval { .. }, other) => {
+            panic!("approval answered {answer:?}: {other:?}")
+        }
+        (Waiting::Approval, _, result) => {
+            assert!(result.is_err(), "{answer:?} answered an approval: {result:?}")
+        }
+        (
+            Waiting::Suspended {
+                payload: SuspendPayload::AskUser(question),
+            },
+            _,
+            result,
+        ) => match (expected_answer(question, &answer), result) {
+            (Some(text), Ok(Resolution::Output(output))) => {
+                assert!(!output.is_error);
+                assert_eq!(output.content, format!("User answered: {text}"));
             }
-        }
+            (None, Err(error)) => {
+                if question.selection_mode != SelectionMode::FreeText && error.field != "approval" {
+                    assert_eq!(error.valid_labels, question.labels(), "{error:?}");
+                }
+            }
+            (want, got) => panic!("question {question:?}, answer {answer:?}: contract {want:?}, got {got:?}"),
+        },
         (Waiting::Suspended { .. }, Answer::Data(data), Ok(Resolution::Output(output))) => {
             let decision = data.get("decision").and_then(Value::as_str);
-            assert!(matches!(decision, Some("approve" | "reject" | "edit")), "accepted review {data}: {output:?}");
+            assert!(
+                matches!(decision, Some("approve" | "reject" | "edit")),
+                "accepted review {data}: {output:?}"
+            );
         }
         (Waiting::Suspended { .. }, Answer::Data(_), Err(_)) => {}
-        (Waiting::Suspended { .. }, _, result) => assert!(result.is_err(), "{answer:?} answered a review: {result:?}"),
+        (Waiting::Suspended { .. }, _, result) => {
+            assert!(result.is_err(), "{answer:?} answered a review: {result:?}")
+        }
     }
 }
 
@@ -410,8 +517,16 @@ fn small_limits() -> Limits {
 /// more than a bounded amount of the input.
 fn assert_status_is_bounded(error: agentd::runtime::RuntimeError) {
     let status = tonic::Status::from(error);
-    assert!(status.message().len() <= MAX_ERROR_TEXT, "a status of {} bytes", status.message().len());
-    assert!(status.details().len() <= 4 * MAX_ERROR_TEXT, "details of {} bytes", status.details().len());
+    assert!(
+        status.message().len() <= MAX_ERROR_TEXT,
+        "a status of {} bytes",
+        status.message().len()
+    );
+    assert!(
+        status.details().len() <= 4 * MAX_ERROR_TEXT,
+        "details of {} bytes",
+        status.details().len()
+    );
 }
 
 /// Target `stream_agent_request`: decoding, limit checks and conversion
@@ -439,7 +554,10 @@ pub fn check_stream_agent_request(data: &[u8]) {
         && max_steps <= limits.max_steps_per_run;
     assert_eq!(within, fits, "limits of {request:?}");
 
-    let valid_roles = request.messages.iter().all(|m| (1..=3).contains(&m.role) && !m.content.is_empty());
+    let valid_roles = request
+        .messages
+        .iter()
+        .all(|m| (1..=3).contains(&m.role) && !m.content.is_empty());
     let on_disconnect = request.options.as_ref().map_or(0, |o| o.on_disconnect);
     let valid = (request.prompt.is_empty() != request.messages.is_empty())
         && (request.messages.is_empty() || valid_roles)
@@ -483,7 +601,13 @@ pub fn check_resume_request(data: &[u8]) {
     match convert::resume_request(request.clone()) {
         Ok(resume) => {
             assert!(id_parses && request.answer.is_some(), "accepted {request:?}");
-            assert_eq!(resume.run_id.to_string(), uuid::Uuid::try_parse(&request.run_id).unwrap().hyphenated().to_string());
+            assert_eq!(
+                resume.run_id.to_string(),
+                uuid::Uuid::try_parse(&request.run_id)
+                    .unwrap()
+                    .hyphenated()
+                    .to_string()
+            );
             assert_eq!(resume.tool_call_id.is_none(), request.tool_call_id.is_empty());
             assert_eq!(resume.request_id.is_none(), request.request_id.is_empty());
             use pb::resume_request::Answer as Wire;
@@ -500,21 +624,36 @@ pub fn check_resume_request(data: &[u8]) {
                 .parse(&json!({"question": "Pick", "options": [{"label": "a"}, {"label": "b"}], "selectionMode": "multi_select"}))
                 .expect("a valid question");
             let pending = PendingCall {
-                call: ToolCall { id: "call_1".into(), name: "ask_user".into(), args: json!({}) },
-                waiting: Waiting::Suspended { payload: SuspendPayload::AskUser(question.clone()) },
+                call: ToolCall {
+                    id: "call_1".into(),
+                    name: "ask_user".into(),
+                    args: json!({}),
+                },
+                waiting: Waiting::Suspended {
+                    payload: SuspendPayload::AskUser(question.clone()),
+                },
             };
             let resolved = agent().resolve(&pending, &resume.answer);
-            assert_eq!(resolved.is_ok(), expected_answer(&question, &resume.answer).is_some());
+            assert_eq!(
+                resolved.is_ok(),
+                expected_answer(&question, &resume.answer).is_some()
+            );
         }
         Err(error) => {
-            assert!(!id_parses || request.answer.is_none(), "refused {request:?}: {error}");
+            assert!(
+                !id_parses || request.answer.is_none(),
+                "refused {request:?}: {error}"
+            );
             assert_status_is_bounded(error);
         }
     }
 }
 
+/// A named check: the target's name and the function that checks one input.
+pub type Target = (&'static str, fn(&[u8]));
+
 /// Every check, by target name, for replaying a corpus.
-pub const TARGETS: [(&str, fn(&[u8])); 4] = [
+pub const TARGETS: [Target; 4] = [
     ("ask_user_args", check_ask_user_args),
     ("resume_answer", check_resume_answer),
     ("stream_agent_request", check_stream_agent_request),

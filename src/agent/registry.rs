@@ -170,7 +170,11 @@ impl AgentRegistry {
     }
 }
 
-fn build_agent(spec: &AgentSpec, catalog: &ToolCatalog, models: &mut ModelCatalog) -> Result<Agent, RegistryError> {
+fn build_agent(
+    spec: &AgentSpec,
+    catalog: &ToolCatalog,
+    models: &mut ModelCatalog,
+) -> Result<Agent, RegistryError> {
     let model = models.model(&spec.model).map_err(|source| RegistryError::Model {
         agent: spec.id.clone(),
         source,

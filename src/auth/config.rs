@@ -98,13 +98,20 @@ impl ApiKeys {
                     var: var.clone(),
                 })?;
                 let source = format!("environment variable {var}");
-                let found = value.split(|c: char| c == ',' || c.is_whitespace()).filter(|k| !k.is_empty());
+                let found = value
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|k| !k.is_empty());
                 add_all(&mut keys, &tenant, &source, found)?;
             }
             if let Some(path) = &config.api_keys_file {
                 let text = read(path)?;
                 let source = path.display().to_string();
-                add_all(&mut keys, &tenant, &source, meaningful_lines(&text).map(|(_, line)| line))?;
+                add_all(
+                    &mut keys,
+                    &tenant,
+                    &source,
+                    meaningful_lines(&text).map(|(_, line)| line),
+                )?;
             }
         }
         if let Some(path) = keys_file {
@@ -191,13 +198,18 @@ mod tests {
         let own = dir.path().join("acme.keys");
         std::fs::write(&own, "# acme's keys\nacme-file-key-000001\n\n").unwrap();
         let shared = dir.path().join("all.keys");
-        std::fs::write(&shared, "globex: globex-key-0000001  # rotated in May\ninitech:initech-key-000001\n").unwrap();
+        std::fs::write(
+            &shared,
+            "globex: globex-key-0000001  # rotated in May\ninitech:initech-key-000001\n",
+        )
+        .unwrap();
         let tenants = vec![TenantConfig {
             id: "acme".into(),
             api_keys_env: Some("ACME_KEYS".into()),
             api_keys_file: Some(own),
         }];
-        let env = |var: &str| (var == "ACME_KEYS").then(|| "acme-env-key-000001, acme-env-key-000002".to_owned());
+        let env =
+            |var: &str| (var == "ACME_KEYS").then(|| "acme-env-key-000001, acme-env-key-000002".to_owned());
         let keys = ApiKeys::load_with_env(&tenants, Some(&shared), env).unwrap();
         for (key, owner) in [
             ("acme-env-key-000001", "acme"),
@@ -222,8 +234,13 @@ mod tests {
         assert!(!shown.contains("secret-one"), "{shown}");
 
         std::fs::write(&file, "no-colon-secret\n").unwrap();
-        let shown = ApiKeys::load_with_env(&[], Some(&file), |_| None).unwrap_err().to_string();
-        assert!(shown.contains("expected tenant:key") && !shown.contains("no-colon-secret"), "{shown}");
+        let shown = ApiKeys::load_with_env(&[], Some(&file), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            shown.contains("expected tenant:key") && !shown.contains("no-colon-secret"),
+            "{shown}"
+        );
 
         let unset = vec![TenantConfig {
             id: "acme".into(),

@@ -107,7 +107,9 @@ impl fmt::Debug for ApiKeys {
             .into_iter()
             .map(|(tenant, count)| (tenant.to_string(), count))
             .collect();
-        f.debug_struct("ApiKeys").field("keys_by_tenant", &tenants).finish()
+        f.debug_struct("ApiKeys")
+            .field("keys_by_tenant", &tenants)
+            .finish()
     }
 }
 
@@ -125,7 +127,10 @@ mod tests {
         keys.add(&tenant("acme"), "acme-key-0123456789").unwrap();
         keys.add(&tenant("globex"), "globex-key-0123456789").unwrap();
         assert_eq!(keys.authenticate(b"acme-key-0123456789"), Some(tenant("acme")));
-        assert_eq!(keys.authenticate(b"globex-key-0123456789"), Some(tenant("globex")));
+        assert_eq!(
+            keys.authenticate(b"globex-key-0123456789"),
+            Some(tenant("globex"))
+        );
         assert_eq!(keys.authenticate(b"acme-key-012345678"), None);
         assert_eq!(keys.authenticate(b""), None);
     }
@@ -139,7 +144,10 @@ mod tests {
             keys.add(&tenant("globex"), "shared-key-0123456789"),
             Err(KeyRejected::Taken(tenant("acme")))
         );
-        assert_eq!(keys.add(&tenant("acme"), "has space"), Err(KeyRejected::Malformed));
+        assert_eq!(
+            keys.add(&tenant("acme"), "has space"),
+            Err(KeyRejected::Malformed)
+        );
         assert_eq!(keys.add(&tenant("acme"), ""), Err(KeyRejected::Malformed));
     }
 

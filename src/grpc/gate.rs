@@ -96,7 +96,11 @@ impl StreamGate {
 
     /// `stream`, counted among the open streams, ended with a status at
     /// `deadline` or when the gate closes.
-    pub fn guard<S, T>(&self, stream: S, deadline: Option<Duration>) -> impl Stream<Item = Result<T, Status>> + Send
+    pub fn guard<S, T>(
+        &self,
+        stream: S,
+        deadline: Option<Duration>,
+    ) -> impl Stream<Item = Result<T, Status>> + Send
     where
         S: Stream<Item = Result<T, Status>> + Send + Unpin + 'static,
         T: Send + 'static,

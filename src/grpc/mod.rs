@@ -120,7 +120,10 @@ impl AgentService for AgentServiceImpl {
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
         let tenant = tenant_of(&request);
         let pb::GetRunRequest { run_id } = request.into_inner();
-        let run = self.runtime.get_run(&tenant, convert::parse_run_id(&run_id)?).await?;
+        let run = self
+            .runtime
+            .get_run(&tenant, convert::parse_run_id(&run_id)?)
+            .await?;
         Ok(Response::new(convert::run_to_proto(&run)))
     }
 

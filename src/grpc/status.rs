@@ -153,8 +153,16 @@ mod tests {
     #[test]
     fn echoed_input_is_clipped() {
         let status = Status::from(RuntimeError::AgentNotFound("é".repeat(5000)));
-        assert!(status.message().len() < MAX_TEXT + 40, "{}", status.message().len());
-        assert!(status.message().ends_with(" bytes in all)"), "{}", status.message());
+        assert!(
+            status.message().len() < MAX_TEXT + 40,
+            "{}",
+            status.message().len()
+        );
+        assert!(
+            status.message().ends_with(" bytes in all)"),
+            "{}",
+            status.message()
+        );
         let info = status.get_details_error_info().unwrap();
         assert!(info.metadata["agent_id"].len() < MAX_TEXT + 40);
         assert_eq!(clip("short".into()), "short");

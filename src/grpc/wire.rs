@@ -62,7 +62,8 @@ where
         let responding = self.inner.call(request);
         Box::pin(async move {
             let response = responding.await?;
-            let rewritten = Status::from_header_map(response.headers()).and_then(|status| rewrite(&status, limit));
+            let rewritten =
+                Status::from_header_map(response.headers()).and_then(|status| rewrite(&status, limit));
             Ok(match rewritten {
                 Some(status) => status.into_http(),
                 None => response,
@@ -115,12 +116,22 @@ mod tests {
         let big = Status::out_of_range(format!("{TOO_LARGE}2000 bytes, the limit is: 1000 bytes"));
         let rewritten = rewrite(&big, 1000).unwrap();
         assert_eq!(rewritten.code(), Code::ResourceExhausted);
-        assert!(rewritten.message().contains("limits.max_request_bytes"), "{rewritten:?}");
+        assert!(
+            rewritten.message().contains("limits.max_request_bytes"),
+            "{rewritten:?}"
+        );
         assert_eq!(
-            rewritten.get_details_error_info().unwrap().metadata.get("actual").map(String::as_str),
+            rewritten
+                .get_details_error_info()
+                .unwrap()
+                .metadata
+                .get("actual")
+                .map(String::as_str),
             Some("2000")
         );
-        let garbled = Status::internal(format!("{UNDECODABLE}: invalid string value: data is not UTF-8 encoded"));
+        let garbled = Status::internal(format!(
+            "{UNDECODABLE}: invalid string value: data is not UTF-8 encoded"
+        ));
         assert_eq!(rewrite(&garbled, 1000).unwrap().code(), Code::InvalidArgument);
         assert!(rewrite(&Status::internal("store exploded"), 1000).is_none());
         assert!(rewrite(&Status::out_of_range("other"), 1000).is_none());

@@ -61,7 +61,11 @@ impl RunStore for MeasuredStore {
             .await
     }
 
-    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
         self.timed(
             "find_run_by_request_id",
             self.inner.find_run_by_request_id(tenant, request_id),

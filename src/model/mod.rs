@@ -21,9 +21,9 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use tokio_stream::Stream;
 
+pub use anthropic::AnthropicMessages;
 pub use catalog::{ModelCatalog, ModelConfigError};
 pub use error::{ModelError, ModelErrorCode};
-pub use anthropic::AnthropicMessages;
 pub use openai::OpenAiChat;
 pub use provider::{ProviderConfig, ProviderConfigs, ProviderError, ProviderKind, ProviderSettings};
 pub use scripted::Scripted;
@@ -47,7 +47,10 @@ pub enum ModelEvent {
     /// A tool call whose arguments are not valid JSON. `call.args` holds
     /// the raw argument text as a JSON string; the agent loop answers the
     /// call with an error result, so the model can try again.
-    InvalidToolCall { call: ToolCall, error: String },
+    InvalidToolCall {
+        call: ToolCall,
+        error: String,
+    },
     /// Why the model ended the step, when the provider says (before usage).
     Finish(StopReason),
     /// Tokens used by the step; the last event.

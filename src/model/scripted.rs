@@ -293,7 +293,11 @@ fn paced_stream(n: usize, pace: std::time::Duration, usage: Usage) -> ModelStrea
     tokio::spawn(async move {
         for i in 0..n {
             tokio::time::sleep(pace).await;
-            if events.send(Ok(ModelEvent::TextDelta(format!("token{i} ")))).await.is_err() {
+            if events
+                .send(Ok(ModelEvent::TextDelta(format!("token{i} "))))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -308,8 +312,14 @@ mod tests {
 
     #[test]
     fn stream_pace_reads_every_m_ms() {
-        assert_eq!(stream_pace("stream 10 every 5 ms"), Some(std::time::Duration::from_millis(5)));
-        assert_eq!(stream_pace("stream 10 every 7ms"), Some(std::time::Duration::from_millis(7)));
+        assert_eq!(
+            stream_pace("stream 10 every 5 ms"),
+            Some(std::time::Duration::from_millis(5))
+        );
+        assert_eq!(
+            stream_pace("stream 10 every 7ms"),
+            Some(std::time::Duration::from_millis(7))
+        );
         assert_eq!(stream_pace("stream 10"), None);
     }
 
@@ -358,4 +368,3 @@ mod tests {
         assert!(text.contains("the call directive is invalid"), "{text}");
     }
 }
-

@@ -28,7 +28,12 @@ impl Runtime {
     /// Cancels a running or suspended run of `tenant` and returns it as
     /// stored; another tenant's run is not found.
     #[instrument(skip_all, fields(%tenant, run_id = %run_id))]
-    pub async fn cancel(&self, tenant: &Tenant, run_id: RunId, reason: String) -> Result<RunRecord, RuntimeError> {
+    pub async fn cancel(
+        &self,
+        tenant: &Tenant,
+        run_id: RunId,
+        reason: String,
+    ) -> Result<RunRecord, RuntimeError> {
         let mut interrupted = false;
         for _ in 0..ATTEMPTS {
             let run = self.inner.load_run_of(tenant, run_id).await?;

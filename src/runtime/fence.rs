@@ -59,7 +59,12 @@ impl RunStore for FencedStore {
         self.inner.create_run(run, events).await
     }
 
-    async fn commit(&self, run: &RunRecord, expected_version: u64, events: &[Event]) -> Result<(), StoreError> {
+    async fn commit(
+        &self,
+        run: &RunRecord,
+        expected_version: u64,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
         self.pass().await;
         self.inner.commit(run, expected_version, events).await
     }
@@ -85,7 +90,11 @@ impl RunStore for FencedStore {
         self.inner.read_events(id, after_seq).await
     }
 
-    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
         self.inner.find_run_by_request_id(tenant, request_id).await
     }
 
@@ -131,7 +140,9 @@ mod tests {
         assert!(store.list_runs(&query).await.unwrap().is_empty());
         fence.raise();
         let write = store.append_events(RunId::new(), 1, None, &[]);
-        assert!(tokio::time::timeout(Duration::from_millis(50), write).await.is_err());
+        assert!(tokio::time::timeout(Duration::from_millis(50), write)
+            .await
+            .is_err());
         assert!(store.list_runs(&query).await.unwrap().is_empty());
     }
 }

@@ -15,7 +15,7 @@ use crate::chunk::Event;
 use crate::run::RunId;
 
 /// Chunks a subscriber may fall behind by before it rejoins from the store.
-const BROADCAST_CAPACITY: usize = 1024;
+const BROADCAST_CAPACITY: usize = 64;
 
 /// What a live run tells its subscribers.
 #[derive(Clone, Debug)]

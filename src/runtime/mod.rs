@@ -204,11 +204,19 @@ impl Runtime {
         limits.check_conversation("messages", request.messages.iter().map(Message::content))?;
         limits.check_max_steps(request.max_steps)?;
         if let Some(request_id) = &request.request_id {
-            if let Some(existing) = self.inner.store.find_run_by_request_id(tenant, request_id).await? {
+            if let Some(existing) = self
+                .inner
+                .store
+                .find_run_by_request_id(tenant, request_id)
+                .await?
+            {
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
             }
         }
-        let slot = self.inner.tenant_runs.acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
+        let slot = self
+            .inner
+            .tenant_runs
+            .acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
         let mut run = new_run(tenant, &agent, request, &self.inner.config);
         tracing::Span::current().record("run_id", tracing::field::display(run.id));
 
@@ -224,7 +232,11 @@ impl Runtime {
             // A retry racing its original: follow the run that won.
             Err(StoreError::AlreadyExists) if run.request_id.is_some() => {
                 let request_id = run.request_id.unwrap_or_default();
-                let existing = self.inner.store.find_run_by_request_id(tenant, &request_id).await?;
+                let existing = self
+                    .inner
+                    .store
+                    .find_run_by_request_id(tenant, &request_id)
+                    .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
             }

@@ -61,7 +61,12 @@ impl Runtime {
     /// run live to its next `finish` if it is running, or waits for its
     /// continuation if it is suspended and nothing was replayed. Only
     /// `tenant`'s runs can be followed; another tenant's is not found.
-    pub async fn subscribe(&self, tenant: &Tenant, run_id: RunId, after_seq: u64) -> Result<RunStream, RuntimeError> {
+    pub async fn subscribe(
+        &self,
+        tenant: &Tenant,
+        run_id: RunId,
+        after_seq: u64,
+    ) -> Result<RunStream, RuntimeError> {
         self.inner.load_run_of(tenant, run_id).await?;
         self.follow(run_id, Wanted::Subscription { after_seq }).await
     }

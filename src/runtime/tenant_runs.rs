@@ -28,7 +28,9 @@ pub(super) struct RunSlot {
 impl TenantRuns {
     fn lock(&self) -> MutexGuard<'_, HashMap<Tenant, usize>> {
         // Every critical section is one insert or one decrement.
-        self.counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A slot for one more run of `tenant`, if it has fewer than `max`.

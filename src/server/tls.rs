@@ -61,10 +61,7 @@ impl TlsConfig {
             (Some(cert), Some(key)) => (cert, key),
             _ => return Err(TlsError::Incomplete),
         };
-        let identity = Identity::from_pem(
-            read_pem(cert, "certificate")?,
-            read_pem(key, "private key")?,
-        );
+        let identity = Identity::from_pem(read_pem(cert, "certificate")?, read_pem(key, "private key")?);
         let mut config = ServerTlsConfig::new().identity(identity);
         if let Some(ca) = &self.client_ca {
             config = config.client_ca_root(Certificate::from_pem(read_pem(ca, "certificate")?));

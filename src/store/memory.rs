@@ -88,7 +88,11 @@ impl RunStore for MemoryStore {
         Ok(log.iter().filter(|e| e.seq > after_seq).cloned().collect())
     }
 
-    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
         Ok(self
             .lock()
             .values()

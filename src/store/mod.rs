@@ -74,7 +74,11 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// The run `tenant` started with this `request_id` (idempotency key),
     /// if any; keys are scoped per tenant.
-    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError>;
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError>;
 
     /// Runs that pass `query`'s filters, newest first (by id, descending),
     /// at most `query.limit` of them, all older than `query.before`.

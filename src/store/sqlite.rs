@@ -298,7 +298,10 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
             }
             &run.id
         }
-        WriteKind::Commit { run, expected_version } => {
+        WriteKind::Commit {
+            run,
+            expected_version,
+        } => {
             let expected_version = *expected_version;
             let updated = conn
                 .prepare_cached(
@@ -483,7 +486,11 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
         let (tenant, request_id) = (tenant.clone(), request_id.to_owned());
         self.read(move |conn| queries::find_run_by_request_id(conn, &tenant, &request_id))
             .await

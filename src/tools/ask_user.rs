@@ -120,9 +120,7 @@ fn check_chars(what: &str, text: &str, max: usize, limit: &str) -> Result<(), St
     // Counting stops one past the limit: a huge text costs no more.
     let count = text.chars().take(max.saturating_add(1)).count();
     if count > max {
-        return Err(format!(
-            "{what} is longer than {max} characters (limits.{limit})"
-        ));
+        return Err(format!("{what} is longer than {max} characters (limits.{limit})"));
     }
     Ok(())
 }
@@ -132,7 +130,12 @@ impl Input {
         if self.question.trim().is_empty() {
             return Err("question must not be empty".into());
         }
-        check_chars("question", &self.question, limits.max_question_chars, "max_question_chars")?;
+        check_chars(
+            "question",
+            &self.question,
+            limits.max_question_chars,
+            "max_question_chars",
+        )?;
         let options = self.options.unwrap_or_default();
         if options.len() > limits.max_options {
             return Err(format!(

@@ -143,7 +143,11 @@ impl RunStore for PostgresStore {
         read::read_events(&self.client().await?, id, after_seq).await
     }
 
-    async fn find_run_by_request_id(&self, tenant: &Tenant, request_id: &str) -> Result<Option<RunId>, StoreError> {
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
         read::find_run_by_request_id(&self.client().await?, tenant, request_id).await
     }
 

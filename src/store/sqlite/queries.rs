@@ -75,10 +75,7 @@ pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRe
     let (sql, values) = list_sql(query);
     let mut select = conn.prepare_cached(&sql).map_err(backend)?;
     let rows = select
-        .query_map(
-            rusqlite::params_from_iter(values),
-            super::leases::record_from_row,
-        )
+        .query_map(rusqlite::params_from_iter(values), super::leases::record_from_row)
         .map_err(backend)?;
     rows.map(|record| record.map_err(backend)?).collect()
 }

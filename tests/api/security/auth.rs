@@ -21,10 +21,7 @@ pub const GLOBEX_KEY: &str = "globex-key-0a8e7c6b5d4f3a21";
 
 /// A server with two tenants, `acme` and `globex`.
 pub async fn two_tenants() -> SecureServer {
-    SecureServer::with_keys(&format!(
-        "# tenant:key\nacme:{ACME_KEY}\nglobex:{GLOBEX_KEY}\n"
-    ))
-    .await
+    SecureServer::with_keys(&format!("# tenant:key\nacme:{ACME_KEY}\nglobex:{GLOBEX_KEY}\n")).await
 }
 
 const A_RUN_ID: &str = "0190a0b0-c0d0-7e00-8000-000000000001";
@@ -70,10 +67,15 @@ async fn call_every_rpc(client: &mut KeyedClient) -> Vec<(&'static str, Result<(
         reason: String::new(),
     };
     results.push(("CancelRun", done(client.cancel_run(cancel).await)));
-    results.push(("ListAgents", done(client.list_agents(pb::ListAgentsRequest {}).await)));
+    results.push((
+        "ListAgents",
+        done(client.list_agents(pb::ListAgentsRequest {}).await),
+    ));
     let execute = pb::ExecuteToolRequest {
         tool_name: "ask_user".into(),
-        args: Some(agentd::grpc::convert::json_to_struct(&serde_json::json!({"question": "Q?"}))),
+        args: Some(agentd::grpc::convert::json_to_struct(
+            &serde_json::json!({"question": "Q?"}),
+        )),
         agent_id: String::new(),
     };
     results.push(("ExecuteTool", done(client.execute_tool(execute).await)));
@@ -85,7 +87,7 @@ async fn missing_malformed_and_wrong_keys_are_unauthenticated_on_every_rpc() {
     let server = two_tenants().await;
     let wrong_keys = [
         None,
-        Some("acme-key-6f1d0c3a9b2e4d5"), // one character short
+        Some("acme-key-6f1d0c3a9b2e4d5"),   // one character short
         Some("acme-key-6f1d0c3a9b2e4d570"), // one too many
         Some("ACME-KEY-6F1D0C3A9B2E4D57"),
         Some("x"),
@@ -94,10 +96,21 @@ async fn missing_malformed_and_wrong_keys_are_unauthenticated_on_every_rpc() {
         let mut client = server.client(key).await;
         for (rpc, result) in call_every_rpc(&mut client).await {
             let status = result.expect_err(&format!("{rpc} with key {key:?} must be refused"));
-            assert_eq!(status.code(), Code::Unauthenticated, "{rpc} with {key:?}: {status:?}");
-            assert!(!status.message().contains("acme-key"), "the key is not echoed: {status:?}");
+            assert_eq!(
+                status.code(),
+                Code::Unauthenticated,
+                "{rpc} with {key:?}: {status:?}"
+            );
+            assert!(
+                !status.message().contains("acme-key"),
+                "the key is not echoed: {status:?}"
+            );
             let reason = status.get_details_error_info().expect("ErrorInfo").reason;
-            let expected = if key.is_none() { "MISSING_CREDENTIALS" } else { "INVALID_API_KEY" };
+            let expected = if key.is_none() {
+                "MISSING_CREDENTIALS"
+            } else {
+                "INVALID_API_KEY"
+            };
             assert_eq!(reason, expected, "{rpc} with {key:?}");
         }
     }
@@ -115,7 +128,10 @@ async fn missing_malformed_and_wrong_keys_are_unauthenticated_on_every_rpc() {
     );
     let status = basic.list_agents(pb::ListAgentsRequest {}).await.unwrap_err();
     assert_eq!(status.code(), Code::Unauthenticated);
-    assert_eq!(status.get_details_error_info().unwrap().reason, "MALFORMED_CREDENTIALS");
+    assert_eq!(
+        status.get_details_error_info().unwrap().reason,
+        "MALFORMED_CREDENTIALS"
+    );
 }
 
 #[tokio::test]
@@ -139,7 +155,11 @@ async fn the_right_key_is_served_on_every_rpc() {
 #[tokio::test]
 async fn tenants_can_take_keys_from_their_own_files() {
     let server = SecureServer::start(|dir, settings| {
-        let file = write_file(dir, "initech.keys", "# rotated monthly\ninitech-key-1111111111\ninitech-key-2222222222\n");
+        let file = write_file(
+            dir,
+            "initech.keys",
+            "# rotated monthly\ninitech-key-1111111111\ninitech-key-2222222222\n",
+        );
         settings.tenants = vec![agentd::auth::TenantConfig {
             id: "initech".into(),
             api_keys_env: None,
@@ -149,7 +169,10 @@ async fn tenants_can_take_keys_from_their_own_files() {
     .await;
     for key in ["initech-key-1111111111", "initech-key-2222222222"] {
         let mut client = server.client(Some(key)).await;
-        client.list_agents(pb::ListAgentsRequest {}).await.expect("a key of the file");
+        client
+            .list_agents(pb::ListAgentsRequest {})
+            .await
+            .expect("a key of the file");
     }
     let mut stranger = server.client(Some("initech-key-3333333333")).await;
     let status = stranger.list_agents(pb::ListAgentsRequest {}).await.unwrap_err();
@@ -185,8 +208,13 @@ async fn reflection_lists(server: &SecureServer, key: Option<&str>) -> Result<()
 #[tokio::test]
 async fn health_and_reflection_are_open_by_default() {
     let server = two_tenants().await;
-    assert_eq!(health_status(&server, None).await.unwrap(), ServingStatus::Serving);
-    reflection_lists(&server, None).await.expect("reflection without a key");
+    assert_eq!(
+        health_status(&server, None).await.unwrap(),
+        ServingStatus::Serving
+    );
+    reflection_lists(&server, None)
+        .await
+        .expect("reflection without a key");
 }
 
 #[tokio::test]
@@ -199,13 +227,17 @@ async fn health_and_reflection_can_require_a_key() {
     .await;
     let refused = health_status(&server, None).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unauthenticated);
-    let refused = reflection_lists(&server, Some("wrong-key-000000000")).await.unwrap_err();
+    let refused = reflection_lists(&server, Some("wrong-key-000000000"))
+        .await
+        .unwrap_err();
     assert_eq!(refused.code(), Code::Unauthenticated);
     assert_eq!(
         health_status(&server, Some(ACME_KEY)).await.unwrap(),
         ServingStatus::Serving
     );
-    reflection_lists(&server, Some(ACME_KEY)).await.expect("reflection with a key");
+    reflection_lists(&server, Some(ACME_KEY))
+        .await
+        .expect("reflection with a key");
 }
 
 #[tokio::test]
@@ -213,6 +245,9 @@ async fn a_server_without_keys_serves_everyone() {
     let server = SecureServer::start(|_, _| {}).await;
     for key in [None, Some("anything-at-all")] {
         let mut client = keyed(server.channel().await, key);
-        client.list_agents(pb::ListAgentsRequest {}).await.expect("open server");
+        client
+            .list_agents(pb::ListAgentsRequest {})
+            .await
+            .expect("open server");
     }
 }

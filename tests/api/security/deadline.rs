@@ -39,7 +39,10 @@ async fn wait_for_status(client: &mut KeyedClient, run_id: &str, wanted: pb::Run
         if status_of(&run) == wanted {
             return run;
         }
-        assert!(Instant::now() < give_up, "the run never became {wanted:?}: {run:?}");
+        assert!(
+            Instant::now() < give_up,
+            "the run never became {wanted:?}: {run:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -85,7 +88,11 @@ async fn a_passed_deadline_leaves_a_continue_run_running_to_its_end() {
     // Read one chunk, then nothing: the run outlives the stream.
     let first = stream.message().await.expect("a first chunk").expect("a chunk");
     let run = wait_for_status(&mut client, &first.run_id, pb::RunStatus::Completed).await;
-    assert!(run.final_text.contains("token19999"), "the whole run ran: {}", run.final_text.len());
+    assert!(
+        run.final_text.contains("token19999"),
+        "the whole run ran: {}",
+        run.final_text.len()
+    );
     // The stream itself ended at its deadline, without the end of the run.
     let mut received = 1usize;
     let status = loop {

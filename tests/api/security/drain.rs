@@ -43,7 +43,11 @@ async fn wait_for_health(channel: tonic::transport::Channel, wanted: ServingStat
 
 fn assert_unavailable(status: &Status, reason: &str) {
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert_eq!(status.get_details_error_info().expect("ErrorInfo").reason, reason, "{status:?}");
+    assert_eq!(
+        status.get_details_error_info().expect("ErrorInfo").reason,
+        reason,
+        "{status:?}"
+    );
 }
 
 /// StreamAgent, Resume and SubscribeRun are all refused while draining.
@@ -66,7 +70,10 @@ async fn assert_new_streams_refused(client: &mut KeyedClient, run: &str) {
         run_id: run.into(),
         after_seq: 0,
     };
-    assert_unavailable(&client.subscribe_run(subscribe).await.unwrap_err(), "SERVER_DRAINING");
+    assert_unavailable(
+        &client.subscribe_run(subscribe).await.unwrap_err(),
+        "SERVER_DRAINING",
+    );
 }
 
 #[tokio::test]
@@ -109,8 +116,15 @@ async fn draining_refuses_new_streams_and_ends_open_ones_after_the_period() {
     assert_eq!(status_of(&stored), pb::RunStatus::Suspended);
 
     // The open stream lasts the drain period, then ends with UNAVAILABLE.
-    let ended = waiting.message().await.expect_err("the stream ends with a status");
-    assert!(signalled.elapsed() >= Duration::from_millis(1400), "{:?}", signalled.elapsed());
+    let ended = waiting
+        .message()
+        .await
+        .expect_err("the stream ends with a status");
+    assert!(
+        signalled.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        signalled.elapsed()
+    );
     assert_unavailable(&ended, "SERVER_SHUTDOWN");
     tokio::time::timeout(Duration::from_secs(10), server.stopped())
         .await
@@ -136,13 +150,19 @@ async fn a_stream_that_ends_within_the_drain_period_ends_normally() {
         .into_inner();
     let signalled = Instant::now();
     server.signal_shutdown();
-    let chunks = collect(stream).await.expect("the stream finishes during the drain");
+    let chunks = collect(stream)
+        .await
+        .expect("the stream finishes during the drain");
     assert_eq!(finish_reason(&chunks), pb::FinishReason::Stop);
     // With nothing left open, the server stops well before the period ends.
     tokio::time::timeout(Duration::from_secs(10), server.stopped())
         .await
         .expect("the server stops once idle");
-    assert!(signalled.elapsed() < Duration::from_secs(15), "{:?}", signalled.elapsed());
+    assert!(
+        signalled.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        signalled.elapsed()
+    );
 }
 
 /// The real binary: SIGTERM while a run streams. The stream goes on for
@@ -197,8 +217,16 @@ async fn sigterm_during_a_live_stream() {
     assert!(after_signal > 0, "chunks kept coming after SIGTERM");
     assert_unavailable(&ended, "SERVER_SHUTDOWN");
     let status = process.wait_for_exit(Duration::from_secs(15)).await;
-    assert!(status.success(), "agentd exited with {status}\n{}", process.log_text());
-    assert!(before.elapsed() >= Duration::from_secs(1), "{:?}", before.elapsed());
+    assert!(
+        status.success(),
+        "agentd exited with {status}\n{}",
+        process.log_text()
+    );
+    assert!(
+        before.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        before.elapsed()
+    );
     let log = process.log_text();
     assert!(log.contains("drain period over"), "{log}");
     assert!(!log.contains(ACME_KEY), "the log never shows a key");
@@ -206,7 +234,10 @@ async fn sigterm_during_a_live_stream() {
 
     // The run is stored as RUNNING, as its last commit left it.
     let store = SqliteStore::open(data.path().join("agentd.sqlite3")).expect("store");
-    let stored = store.load_run(run.parse().unwrap()).await.expect("the run is stored");
+    let stored = store
+        .load_run(run.parse().unwrap())
+        .await
+        .expect("the run is stored");
     assert_eq!(stored.status, RunStatus::Running, "{stored:?}");
     drop(store);
 

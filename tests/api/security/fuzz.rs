@@ -11,7 +11,9 @@ mod checks;
 use std::path::{Path, PathBuf};
 
 fn corpus_dir(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_corpus").join(target)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz_corpus")
+        .join(target)
 }
 
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
@@ -46,7 +48,11 @@ fn run(target: &str, check: fn(&[u8]), input: &[u8], origin: &dyn std::fmt::Disp
 fn the_kept_corpus_still_passes_every_property() {
     for (target, check) in checks::TARGETS {
         let inputs = corpus(target);
-        assert!(inputs.len() >= 10, "{target}: only {} corpus inputs", inputs.len());
+        assert!(
+            inputs.len() >= 10,
+            "{target}: only {} corpus inputs",
+            inputs.len()
+        );
         for (path, bytes) in inputs {
             run(target, check, &bytes, &path.display());
         }
@@ -54,7 +60,10 @@ fn the_kept_corpus_still_passes_every_property() {
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[test]
@@ -72,7 +81,12 @@ fn a_seeded_random_search_finds_nothing() {
                 let seed = seeds[rng.usize(..seeds.len())].clone();
                 mutate(&mut rng, seed)
             };
-            run(target, check, &input, &format!("iteration {iteration} (seed {seed})"));
+            run(
+                target,
+                check,
+                &input,
+                &format!("iteration {iteration} (seed {seed})"),
+            );
         }
     }
 }
@@ -80,7 +94,11 @@ fn a_seeded_random_search_finds_nothing() {
 /// Flips, replaces, inserts, deletes or duplicates a few bytes.
 fn mutate(rng: &mut fastrand::Rng, mut bytes: Vec<u8>) -> Vec<u8> {
     for _ in 0..rng.usize(1..8) {
-        let at = if bytes.is_empty() { 0 } else { rng.usize(..bytes.len()) };
+        let at = if bytes.is_empty() {
+            0
+        } else {
+            rng.usize(..bytes.len())
+        };
         match rng.u8(..5) {
             0 if !bytes.is_empty() => bytes[at] ^= 1 << rng.u8(..8),
             1 if !bytes.is_empty() => bytes[at] = rng.u8(..),

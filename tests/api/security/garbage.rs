@@ -129,7 +129,14 @@ impl Gen {
     fn value(&mut self, depth: usize) -> prost_types::Value {
         let kind = match self.rng.u8(..if depth == 0 { 4 } else { 6 }) {
             0 => Kind::NullValue(self.rng.i32(..)),
-            1 => Kind::NumberValue(*self.pick(&[0.0, -1.5, 1e300, f64::NAN, f64::INFINITY, 9.007_199_254_740_993e15])),
+            1 => Kind::NumberValue(*self.pick(&[
+                0.0,
+                -1.5,
+                1e300,
+                f64::NAN,
+                f64::INFINITY,
+                9.007_199_254_740_993e15,
+            ])),
             2 => Kind::StringValue(self.string()),
             3 => Kind::BoolValue(self.rng.bool()),
             4 => Kind::ListValue(prost_types::ListValue {
@@ -144,8 +151,16 @@ impl Gen {
         let mut fields = BTreeMap::new();
         for _ in 0..self.rng.usize(..4) {
             let key = if self.rng.bool() {
-                self.pick(&["question", "options", "selectionMode", "label", "description", "draft", "decision"])
-                    .to_string()
+                self.pick(&[
+                    "question",
+                    "options",
+                    "selectionMode",
+                    "label",
+                    "description",
+                    "draft",
+                    "decision",
+                ])
+                .to_string()
             } else {
                 self.string()
             };
@@ -195,8 +210,16 @@ impl Gen {
     fn structured(&mut self, method: &str) -> Vec<u8> {
         match method {
             "StreamAgent" => pb::StreamAgentRequest {
-                agent_id: if self.rng.bool() { String::new() } else { self.string() },
-                prompt: if self.rng.u8(..4) == 0 { String::new() } else { self.string() },
+                agent_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
+                prompt: if self.rng.u8(..4) == 0 {
+                    String::new()
+                } else {
+                    self.string()
+                },
                 messages: (0..self.rng.usize(..3))
                     .map(|_| pb::Message {
                         role: self.rng.i32(-1..5),
@@ -209,16 +232,30 @@ impl Gen {
                     on_disconnect: self.rng.i32(-1..4),
                     suspend_ttl_seconds: self.rng.u64(..),
                 }),
-                metadata: (0..self.rng.usize(..3)).map(|_| (self.string(), self.string())).collect(),
-                request_id: if self.rng.bool() { String::new() } else { self.string() },
+                metadata: (0..self.rng.usize(..3))
+                    .map(|_| (self.string(), self.string()))
+                    .collect(),
+                request_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
                 tools: Vec::new(),
             }
             .encode_to_vec(),
             "Resume" => pb::ResumeRequest {
                 run_id: self.string(),
-                tool_call_id: if self.rng.bool() { String::new() } else { self.string() },
+                tool_call_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
                 answer: self.answer(),
-                request_id: if self.rng.bool() { String::new() } else { self.string() },
+                request_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
             }
             .encode_to_vec(),
             "SubscribeRun" => pb::SubscribeRunRequest {
@@ -226,7 +263,10 @@ impl Gen {
                 after_seq: *self.pick(&[0, 1, 3, 1000, u64::MAX]),
             }
             .encode_to_vec(),
-            "GetRun" => pb::GetRunRequest { run_id: self.string() }.encode_to_vec(),
+            "GetRun" => pb::GetRunRequest {
+                run_id: self.string(),
+            }
+            .encode_to_vec(),
             "ListRuns" => pb::ListRunsRequest {
                 status: self.rng.i32(-1..9),
                 agent_id: self.string(),
@@ -243,7 +283,11 @@ impl Gen {
             _ => pb::ExecuteToolRequest {
                 tool_name: self.pick(&TOOLS).to_string(),
                 args: self.rng.bool().then(|| self.fields(4)),
-                agent_id: if self.rng.bool() { String::new() } else { self.string() },
+                agent_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
             }
             .encode_to_vec(),
         }
@@ -273,7 +317,9 @@ impl Gen {
                 let mut bytes = match method {
                     "ExecuteTool" => pb::ExecuteToolRequest {
                         tool_name: "ask_user".into(),
-                        args: Some(agentd::grpc::convert::json_to_struct(&serde_json::json!({"question": MARKER}))),
+                        args: Some(agentd::grpc::convert::json_to_struct(
+                            &serde_json::json!({"question": MARKER}),
+                        )),
                         agent_id: String::new(),
                     }
                     .encode_to_vec(),
@@ -322,8 +368,17 @@ impl Gen {
 }
 
 fn uuid_like(rng: &mut fastrand::Rng) -> String {
-    let hex: String = (0..32).map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0')).collect();
-    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    let hex: String = (0..32)
+        .map(|_| char::from_digit(rng.u32(..16), 16).unwrap_or('0'))
+        .collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// Replaces the first `marker` in `bytes` with `with` (same length).
@@ -347,8 +402,25 @@ const KEYWORDS: [&str; 10] = [
     "then call",
 ];
 const TOOLS: [&str; 5] = ["ask_user", "human_review", "launch_rockets", "", "ask_user "];
-const ODD_TEXT: [&str; 8] = ["\u{FEFF}", "\u{202E}", "👩‍👩‍👧‍👦", "e\u{301}", "\0", "\r\n", "\\u0000", "%s%n"];
-const NUMBERS: [&str; 7] = ["-1", "18446744073709551616", "1e999", "NaN", "0x10", "-0", "1.7976931348623157e309"];
+const ODD_TEXT: [&str; 8] = [
+    "\u{FEFF}",
+    "\u{202E}",
+    "👩‍👩‍👧‍👦",
+    "e\u{301}",
+    "\0",
+    "\r\n",
+    "\\u0000",
+    "%s%n",
+];
+const NUMBERS: [&str; 7] = [
+    "-1",
+    "18446744073709551616",
+    "1e999",
+    "NaN",
+    "0x10",
+    "-0",
+    "1.7976931348623157e309",
+];
 
 async fn suspended_runs(server: &SecureServer) -> Vec<String> {
     let mut client = server.client(None).await;
@@ -359,7 +431,10 @@ async fn suspended_runs(server: &SecureServer) -> Vec<String> {
         ("", "free text"),
         ("", "two questions"),
         ("writer", r#"call human_review {"draft": "Dear customer"}"#),
-        ("writer", r#"call ask_user {"question": "Who?"} then call human_review {"draft": "Hi"}"#),
+        (
+            "writer",
+            r#"call ask_user {"question": "Who?"} then call human_review {"draft": "Hi"}"#,
+        ),
     ];
     for (agent_id, prompt) in prompts {
         let chunks = collect(
@@ -424,7 +499,11 @@ async fn thousands_of_hostile_requests_each_get_a_status_and_the_server_keeps_se
         calls.spawn(async move {
             let size = body.len();
             let head: Vec<u8> = body.iter().take(64).copied().collect();
-            let status = tokio::time::timeout(Duration::from_secs(30), raw::call(channel, method, streaming, body)).await;
+            let status = tokio::time::timeout(
+                Duration::from_secs(30),
+                raw::call(channel, method, streaming, body),
+            )
+            .await;
             drop(permit);
             (index, method, size, head, status)
         });
@@ -432,7 +511,9 @@ async fn thousands_of_hostile_requests_each_get_a_status_and_the_server_keeps_se
     let mut codes: BTreeMap<String, usize> = BTreeMap::new();
     while let Some(joined) = calls.join_next().await {
         let (index, method, size, head, status) = joined.expect("a call task");
-        let status = status.unwrap_or_else(|_| panic!("request {index} ({method}, {size} bytes) got no answer in 30 s (seed {seed})"));
+        let status = status.unwrap_or_else(|_| {
+            panic!("request {index} ({method}, {size} bytes) got no answer in 30 s (seed {seed})")
+        });
         assert!(
             ALLOWED.contains(&status.code()),
             "request {index} ({method}, {size} bytes, starting {head:?}) got {status:?} (seed {seed})"
@@ -443,7 +524,10 @@ async fn thousands_of_hostile_requests_each_get_a_status_and_the_server_keeps_se
 
     // Still serving, on old and new connections.
     let mut client = server.client(None).await;
-    client.list_agents(pb::ListAgentsRequest {}).await.expect("ListAgents after the storm");
+    client
+        .list_agents(pb::ListAgentsRequest {})
+        .await
+        .expect("ListAgents after the storm");
     let chunks = collect(
         client
             .stream_agent(pb::StreamAgentRequest {
@@ -458,5 +542,9 @@ async fn thousands_of_hostile_requests_each_get_a_status_and_the_server_keeps_se
     .expect("a whole stream");
     assert_eq!(finish_reason(&chunks), pb::FinishReason::Stop);
     let status = raw::call(channels[0].clone(), "ListAgents", false, Vec::new()).await;
-    assert_eq!(status.code(), Code::Ok, "an old connection still works: {status:?}");
+    assert_eq!(
+        status.code(),
+        Code::Ok,
+        "an old connection still works: {status:?}"
+    );
 }

@@ -18,7 +18,10 @@ async fn server_with(limits: Limits) -> SecureServer {
     SecureServer::start(move |_, settings| settings.limits = limits).await
 }
 
-async fn start(client: &mut KeyedClient, request: pb::StreamAgentRequest) -> Result<Vec<pb::AgentChunk>, Status> {
+async fn start(
+    client: &mut KeyedClient,
+    request: pb::StreamAgentRequest,
+) -> Result<Vec<pb::AgentChunk>, Status> {
     let stream = client.stream_agent(request).await?.into_inner();
     collect(stream).await
 }
@@ -38,7 +41,11 @@ fn assert_over(status: &Status, code: Code, limit: &str, field: Option<&str>) {
         "the message names limits.{limit}: {status:?}"
     );
     let info = status.get_details_error_info().expect("ErrorInfo");
-    assert_eq!(info.metadata.get("limit").map(String::as_str), Some(limit), "{info:?}");
+    assert_eq!(
+        info.metadata.get("limit").map(String::as_str),
+        Some(limit),
+        "{info:?}"
+    );
     if let Some(field) = field {
         let bad = status.get_details_bad_request().expect("BadRequest");
         assert_eq!(bad.field_violations[0].field, field, "{bad:?}");
@@ -69,7 +76,9 @@ async fn request_size() {
     };
     let at = sized(MAX);
     assert_eq!(at.encoded_len(), MAX);
-    let chunks = start(&mut client, at).await.expect("a request of exactly the limit");
+    let chunks = start(&mut client, at)
+        .await
+        .expect("a request of exactly the limit");
     assert_eq!(finish_reason(&chunks), pb::FinishReason::Stop);
 
     let over = start(&mut client, sized(MAX + 1)).await.unwrap_err();
@@ -84,7 +93,10 @@ async fn request_size() {
     };
     let status = client.get_run(huge).await.unwrap_err();
     assert_over(&status, Code::ResourceExhausted, "max_request_bytes", None);
-    client.list_agents(pb::ListAgentsRequest {}).await.expect("still serving");
+    client
+        .list_agents(pb::ListAgentsRequest {})
+        .await
+        .expect("still serving");
 }
 
 #[tokio::test]
@@ -97,7 +109,9 @@ async fn prompt_bytes() {
     let mut client = server.client(None).await;
     let text = |bytes: usize| format!("plain {}", "é".repeat((bytes - 6) / 2)) + &"x".repeat((bytes - 6) % 2);
     assert_eq!(text(100).len(), 100);
-    start(&mut client, prompt(text(100))).await.expect("a prompt of exactly the limit");
+    start(&mut client, prompt(text(100)))
+        .await
+        .expect("a prompt of exactly the limit");
     let over = start(&mut client, prompt(text(101))).await.unwrap_err();
     assert_over(&over, Code::InvalidArgument, "max_prompt_bytes", Some("prompt"));
 
@@ -112,7 +126,9 @@ async fn prompt_bytes() {
             .collect(),
         ..Default::default()
     };
-    start(&mut client, messages(&[50, 50])).await.expect("100 bytes in two messages");
+    start(&mut client, messages(&[50, 50]))
+        .await
+        .expect("100 bytes in two messages");
     let over = start(&mut client, messages(&[50, 51])).await.unwrap_err();
     assert_over(&over, Code::InvalidArgument, "max_prompt_bytes", Some("messages"));
 }
@@ -155,9 +171,16 @@ async fn steps_per_run() {
         }),
         ..Default::default()
     };
-    start(&mut client, with_steps(3)).await.expect("max_steps at the limit");
+    start(&mut client, with_steps(3))
+        .await
+        .expect("max_steps at the limit");
     let over = start(&mut client, with_steps(4)).await.unwrap_err();
-    assert_over(&over, Code::InvalidArgument, "max_steps_per_run", Some("options.max_steps"));
+    assert_over(
+        &over,
+        Code::InvalidArgument,
+        "max_steps_per_run",
+        Some("options.max_steps"),
+    );
 
     // An agent's own max_steps (10 by default) is capped too.
     let server = server_with(Limits {
@@ -206,7 +229,11 @@ async fn ask_user_question_options_labels_and_descriptions() {
     let mut client = server.client(None).await;
     // Characters, not bytes: é is two bytes.
     let cases = [
-        (json!({"question": "é".repeat(20)}), json!({"question": "é".repeat(21)}), "max_question_chars"),
+        (
+            json!({"question": "é".repeat(20)}),
+            json!({"question": "é".repeat(21)}),
+            "max_question_chars",
+        ),
         (
             json!({"question": "Q?", "options": options(&["a", "b", "c"], "")}),
             json!({"question": "Q?", "options": options(&["a", "b", "c", "d"], "")}),
@@ -230,7 +257,10 @@ async fn ask_user_question_options_labels_and_descriptions() {
         let refused = execute_ask_user(&mut client, over.clone()).await;
         assert!(refused.is_error, "{over} is over limits.{limit}: {refused:?}");
         assert!(refused.content.starts_with("Failed to ask user: "), "{refused:?}");
-        assert!(refused.content.contains(&format!("(limits.{limit})")), "{refused:?}");
+        assert!(
+            refused.content.contains(&format!("(limits.{limit})")),
+            "{refused:?}"
+        );
     }
 }
 
@@ -252,7 +282,11 @@ async fn ask_user_over_a_limit_in_a_run_is_an_error_result_for_the_model() {
         results[0].content,
         "Failed to ask user: question is longer than 20 characters (limits.max_question_chars)."
     );
-    assert_eq!(finish_reason(&over), pb::FinishReason::Stop, "the run goes on: {over:?}");
+    assert_eq!(
+        finish_reason(&over),
+        pb::FinishReason::Stop,
+        "the run goes on: {over:?}"
+    );
 }
 
 #[tokio::test]
@@ -267,7 +301,9 @@ async fn concurrent_streams_per_connection() {
     // a Resume, holding a stream open.
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let chunks = start(&mut client, prompt("Help me pick a plan".into())).await.unwrap();
+        let chunks = start(&mut client, prompt("Help me pick a plan".into()))
+            .await
+            .unwrap();
         runs.push((run_id(&chunks), chunks.last().unwrap().seq));
     }
     let mut held = Vec::new();
@@ -286,10 +322,16 @@ async fn concurrent_streams_per_connection() {
     let mut third = client.clone();
     let waiting = tokio::spawn(async move { third.list_agents(pb::ListAgentsRequest {}).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!waiting.is_finished(), "a third stream must wait while two are open");
+    assert!(
+        !waiting.is_finished(),
+        "a third stream must wait while two are open"
+    );
     // Another connection is not affected.
     let mut other = server.client(None).await;
-    other.list_agents(pb::ListAgentsRequest {}).await.expect("another connection");
+    other
+        .list_agents(pb::ListAgentsRequest {})
+        .await
+        .expect("another connection");
     // Closing one stream lets the third through.
     drop(held.pop());
     let served = tokio::time::timeout(Duration::from_secs(5), waiting)

@@ -5,7 +5,8 @@
 use agentd::pb;
 use agentd::pb::agent_service_client::AgentServiceClient;
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
 };
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::Code;
@@ -43,7 +44,9 @@ impl Authority {
     fn sign(&self, names: &[&str], usage: ExtendedKeyUsagePurpose) -> Pem {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let mut params = CertificateParams::new(names.clone()).expect("leaf params");
-        params.distinguished_name.push(DnType::CommonName, names[0].as_str());
+        params
+            .distinguished_name
+            .push(DnType::CommonName, names[0].as_str());
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![usage];
         params.use_authority_key_identifier_extension = true;
@@ -101,7 +104,9 @@ async fn list_agents(endpoint: Endpoint) -> Result<Channel, String> {
 async fn a_tls_client_is_served_and_a_plaintext_one_is_not() {
     let ca = Authority::new("agentd test CA");
     let server = tls_server(&ca, None, None).await;
-    let channel = list_agents(https(&server, trusting(&ca))).await.expect("TLS client");
+    let channel = list_agents(https(&server, trusting(&ca)))
+        .await
+        .expect("TLS client");
     let chunks = collect(
         AgentServiceClient::new(channel)
             .stream_agent(pb::StreamAgentRequest {
@@ -121,7 +126,10 @@ async fn a_tls_client_is_served_and_a_plaintext_one_is_not() {
 
     let stranger = Authority::new("someone else's CA");
     let untrusted = list_agents(https(&server, trusting(&stranger))).await;
-    assert!(untrusted.is_err(), "a client that does not trust the server's CA fails: {untrusted:?}");
+    assert!(
+        untrusted.is_err(),
+        "a client that does not trust the server's CA fails: {untrusted:?}"
+    );
 }
 
 #[tokio::test]
@@ -132,7 +140,9 @@ async fn mutual_tls_requires_a_client_certificate_from_the_client_ca() {
 
     let client = client_ca.sign(&["billing-service"], ExtendedKeyUsagePurpose::ClientAuth);
     let with_cert = trusting(&server_ca).identity(Identity::from_pem(&client.cert, &client.key));
-    list_agents(https(&server, with_cert)).await.expect("a client certificate the CA signed");
+    list_agents(https(&server, with_cert))
+        .await
+        .expect("a client certificate the CA signed");
 
     let without_cert = list_agents(https(&server, trusting(&server_ca))).await;
     assert!(without_cert.is_err(), "no client certificate: {without_cert:?}");
@@ -148,7 +158,10 @@ async fn mutual_tls_requires_a_client_certificate_from_the_client_ca() {
 async fn tls_and_api_keys_together() {
     let ca = Authority::new("agentd test CA");
     let server = tls_server(&ca, None, Some(&format!("acme:{ACME_KEY}\n"))).await;
-    let channel = https(&server, trusting(&ca)).connect().await.expect("TLS connect");
+    let channel = https(&server, trusting(&ca))
+        .connect()
+        .await
+        .expect("TLS connect");
     let status = keyed(channel.clone(), None)
         .list_agents(pb::ListAgentsRequest {})
         .await

@@ -96,7 +96,10 @@ async fn request_id_finds_its_run(store: &Store) {
 
     for unknown in [format!("req-{}", RunId::new()), String::new(), format!("{key} ")] {
         assert_eq!(
-            store.find_run_by_request_id(tenant, &unknown).await.expect("find"),
+            store
+                .find_run_by_request_id(tenant, &unknown)
+                .await
+                .expect("find"),
             None,
             "request id {unknown:?}"
         );

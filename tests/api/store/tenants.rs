@@ -29,7 +29,10 @@ fn run_of(tenant: &Tenant, agent: &str) -> RunRecord {
 async fn the_tenant_is_kept(store: &Store) {
     let tenant = fresh_tenant("kept");
     let run = run_of(&tenant, "assistant");
-    store.create_run(&run, &suspension_events(1)).await.expect("create");
+    store
+        .create_run(&run, &suspension_events(1))
+        .await
+        .expect("create");
     assert_eq!(store.load_run(run.id).await.expect("load").tenant, tenant);
     let mut moved = run.clone();
     moved.version += 1;
@@ -46,11 +49,23 @@ async fn request_ids_are_scoped_per_tenant(store: &Store) {
     let mut second = run_of(&globex, "assistant");
     second.request_id = Some(key.clone());
     store.create_run(&first, &[]).await.expect("acme's run");
-    store.create_run(&second, &[]).await.expect("the same key, another tenant");
-    assert_eq!(store.find_run_by_request_id(&acme, &key).await.expect("find"), Some(first.id));
-    assert_eq!(store.find_run_by_request_id(&globex, &key).await.expect("find"), Some(second.id));
+    store
+        .create_run(&second, &[])
+        .await
+        .expect("the same key, another tenant");
+    assert_eq!(
+        store.find_run_by_request_id(&acme, &key).await.expect("find"),
+        Some(first.id)
+    );
+    assert_eq!(
+        store.find_run_by_request_id(&globex, &key).await.expect("find"),
+        Some(second.id)
+    );
     let stranger = fresh_tenant("initech");
-    assert_eq!(store.find_run_by_request_id(&stranger, &key).await.expect("find"), None);
+    assert_eq!(
+        store.find_run_by_request_id(&stranger, &key).await.expect("find"),
+        None
+    );
 
     let mut again = run_of(&acme, "assistant");
     again.request_id = Some(key);
@@ -66,7 +81,10 @@ async fn listings_filter_by_tenant(store: &Store) {
         let run = run_of(&acme, &agent);
         store.create_run(&run, &[]).await.expect("create");
         mine.push(run);
-        store.create_run(&run_of(&globex, &agent), &[]).await.expect("create");
+        store
+            .create_run(&run_of(&globex, &agent), &[])
+            .await
+            .expect("create");
         if index == 0 {
             let mut done = mine[0].clone();
             done.version += 1;
@@ -83,7 +101,10 @@ async fn listings_filter_by_tenant(store: &Store) {
         before: None,
         limit: 100,
     };
-    let listed = store.list_runs(&query(None, Some(agent.clone()))).await.expect("list");
+    let listed = store
+        .list_runs(&query(None, Some(agent.clone())))
+        .await
+        .expect("list");
     assert_eq!(listed, mine);
     let suspended = store
         .list_runs(&query(Some(RunStatus::Suspended), Some(agent.clone())))
@@ -92,7 +113,10 @@ async fn listings_filter_by_tenant(store: &Store) {
     assert_eq!(suspended, mine[..2].to_vec());
     let by_tenant = store.list_runs(&query(None, None)).await.expect("list");
     assert_eq!(by_tenant, mine, "the tenant's runs, all agents");
-    let by_status = store.list_runs(&query(Some(RunStatus::Completed), None)).await.expect("list");
+    let by_status = store
+        .list_runs(&query(Some(RunStatus::Completed), None))
+        .await
+        .expect("list");
     assert_eq!(by_status, mine[2..].to_vec());
     let page = RunQuery {
         before: Some(mine[0].id),
@@ -119,7 +143,8 @@ async fn runs_stored_before_tenants_belong_to_the_default_tenant() {
         ] {
             conn.execute_batch(sql).expect("an old migration");
         }
-        conn.pragma_update(None, "user_version", 3).expect("schema version");
+        conn.pragma_update(None, "user_version", 3)
+            .expect("schema version");
         // The record as it was stored then: without a tenant.
         let mut record = serde_json::to_value(&old).expect("json");
         record.as_object_mut().expect("an object").remove("tenant");
@@ -146,7 +171,10 @@ async fn runs_stored_before_tenants_belong_to_the_default_tenant() {
     assert_eq!(loaded, old);
     let key = old.request_id.clone().expect("a request id");
     assert_eq!(
-        store.find_run_by_request_id(&Tenant::default(), &key).await.expect("find"),
+        store
+            .find_run_by_request_id(&Tenant::default(), &key)
+            .await
+            .expect("find"),
         Some(old.id)
     );
     let listed = store
