@@ -448,8 +448,9 @@ pub fn check_resume_answer(data: &[u8]) {
         );
         assert!(
             error.reason.len() <= MAX_ERROR_TEXT,
-            "an error of {} bytes",
-            error.reason.len()
+            "an error of {} bytes: {}…",
+            error.reason.len(),
+            error.reason.chars().take(200).collect::<String>()
         );
     }
     match (&waiting, &answer, &resolved) {

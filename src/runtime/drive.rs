@@ -58,7 +58,7 @@ impl Execution {
     }
 
     /// Steps until the run suspends or finishes.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id))]
+    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant))]
     pub(super) async fn run_steps(mut self) {
         let outcome = self.step_loop().await;
         self.settle(outcome).await;
@@ -67,7 +67,7 @@ impl Execution {
     /// Continues after a Resume claimed a suspension (or after a takeover):
     /// runs the calls that were approved and have not run yet, then suspends
     /// again while calls are pending, or steps on.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id))]
+    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant))]
     pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
         for call in approved {
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);

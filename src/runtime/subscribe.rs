@@ -61,6 +61,7 @@ impl Runtime {
     /// run live to its next `finish` if it is running, or waits for its
     /// continuation if it is suspended and nothing was replayed. Only
     /// `tenant`'s runs can be followed; another tenant's is not found.
+    #[tracing::instrument(skip_all, fields(%tenant, %run_id, after_seq))]
     pub async fn subscribe(
         &self,
         tenant: &Tenant,

@@ -242,6 +242,12 @@ impl Tool for AskUser {
     }
 }
 
+/// An answer's text as an error may quote it: clipped, since a caller's
+/// answer may be huge.
+fn quoted(text: &str) -> String {
+    clip(text.to_owned(), MAX_QUOTED)
+}
+
 /// Checks that `answer` fits `question` and returns the answer as text.
 fn answer_text(question: &AskUserPayload, answer: &Answer) -> Result<String, AnswerError> {
     let labels = || question.labels();
@@ -258,7 +264,7 @@ fn answer_text(question: &AskUserPayload, answer: &Answer) -> Result<String, Ans
         (SelectionMode::SingleSelect, Answer::Text(text)) if is_label(text) => Ok(text.clone()),
         (SelectionMode::SingleSelect, Answer::Text(text)) => Err(AnswerError::new(
             "text",
-            format!("\"{text}\" is not one of the options"),
+            format!("\"{}\" is not one of the options", quoted(text)),
         )
         .with_labels(labels())),
         (SelectionMode::SingleSelect, other) => Err(AnswerError::new(
@@ -277,14 +283,14 @@ fn answer_text(question: &AskUserPayload, answer: &Answer) -> Result<String, Ans
                 if !is_label(label) {
                     return Err(AnswerError::new(
                         "selections.labels",
-                        format!("\"{label}\" is not one of the options"),
+                        format!("\"{}\" is not one of the options", quoted(label)),
                     )
                     .with_labels(labels()));
                 }
                 if !seen.insert(label.as_str()) {
                     return Err(AnswerError::new(
                         "selections.labels",
-                        format!("\"{label}\" is chosen more than once"),
+                        format!("\"{}\" is chosen more than once", quoted(label)),
                     )
                     .with_labels(labels()));
                 }

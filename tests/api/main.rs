@@ -5,6 +5,7 @@ mod configured;
 mod helpers;
 
 mod lifecycle;
+mod logs;
 
 mod approval;
 mod ask_user;
@@ -22,7 +23,7 @@ mod readme;
 mod replicas;
 mod restart;
 mod resume_validation;
-mod security;
+pub(crate) mod security;
 mod service;
 mod store;
 mod user_tools;

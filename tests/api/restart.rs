@@ -215,7 +215,10 @@ fn strip_ansi(line: &str) -> String {
 /// The address in a `... agentd listening on 127.0.0.1:PORT ...` line.
 fn listen_address(line: &str) -> Option<SocketAddr> {
     let (_, rest) = line.split_once(LISTENING)?;
-    let token = rest.split_whitespace().next()?;
+    // A text line, or the message of a JSON line (`--log-format json`).
+    let token = rest
+        .split(|c: char| c.is_whitespace() || c == '"' || c == ',')
+        .next()?;
     token.parse().ok()
 }
 

@@ -2,7 +2,7 @@
 //! connections: API keys, TLS and mutual TLS, each limit, deadlines,
 //! draining shutdown, and hostile input.
 
-mod auth;
+pub(crate) mod auth;
 mod deadline;
 mod drain;
 mod fuzz;
@@ -10,4 +10,5 @@ mod garbage;
 mod limits;
 mod raw;
 mod server;
+mod tenants;
 mod tls;

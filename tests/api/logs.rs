@@ -1,0 +1,102 @@
+//! Structured logs of the real binary: with `--log-format json` every line
+//! is a JSON object, and the lines a run writes carry the run's id, agent
+//! and tenant in their spans.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tonic::metadata::MetadataValue;
+
+use crate::helpers::{collect, finish_reason};
+use crate::restart::ServerProcess;
+use crate::security::auth::ACME_KEY;
+use agentd::pb;
+
+/// The JSON lines of `process`'s log, waiting (at most 10 s) until one of
+/// them passes `wanted`.
+async fn wait_for_line(process: &ServerProcess, wanted: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = process.log_text();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+            .collect();
+        if let Some(line) = lines.iter().find(|line| wanted(line)) {
+            return (line.clone(), lines);
+        }
+        assert!(Instant::now() < give_up, "no such log line in:\n{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `message` with acme's key.
+fn authorized<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    let bearer: MetadataValue<_> = format!("Bearer {ACME_KEY}").parse().expect("header");
+    request.metadata_mut().insert("authorization", bearer);
+    request
+}
+
+/// The value of `field` in any span of `line`.
+fn span_field<'a>(line: &'a Value, field: &str) -> Option<&'a str> {
+    line["spans"]
+        .as_array()?
+        .iter()
+        .find_map(|span| span.get(field).and_then(Value::as_str))
+}
+
+#[tokio::test]
+async fn json_log_lines_name_the_run_agent_tenant_and_tool_call() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let keys = data.path().join("api.keys");
+    std::fs::write(&keys, format!("acme:{ACME_KEY}\n")).expect("write the keys file");
+    let process = ServerProcess::start_with(
+        data.path(),
+        &[
+            "--log-format",
+            "json",
+            "--api-keys-file",
+            keys.to_str().expect("a UTF-8 path"),
+        ],
+        &[],
+    );
+    let mut client = process.client().await;
+    // Cancelling a running run: the run's execution logs it, inside the
+    // run's span.
+    let start = pb::StreamAgentRequest {
+        prompt: "stream 1000000 every 1 ms".into(),
+        ..Default::default()
+    };
+    let mut stream = client.stream_agent(authorized(start)).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().expect("the start chunk");
+    let run = first.run_id.clone();
+    let cancel = pb::CancelRunRequest {
+        run_id: run.clone(),
+        reason: "changed my mind".into(),
+    };
+    client.cancel_run(authorized(cancel)).await.expect("CancelRun");
+    let chunks = collect(stream).await.unwrap();
+    assert_eq!(finish_reason(&chunks), pb::FinishReason::Cancelled);
+
+    let (line, lines) =
+        wait_for_line(&process, |line| span_field(line, "run_id") == Some(run.as_str())).await;
+    assert_eq!(span_field(&line, "tenant"), Some("acme"), "{line}");
+    assert_eq!(span_field(&line, "agent"), Some("assistant"), "{line}");
+    assert!(
+        line["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cancelled")),
+        "{line}"
+    );
+    assert!(
+        line["level"].is_string() && line["timestamp"].is_string(),
+        "{line}"
+    );
+    assert!(
+        lines.iter().any(|line| line["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("agentd listening on"))),
+        "the startup line is JSON too"
+    );
+}
