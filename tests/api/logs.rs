@@ -8,7 +8,7 @@ use serde_json::Value;
 use tonic::metadata::MetadataValue;
 
 use crate::helpers::{collect, finish_reason};
-use crate::restart::ServerProcess;
+use crate::process::ServerProcess;
 use crate::security::auth::ACME_KEY;
 use agentd::pb;
 

@@ -18,6 +18,7 @@ mod health;
 mod list_runs;
 mod metrics;
 mod pg;
+mod process;
 mod providers;
 mod readme;
 mod replicas;

@@ -101,7 +101,7 @@ async fn kill_9_of_the_executing_replica_mid_stream_and_the_other_finishes_the_r
 async fn kill_9_mid_stream_and_the_restarted_sqlite_server_finishes_the_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = format!("sqlite://{}", dir.path().join("agentd.sqlite3").display());
-    let mut first = Replica::start(&store, dir.path(), "first");
+    let mut first = Replica::on_store(&store, dir.path(), "first");
     let mut client = first.client().await;
     let mut origin = start_run(&mut client, PROMPT).await;
     let mut seen = read(&mut origin, BEFORE_CRASH).await;
@@ -115,7 +115,7 @@ async fn kill_9_mid_stream_and_the_restarted_sqlite_server_finishes_the_run() {
 
     // The restarted server takes the run over at startup; the client
     // resubscribes after the last chunk it saw.
-    let second = Replica::start(&store, dir.path(), "second");
+    let second = Replica::on_store(&store, dir.path(), "second");
     let mut client = second.client().await;
     let rest = subscribe(&mut client, &id, crashed_after).await;
     let rest = tokio::time::timeout(FINISH_TIMEOUT, collect(rest))

@@ -253,7 +253,7 @@ async fn a_server_without_keys_serves_everyone() {
 }
 
 /// Waits until the process's log holds `text` (at most 10 s).
-async fn wait_for_log(process: &crate::restart::ServerProcess, text: &str) -> String {
+async fn wait_for_log(process: &crate::process::ServerProcess, text: &str) -> String {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let log = process.log_text();
@@ -273,7 +273,7 @@ async fn wait_for_log(process: &crate::restart::ServerProcess, text: &str) -> St
 #[tokio::test]
 async fn the_startup_log_says_who_may_call() {
     let data = tempfile::tempdir().expect("temp dir");
-    let open = crate::restart::ServerProcess::start_with(data.path(), &[], &[]);
+    let open = crate::process::ServerProcess::start_with(data.path(), &[], &[]);
     let log = wait_for_log(&open, "no API keys configured").await;
     assert!(log.contains("WARN"), "a warning: {log}");
     drop(open);
@@ -284,7 +284,7 @@ async fn the_startup_log_says_who_may_call() {
         &format!("acme:{ACME_KEY}\nglobex:{GLOBEX_KEY}\n"),
     );
     let keys = keys.to_str().expect("a UTF-8 path");
-    let closed = crate::restart::ServerProcess::start_with(data.path(), &["--api-keys-file", keys], &[]);
+    let closed = crate::process::ServerProcess::start_with(data.path(), &["--api-keys-file", keys], &[]);
     let log = wait_for_log(&closed, "API keys required").await;
     assert!(log.contains("acme") && log.contains("globex"), "{log}");
     assert!(

@@ -18,7 +18,7 @@ use tonic_types::StatusExt;
 use super::auth::ACME_KEY;
 use super::server::{keyed, write_file, KeyedClient, SecureServer};
 use crate::helpers::{collect, finish_reason, run_id, status_of};
-use crate::restart::ServerProcess;
+use crate::process::ServerProcess;
 
 /// Polls the health of the agent service until it is `wanted` (at most 10 s).
 async fn wait_for_health(channel: tonic::transport::Channel, wanted: ServingStatus) {
