@@ -11,9 +11,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::http::{decode, Transport};
+use super::http::{api_key_header, Transport};
 use super::provider::DEFAULT_ANTHROPIC_MAX_TOKENS;
-use super::{LanguageModel, ModelError, ModelErrorCode, ModelRequest, ModelStream};
+use super::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
 /// The API version the request and stream formats here follow.
 pub const API_VERSION: &str = "2023-06-01";
@@ -43,12 +43,7 @@ impl AnthropicMessages {
             HeaderValue::from_static(API_VERSION),
         );
         if let Some(key) = &self.transport.settings().api_key {
-            let value = HeaderValue::from_str(key).map_err(|_| {
-                ModelError::new(
-                    ModelErrorCode::Authentication,
-                    "the API key contains characters that cannot be sent in a header",
-                )
-            })?;
+            let value = api_key_header(key)?;
             headers.insert(HeaderName::from_static("x-api-key"), value);
         }
         Ok(headers)
@@ -65,13 +60,10 @@ impl LanguageModel for AnthropicMessages {
         let settings = self.transport.settings();
         let max_tokens = settings.max_tokens.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS);
         let body = request::body(&self.model, &request, max_tokens);
-        let url = self.transport.url("v1/messages");
         tracing::debug!(provider = %settings.name, model = %self.model, "messages request");
-        let response = self
-            .transport
-            .post_stream(&url, self.headers()?, &body, error::describe)
-            .await?;
         let decoder = stream::MessagesDecoder::new(&settings.name);
-        Ok(decode(&settings.name, response, decoder, settings.idle_timeout))
+        self.transport
+            .stream("v1/messages", self.headers()?, &body, error::describe, decoder)
+            .await
     }
 }

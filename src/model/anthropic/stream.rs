@@ -284,20 +284,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn decode(events: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
-        let mut decoder = MessagesDecoder::new("test");
-        let mut out = Vec::new();
-        for data in events {
-            decoder.event(
-                SseEvent {
-                    data: (*data).to_owned(),
-                    ..SseEvent::default()
-                },
-                &mut out,
-            )?;
-        }
-        decoder.end(&mut out)?;
-        Ok(out)
+    fn decode(data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
+        crate::model::http::decode_events(MessagesDecoder::new("test"), data)
     }
 
     #[test]

@@ -128,3 +128,19 @@ pub fn decode<D: StreamDecoder>(
         }
     }))
 }
+
+/// Runs `data` (the data of each event, in order) through `decoder` and
+/// ends it: the events a response with those events gives.
+#[cfg(test)]
+pub fn decode_events<D: StreamDecoder>(mut decoder: D, data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
+    let mut out = Vec::new();
+    for data in data {
+        let event = SseEvent {
+            data: (*data).to_owned(),
+            ..SseEvent::default()
+        };
+        decoder.event(event, &mut out)?;
+    }
+    decoder.end(&mut out)?;
+    Ok(out)
+}

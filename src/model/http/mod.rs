@@ -13,9 +13,12 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-pub use events::{decode, StreamDecoder};
+#[cfg(test)]
+pub use events::decode_events;
+use events::decode;
+pub use events::StreamDecoder;
 
-use super::{ModelError, ModelErrorCode, ProviderSettings};
+use super::{ModelError, ModelErrorCode, ModelStream, ProviderSettings};
 
 /// How many bytes of an error body are kept at most.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -24,6 +27,19 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 pub struct Transport {
     client: reqwest::Client,
     settings: ProviderSettings,
+}
+
+/// A header carrying an API key (`value` holds the key): an error that does
+/// not quote the key when it cannot be sent.
+pub fn api_key_header(value: &str) -> Result<HeaderValue, ModelError> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| {
+        ModelError::new(
+            ModelErrorCode::Authentication,
+            "the API key contains characters that cannot be sent in a header",
+        )
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 /// Reads a provider's message out of an error body (its JSON error format).
@@ -46,6 +62,26 @@ impl Transport {
     /// The URL of `path` under the provider's base URL.
     pub fn url(&self, path: &str) -> String {
         format!("{}/{}", self.settings.base_url, path.trim_start_matches('/'))
+    }
+
+    /// The model stream of a POST of `body` to `path`: the response's
+    /// events, read by `decoder`. Failures before the first byte of the
+    /// body are retried as [`Transport::post_stream`] says.
+    pub async fn stream<D: StreamDecoder>(
+        &self,
+        path: &str,
+        headers: HeaderMap,
+        body: &Value,
+        describe: DescribeError,
+        decoder: D,
+    ) -> Result<ModelStream, ModelError> {
+        let response = self.post_stream(&self.url(path), headers, body, describe).await?;
+        Ok(decode(
+            &self.settings.name,
+            response,
+            decoder,
+            self.settings.idle_timeout,
+        ))
     }
 
     /// POSTs `body` to `url` asking for an event stream, and returns the

@@ -11,10 +11,10 @@ mod stream;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::header::{HeaderMap, AUTHORIZATION};
 
-use super::http::{decode, Transport};
-use super::{LanguageModel, ModelError, ModelErrorCode, ModelRequest, ModelStream};
+use super::http::{api_key_header, Transport};
+use super::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
 /// A model served through Chat Completions.
 pub struct OpenAiChat {
@@ -37,12 +37,7 @@ impl OpenAiChat {
     fn headers(&self) -> Result<HeaderMap, ModelError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.transport.settings().api_key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ModelError::new(
-                    ModelErrorCode::Authentication,
-                    "the API key contains characters that cannot be sent in a header",
-                )
-            })?;
+            let value = api_key_header(&format!("Bearer {key}"))?;
             headers.insert(AUTHORIZATION, value);
         }
         Ok(headers)
@@ -58,13 +53,16 @@ impl LanguageModel for OpenAiChat {
     async fn stream(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
         let settings = self.transport.settings();
         let body = request::body(&self.model, &request, settings.max_tokens);
-        let url = self.transport.url("chat/completions");
         tracing::debug!(provider = %settings.name, model = %self.model, "chat completions request");
-        let response = self
-            .transport
-            .post_stream(&url, self.headers()?, &body, error::describe)
-            .await?;
         let decoder = stream::ChatDecoder::new(&settings.name);
-        Ok(decode(&settings.name, response, decoder, settings.idle_timeout))
+        self.transport
+            .stream(
+                "chat/completions",
+                self.headers()?,
+                &body,
+                error::describe,
+                decoder,
+            )
+            .await
     }
 }

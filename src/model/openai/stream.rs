@@ -252,20 +252,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn decode(lines: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
-        let mut decoder = ChatDecoder::new("test");
-        let mut out = Vec::new();
-        for line in lines {
-            decoder.event(
-                SseEvent {
-                    data: (*line).to_owned(),
-                    ..SseEvent::default()
-                },
-                &mut out,
-            )?;
-        }
-        decoder.end(&mut out)?;
-        Ok(out)
+    fn decode(data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
+        crate::model::http::decode_events(ChatDecoder::new("test"), data)
     }
 
     #[test]
