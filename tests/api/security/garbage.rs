@@ -241,6 +241,12 @@ impl Gen {
                     self.string()
                 },
                 tools: Vec::new(),
+                thread_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
+                auto_resume: self.rng.bool(),
             }
             .encode_to_vec(),
             "Resume" => pb::ResumeRequest {
