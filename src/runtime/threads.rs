@@ -175,3 +175,84 @@ impl Inner {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::ToolCall;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: "ask_user".to_owned(),
+            args: json!({"question": "?"}),
+        }
+    }
+
+    fn run_with(messages: Vec<Message>, previous: Option<RunId>) -> RunRecord {
+        let json = json!({
+            "id": RunId::new(), "agent_id": "a", "status": "expired", "version": 1, "last_seq": 0,
+            "created_at": 0, "updated_at": 0, "expires_at": null, "request_id": null,
+            "metadata": {}, "options": {"max_steps": 1, "require_tool_approval": false,
+            "cancel_on_disconnect": false, "suspend_ttl": {"secs": 1, "nanos": 0}},
+            "state": {"messages": [], "pending": [], "steps": 0,
+            "usage": {"input_tokens": 0, "output_tokens": 0}, "final_text": "", "failure": null},
+        });
+        let mut run: RunRecord = serde_json::from_value(json).expect("a run");
+        run.state.messages = messages;
+        run.thread = Some(crate::run::ThreadLink {
+            id: ThreadId::new("t").unwrap(),
+            previous,
+        });
+        run
+    }
+
+    #[test]
+    fn history_leaves_out_instructions_and_calls_without_results() {
+        let run = run_with(
+            vec![
+                Message::System { content: "s".into() },
+                Message::user("q"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("answered"), call("never")],
+                },
+                Message::tool("answered", "ask_user", "User answered: x", false),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("pending")],
+                },
+            ],
+            None,
+        );
+        let history: Vec<Message> = history_of(&run).collect();
+        assert_eq!(
+            history,
+            vec![
+                Message::user("q"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("answered")],
+                },
+                Message::tool("answered", "ask_user", "User answered: x", false),
+            ]
+        );
+    }
+
+    #[test]
+    fn runs_are_ordered_by_their_links() {
+        let first = run_with(vec![], None);
+        let second = run_with(vec![], Some(first.id));
+        let third = run_with(vec![], Some(second.id));
+        let stray = run_with(vec![], None);
+        let ids = |runs: Vec<RunRecord>| runs.iter().map(|r| r.id).collect::<Vec<_>>();
+        let all = vec![third.clone(), stray, first.clone(), second.clone()];
+        assert_eq!(
+            ids(in_thread_order(all.clone(), third.id)),
+            [first.id, second.id, third.id]
+        );
+        assert_eq!(ids(in_thread_order(all, second.id)), [first.id, second.id]);
+    }
+}

@@ -25,4 +25,5 @@ mod resume_validation;
 mod security;
 mod service;
 mod store;
+mod threads;
 mod user_tools;
