@@ -250,9 +250,10 @@ fn recap(messages: &[Message]) -> String {
             items.join("; ")
         }
     };
+    let count = conversation.len();
     format!(
-        "Recap: {} messages, the first from the {first}. Earlier messages: {}. Answers: {}.",
-        conversation.len(),
+        "Recap: {count} message{}, the first from the {first}. Earlier messages: {}. Answers: {}.",
+        if count == 1 { "" } else { "s" },
         list(users),
         list(answers.into_iter().map(str::to_owned).collect()),
     )
@@ -428,7 +429,7 @@ mod tests {
         );
         assert_eq!(
             recap(&messages[4..]),
-            "Recap: 1 messages, the first from the user. Earlier messages: none. Answers: none."
+            "Recap: 1 message, the first from the user. Earlier messages: none. Answers: none."
         );
     }
 

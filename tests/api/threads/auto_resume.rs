@@ -93,7 +93,7 @@ async fn a_message_that_matches_no_option_changes_nothing() {
     let after = server.get_run(&run).await;
     assert_eq!(after, before, "the run is exactly as it was");
     let thread = get_thread(&server, "nomatch").await.expect("GetThread");
-    assert_eq!(thread.run_ids, [run.clone()]);
+    assert_eq!(thread.run_ids, std::slice::from_ref(&run));
     // Still answerable.
     answer(&server, "nomatch", &run, "Basic").await;
 }

@@ -46,7 +46,7 @@ async fn a_three_run_conversation_carries_its_history() {
     let alone = server.stream("recap").await;
     assert_eq!(
         text(&alone),
-        "Recap: 1 messages, the first from the user. Earlier messages: none. Answers: none."
+        "Recap: 1 message, the first from the user. Earlier messages: none. Answers: none."
     );
     assert_eq!(server.get_run(&run_id(&alone)).await.thread_id, "");
 

@@ -90,7 +90,7 @@ async fn delete_thread_removes_its_runs_from_the_store() {
         .expect("fresh");
     assert_eq!(
         crate::helpers::text(&fresh),
-        "Recap: 1 messages, the first from the user. Earlier messages: none. Answers: none."
+        "Recap: 1 message, the first from the user. Earlier messages: none. Answers: none."
     );
 }
 

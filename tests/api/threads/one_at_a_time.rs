@@ -30,7 +30,7 @@ async fn a_suspended_latest_run_blocks_the_next() {
     assert_eq!(info.metadata["status"], "suspended");
     // Nothing changed: still one run, still suspended.
     let read = get_thread(&server, thread).await.expect("GetThread");
-    assert_eq!(read.run_ids, [first_id.clone()]);
+    assert_eq!(read.run_ids, std::slice::from_ref(&first_id));
     assert_eq!(
         status_of(&server.get_run(&first_id).await),
         pb::RunStatus::Suspended

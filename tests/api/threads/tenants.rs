@@ -72,7 +72,7 @@ async fn another_tenants_thread_is_not_found_on_every_thread_rpc() {
     assert_ne!(run_id(&chunks), acme_run);
     assert_eq!(
         crate::helpers::text(&chunks),
-        "Recap: 1 messages, the first from the user. Earlier messages: none. Answers: none."
+        "Recap: 1 message, the first from the user. Earlier messages: none. Answers: none."
     );
 
     // acme's thread is untouched, its run still suspended.

@@ -68,8 +68,23 @@ async fn the_store_keeps_everything() {
         .expect("recap run");
     assert_eq!(
         text(&recap),
-        "Recap: 1 messages, the first from the user. Earlier messages: none. Answers: none."
+        "Recap: 1 message, the first from the user. Earlier messages: none. Answers: none."
     );
     let thread = super::get_thread(&server, "kept").await.expect("GetThread");
     assert_eq!(thread.messages.len(), 6, "{:?}", super::transcript(&thread));
+}
+
+/// The README's configuration example sets the thread settings it shows.
+#[test]
+fn the_readme_configuration_example_parses() {
+    let readme = include_str!("../../../README.md");
+    let blocks = crate::providers::config::toml_blocks(readme, "Configuration");
+    let file: agentd::config::FileConfig = toml::from_str(&blocks[0]).expect("the example parses");
+    assert_eq!(
+        file.threads.retention,
+        Some(std::time::Duration::from_secs(30 * 86_400))
+    );
+    let quiet = file.agents.iter().find(|a| a.id == "quiet").expect("quiet");
+    assert_eq!(quiet.history_max_messages, Some(40));
+    assert_eq!(quiet.history_max_tokens, Some(16_000));
 }
