@@ -224,8 +224,9 @@ async fn threads_are_scoped_per_tenant(store: &Store) {
 async fn threads_list_newest_first_in_pages(store: &Store) {
     let tenant = fresh_tenant("list");
     let base = Timestamp::now().0;
-    // Two threads share a creation time: the id breaks the tie.
-    let created = [(0, "a"), (5, "b"), (5, "c"), (9, "d.e:f")];
+    // Threads that share a creation time: the id breaks the tie, compared
+    // bytewise on every backend ("C" before "b").
+    let created = [(0, "a"), (5, "b"), (5, "c"), (5, "C"), (9, "d.e:f")];
     for (offset, name) in created {
         let mut run = thread_run(&tenant, &thread_id(name), None);
         run.created_at = Timestamp(base + offset);
@@ -257,7 +258,7 @@ async fn threads_list_newest_first_in_pages(store: &Store) {
             _ => break,
         }
     }
-    assert_eq!(seen, ["d.e:f", "c", "b", "a"]);
+    assert_eq!(seen, ["d.e:f", "c", "b", "C", "a"]);
 }
 
 async fn idle_threads_are_found_by_last_activity(store: &Store) {

@@ -2,10 +2,11 @@
 -- Each run keeps only its own messages; the thread row names its latest
 -- run, which a new run of the thread replaces with a compare-and-set in
 -- the same transaction that creates the run (one run at a time per
--- thread).
+-- thread). Thread ids compare bytewise (COLLATE "C"), as in SQLite, so
+-- that ListThreads orders threads alike on every backend.
 CREATE TABLE threads (
     tenant      text NOT NULL,
-    thread_id   text NOT NULL,
+    thread_id   text COLLATE "C" NOT NULL,
     created_at  bigint NOT NULL,
     updated_at  bigint NOT NULL,
     latest_run  uuid NOT NULL,
