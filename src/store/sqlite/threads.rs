@@ -127,45 +127,55 @@ pub(super) fn load_thread(
     thread.ok_or(StoreError::NotFound)?
 }
 
+fn thread_runs_sql() -> String {
+    format!(
+        "SELECT {} FROM runs WHERE tenant = ?1 AND thread_id = ?2 ORDER BY id",
+        super::leases::RECORD_COLUMNS
+    )
+}
+
 pub(super) fn thread_runs(
     conn: &Connection,
     tenant: &Tenant,
     id: &ThreadId,
 ) -> Result<Vec<RunRecord>, StoreError> {
-    let sql = format!(
-        "SELECT {} FROM runs WHERE tenant = ?1 AND thread_id = ?2 ORDER BY id",
-        super::leases::RECORD_COLUMNS
-    );
-    let mut select = conn.prepare_cached(&sql).map_err(backend)?;
+    let mut select = conn.prepare_cached(&thread_runs_sql()).map_err(backend)?;
     let rows = select
         .query_map([tenant.as_str(), id.as_str()], super::leases::record_from_row)
         .map_err(backend)?;
     rows.map(|record| record.map_err(backend)?).collect()
 }
 
-pub(super) fn list_threads(conn: &Connection, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
-    let limit = to_i64(query.limit as u64);
+/// A page of threads, newest first; `after`: below a cursor.
+fn list_sql(after: bool) -> String {
     let base = format!("SELECT {THREAD_COLUMNS} FROM threads t LEFT JOIN runs r ON r.id = t.latest_run");
     let order = "ORDER BY t.created_at DESC, t.thread_id DESC";
+    if after {
+        format!(
+            "{base} WHERE t.tenant = ?1 AND (t.created_at < ?2 OR (t.created_at = ?2 AND t.thread_id < ?3)) \
+             {order} LIMIT ?4"
+        )
+    } else {
+        format!("{base} WHERE t.tenant = ?1 {order} LIMIT ?2")
+    }
+}
+
+pub(super) fn list_threads(conn: &Connection, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+    let limit = to_i64(query.limit as u64);
     let collect = |rows: rusqlite::MappedRows<'_, _>| -> Result<Vec<ThreadRecord>, StoreError> {
         rows.map(|thread: rusqlite::Result<Result<ThreadRecord, StoreError>>| thread.map_err(backend)?)
             .collect()
     };
     match &query.after {
         None => {
-            let sql = format!("{base} WHERE t.tenant = ?1 {order} LIMIT ?2");
-            let mut select = conn.prepare_cached(&sql).map_err(backend)?;
+            let mut select = conn.prepare_cached(&list_sql(false)).map_err(backend)?;
             let rows = select
                 .query_map(params![query.tenant.as_str(), limit], thread_from_row)
                 .map_err(backend)?;
             collect(rows)
         }
         Some(after) => {
-            let sql = format!(
-                "{base} WHERE t.tenant = ?1 AND (t.created_at < ?2 OR (t.created_at = ?2 AND t.thread_id < ?3)) \
-                 {order} LIMIT ?4"
-            );
-            let mut select = conn.prepare_cached(&sql).map_err(backend)?;
+            let mut select = conn.prepare_cached(&list_sql(true)).map_err(backend)?;
             let rows = select
                 .query_map(
                     params![
@@ -182,19 +192,17 @@ pub(super) fn list_threads(conn: &Connection, query: &ThreadQuery) -> Result<Vec
     }
 }
 
+const IDLE_SQL: &str = "SELECT t.tenant, t.thread_id FROM threads t LEFT JOIN runs r ON r.id = t.latest_run \
+     WHERE t.updated_at < ?1 \
+     AND (r.id IS NULL OR (r.updated_at < ?1 AND r.status <> 'running')) \
+     ORDER BY t.updated_at LIMIT ?2";
+
 pub(super) fn idle_threads(
     conn: &Connection,
     cutoff: Timestamp,
     limit: usize,
 ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
-    let mut select = conn
-        .prepare_cached(
-            "SELECT t.tenant, t.thread_id FROM threads t LEFT JOIN runs r ON r.id = t.latest_run \
-             WHERE t.updated_at < ?1 \
-             AND (r.id IS NULL OR (r.updated_at < ?1 AND r.status <> 'running')) \
-             ORDER BY t.updated_at LIMIT ?2",
-        )
-        .map_err(backend)?;
+    let mut select = conn.prepare_cached(IDLE_SQL).map_err(backend)?;
     let rows = select
         .query_map(params![cutoff.0, to_i64(limit as u64)], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
@@ -208,4 +216,43 @@ pub(super) fn idle_threads(
         ))
     })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan SQLite picks for `sql`, one line per step.
+    fn plan(conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql]) -> String {
+        let mut explain = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain");
+        let steps = explain
+            .query_map(params, |row| row.get::<_, String>(3))
+            .expect("plan");
+        steps
+            .map(|step| step.expect("plan step"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn thread_queries_search_an_index_without_sorting() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::migrate(&mut conn).expect("migrate");
+        let cases: [(String, Vec<&dyn rusqlite::ToSql>); 4] = [
+            (list_sql(false), vec![&"t", &10]),
+            (list_sql(true), vec![&"t", &5, &"x", &10]),
+            (thread_runs_sql(), vec![&"t", &"x"]),
+            (IDLE_SQL.to_owned(), vec![&5, &10]),
+        ];
+        for (sql, params) in cases {
+            let plan = plan(&conn, &sql, &params);
+            assert!(!plan.contains("TEMP B-TREE"), "{sql} sorts:\n{plan}");
+            assert!(
+                plan.contains("SEARCH t USING") || plan.contains("SEARCH runs USING"),
+                "{sql} scans:\n{plan}"
+            );
+        }
+    }
 }

@@ -152,3 +152,21 @@ async fn get_thread_tells_who_answered_by_auto_resume_and_when() {
     // The user's message is the answer, not a message of its own.
     assert!(!super::transcript(&thread).contains(&"user: Pro".to_owned()));
 }
+
+#[tokio::test]
+async fn a_retried_auto_resume_with_its_request_id_replays_the_answer() {
+    let server = TestServer::start().await;
+    let run = suspended(&server, "retry", "pick a plan").await;
+    let request = pb::StreamAgentRequest {
+        request_id: "answer-1".into(),
+        ..auto_resume("retry", "pro")
+    };
+    let first = stream(&server, request.clone()).await.expect("auto-resume");
+    assert_eq!(run_id(&first), run);
+    let again = stream(&server, request).await.expect("the retry");
+    assert_eq!(again, first, "the same continuation, replayed");
+    let thread = get_thread(&server, "retry").await.expect("GetThread");
+    assert_eq!(thread.run_ids.len(), 1, "no second run");
+    let answers = thread.messages.iter().filter(|m| m.answer.is_some()).count();
+    assert_eq!(answers, 1, "answered once");
+}
