@@ -49,7 +49,7 @@ impl Runtime {
     /// `request_id` used before, replays that Resume's continuation instead
     /// (or refuses, if the answer differs).
     /// Only `tenant`'s runs can be resumed; another tenant's is not found.
-    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id))]
+    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id, thread_id))]
     pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
         self.resume_via(tenant, request, AnswerVia::Resume).await
     }
@@ -76,6 +76,9 @@ impl Runtime {
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
         let run = self.inner.load_run_of(tenant, request.run_id).await?;
+        if let Some(link) = &run.thread {
+            tracing::Span::current().record("thread_id", link.id.as_str());
+        }
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
             return self.follow(run.id, Wanted::Segment { first_seq }).await;

@@ -74,6 +74,8 @@ impl Runtime {
                 run_id: record.latest_run,
                 status: record.latest.map_or(RunStatus::Running, |latest| latest.status),
             },
+            // Deleted meanwhile: nothing to name; the caller may retry.
+            Err(StoreError::NotFound) => RuntimeError::Busy,
             Err(error) => error.into(),
         }
     }
