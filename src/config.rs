@@ -48,6 +48,50 @@ pub struct FileConfig {
     /// `[limits]`: hard limits on requests and runs.
     #[serde(default)]
     pub limits: Limits,
+    /// `[threads]`: conversation threads.
+    #[serde(default)]
+    pub threads: ThreadsFile,
+}
+
+/// `[threads]`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadsFile {
+    /// Threads idle for longer than this (`"30d"`, `"12h"`, `"90m"`,
+    /// `"45s"`) are deleted with their runs by the sweep; unset keeps them.
+    #[serde(default, deserialize_with = "retention")]
+    pub retention: Option<Duration>,
+}
+
+fn retention<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_period(&text).map(Some).map_err(serde::de::Error::custom)
+}
+
+/// A period such as `30d`, `12h`, `90m` or `45s`: a positive whole number
+/// and one unit.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let invalid = || {
+        format!("invalid period {text:?}: write a number and a unit, e.g. \"30d\", \"12h\", \"90m\", \"45s\"")
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(invalid)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(invalid()),
+    };
+    if number == 0 {
+        return Err(format!("invalid period {text:?}: it must be more than zero"));
+    }
+    number
+        .checked_mul(seconds)
+        .map(Duration::from_secs)
+        .ok_or_else(invalid)
 }
 
 /// `[server]`: every field optional; flags and environment win over it.
@@ -105,6 +149,8 @@ pub struct ServerSettings {
     pub tls: TlsConfig,
     /// Hard limits (`[limits]`).
     pub limits: Limits,
+    /// Threads idle for longer are deleted (`[threads] retention`).
+    pub thread_retention: Option<Duration>,
 }
 
 /// Where settings come from, highest precedence first.
@@ -223,6 +269,43 @@ impl FileConfig {
             },
             tls: overrides.tls.or(self.tls),
             limits: self.limits,
+            thread_retention: self.threads.retention,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_parse() {
+        assert_eq!(parse_period("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_period("12h"), Ok(Duration::from_secs(12 * 3600)));
+        assert_eq!(parse_period(" 90m "), Ok(Duration::from_secs(90 * 60)));
+        assert_eq!(parse_period("45s"), Ok(Duration::from_secs(45)));
+        for bad in [
+            "",
+            "d",
+            "30",
+            "30 d",
+            "30w",
+            "0d",
+            "-1d",
+            "1.5h",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_period(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn thread_retention_is_read_from_the_file() {
+        let file: FileConfig = toml::from_str("[threads]\nretention = \"7d\"\n").expect("parses");
+        let settings = file.settle(Overrides::default());
+        assert_eq!(settings.thread_retention, Some(Duration::from_secs(7 * 86_400)));
+        assert!(toml::from_str::<FileConfig>("[threads]\nretention = \"soon\"\n").is_err());
+        let none = FileConfig::default().settle(Overrides::default());
+        assert_eq!(none.thread_retention, None);
     }
 }

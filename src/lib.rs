@@ -21,6 +21,7 @@ pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod tenant;
+pub mod thread;
 pub mod time;
 pub mod tools;
 

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::agent::Message;
 use crate::chunk::{RunFailure, Usage};
 use crate::tenant::Tenant;
+use crate::thread::ThreadId;
 use crate::time::Timestamp;
 use crate::tools::{Answer, SuspendPayload, ToolCall, ToolDefinition};
 
@@ -147,6 +148,38 @@ pub struct RunState {
     /// of answering twice.
     #[serde(default)]
     pub resumes: Vec<ResumeRecord>,
+    /// Every answer a suspended call of the run received, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<AnswerRecord>,
+}
+
+/// An answer a suspended call received: what, when, from whom and how.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    pub tool_call_id: String,
+    pub answer: Answer,
+    pub answered_at: Timestamp,
+    /// The tenant whose request answered.
+    pub answered_by: Tenant,
+    pub via: AnswerVia,
+}
+
+/// How an answer reached a suspended call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerVia {
+    /// A Resume call.
+    Resume,
+    /// A new message on the run's thread that asked for auto-resume.
+    AutoResume,
+}
+
+/// The thread a run belongs to, and the run before it in that thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadLink {
+    pub id: ThreadId,
+    /// The thread's latest run when this one started; `None` for the first.
+    pub previous: Option<RunId>,
 }
 
 /// A Resume that carried a `request_id`.
@@ -189,6 +222,9 @@ pub struct RunRecord {
     /// Held by the replica executing a running run; `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
+    /// The conversation thread the run belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<ThreadLink>,
 }
 
 /// A replica's claim to execute a running run: renewed while it executes;

@@ -71,6 +71,7 @@ pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeEr
         lease: settings.lease.clone(),
         replica_id: settings.replica_id.clone().unwrap_or(defaults.replica_id.clone()),
         limits: settings.limits.clone(),
+        thread_retention: settings.thread_retention,
         ..defaults
     };
     Ok(Runtime::new(agents, store, config))

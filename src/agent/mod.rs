@@ -8,6 +8,7 @@ mod run_tools;
 mod step;
 mod tool_entry;
 mod tool_resolve;
+mod window;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ pub use registry::{AgentRegistry, AgentSpec, RegistryError};
 pub use run_tools::{RunToolError, MAX_RUN_TOOLS};
 pub use step::{record_result, ChunkSink, StepEnd};
 pub use tool_entry::{ToolEntry, ToolTable};
+pub use window::{approx_tokens, compose, HistoryWindow};
 
 use crate::model::LanguageModel;
 use crate::run::{PendingCall, Waiting};
@@ -41,6 +43,8 @@ pub struct Agent {
     pub suspend_ttl: Option<std::time::Duration>,
     /// Tools whose every call waits for approval before it runs.
     pub approval_required: HashSet<String>,
+    /// How much of the conversation the model is sent.
+    pub history: HistoryWindow,
     model: Arc<dyn LanguageModel>,
     tools: ToolSet,
 }
@@ -68,6 +72,7 @@ impl Agent {
             max_steps: DEFAULT_MAX_STEPS,
             suspend_ttl: None,
             approval_required: HashSet::new(),
+            history: HistoryWindow::default(),
             model,
             tools,
         }

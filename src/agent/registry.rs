@@ -38,6 +38,17 @@ pub struct AgentSpec {
     /// Selected by an empty agent_id. Without one, the first agent is.
     #[serde(default)]
     pub default: bool,
+    /// The most messages of a conversation (a thread's history included)
+    /// sent to the model at each step, not counting the system
+    /// instructions; the oldest are left out first, a tool call always with
+    /// its results. Unset: no bound.
+    #[serde(default)]
+    pub history_max_messages: Option<usize>,
+    /// The most tokens (approximately: bytes / 4) sent to the model at each
+    /// step, instructions included, windowed like `history_max_messages`.
+    /// Unset: no bound.
+    #[serde(default)]
+    pub history_max_tokens: Option<usize>,
 }
 
 fn default_model() -> String {
@@ -64,6 +75,8 @@ impl AgentSpec {
             suspend_ttl_secs: None,
             tools: default_tools(),
             default: true,
+            history_max_messages: None,
+            history_max_tokens: None,
         }
     }
 }
@@ -93,6 +106,8 @@ pub enum RegistryError {
     DuplicateTool { agent: String, tool: String },
     #[error("agent {agent}: max_steps must be at least 1")]
     NoSteps { agent: String },
+    #[error("agent {agent}: {setting} must be at least 1 (leave it out for no bound)")]
+    EmptyHistory { agent: String, setting: &'static str },
     #[error("several agents are marked default: {0:?}")]
     SeveralDefaults(Vec<String>),
     #[error("{0}")]
@@ -184,11 +199,26 @@ fn build_agent(
             agent: spec.id.clone(),
         });
     }
+    for (setting, value) in [
+        ("history_max_messages", spec.history_max_messages),
+        ("history_max_tokens", spec.history_max_tokens),
+    ] {
+        if value == Some(0) {
+            return Err(RegistryError::EmptyHistory {
+                agent: spec.id.clone(),
+                setting,
+            });
+        }
+    }
     let (tools, approval_required) = super::tool_resolve::agent_tools(spec, catalog)?;
     let mut agent = Agent::new(&spec.id, &spec.description, model, tools);
     agent.approval_required = approval_required;
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
     agent.suspend_ttl = spec.suspend_ttl_secs.map(std::time::Duration::from_secs);
+    agent.history = super::HistoryWindow {
+        max_messages: spec.history_max_messages,
+        max_tokens: spec.history_max_tokens,
+    };
     Ok(agent)
 }

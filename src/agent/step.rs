@@ -31,22 +31,30 @@ pub enum StepEnd {
 }
 
 impl Agent {
-    /// Runs one model step and the tool calls it made.
+    /// Runs one model step and the tool calls it made. The model is sent
+    /// `earlier` (the history of the run's thread; empty without one) and
+    /// the run's messages, windowed as the agent says.
     pub async fn step<S: ChunkSink>(
         &self,
         state: &mut RunState,
         options: &RunOptions,
+        earlier: &[Message],
         sink: &mut S,
     ) -> Result<StepEnd, ModelError> {
         state.steps += 1;
         let step = state.steps;
         sink.emit(Chunk::StepStart { step }).await;
 
+        let conversation = super::compose(&state.messages, earlier);
+        let messages = self.history.apply(&conversation);
         let request = ModelRequest {
-            messages: &state.messages,
+            messages: &messages,
             tools: self.tools.specs().collect(),
         };
-        let mut stream = self.model.stream(request).await?;
+        let stream = self.model.stream(request).await;
+        drop(messages);
+        drop(conversation);
+        let mut stream = stream?;
         let mut text = String::new();
         let mut calls = Vec::new();
         // Calls whose arguments did not parse, with the error result the

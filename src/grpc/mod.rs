@@ -186,4 +186,42 @@ impl AgentService for AgentServiceImpl {
             is_error: output.is_error,
         }))
     }
+
+    #[instrument(skip_all)]
+    async fn get_thread(
+        &self,
+        request: Request<pb::GetThreadRequest>,
+    ) -> Result<Response<pb::Thread>, Status> {
+        let tenant = tenant_of(&request);
+        let pb::GetThreadRequest { thread_id } = request.into_inner();
+        let thread_id = convert::parse_thread_id(&thread_id)?;
+        let view = self.runtime.get_thread(&tenant, &thread_id).await?;
+        Ok(Response::new(convert::thread_to_proto(&view)))
+    }
+
+    #[instrument(skip_all)]
+    async fn list_threads(
+        &self,
+        request: Request<pb::ListThreadsRequest>,
+    ) -> Result<Response<pb::ListThreadsResponse>, Status> {
+        let tenant = tenant_of(&request);
+        let query = convert::list_threads_request(request.into_inner())?;
+        let page = self.runtime.list_threads(&tenant, query).await?;
+        Ok(Response::new(convert::thread_page_to_proto(&page)))
+    }
+
+    #[instrument(skip_all)]
+    async fn delete_thread(
+        &self,
+        request: Request<pb::DeleteThreadRequest>,
+    ) -> Result<Response<pb::DeleteThreadResponse>, Status> {
+        let tenant = tenant_of(&request);
+        let pb::DeleteThreadRequest { thread_id } = request.into_inner();
+        let thread_id = convert::parse_thread_id(&thread_id)?;
+        let deleted = self.runtime.delete_thread(&tenant, &thread_id).await?;
+        Ok(Response::new(pb::DeleteThreadResponse {
+            thread_id: thread_id.to_string(),
+            deleted_run_ids: deleted.iter().map(ToString::to_string).collect(),
+        }))
+    }
 }

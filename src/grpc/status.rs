@@ -126,6 +126,24 @@ impl From<RuntimeError> for Status {
                 info("REQUEST_ID_REUSED", &[("request_id", request_id.clone())]),
             ),
             RuntimeError::Busy => (Code::Unavailable, info("RUN_BUSY", &[])),
+            RuntimeError::ThreadNotFound => (Code::NotFound, info("THREAD_NOT_FOUND", &[])),
+            RuntimeError::ThreadBusy { run_id, status } => (
+                Code::FailedPrecondition,
+                info(
+                    "THREAD_BUSY",
+                    &[
+                        ("run_id", run_id.to_string()),
+                        ("status", status.as_str().to_owned()),
+                    ],
+                ),
+            ),
+            RuntimeError::NotAutoResumable { run_id, waiting } => (
+                Code::FailedPrecondition,
+                info(
+                    "NOT_AUTO_RESUMABLE",
+                    &[("run_id", run_id.to_string()), ("waiting", waiting.clone())],
+                ),
+            ),
             RuntimeError::AgentGone(agent) => (
                 Code::FailedPrecondition,
                 info("AGENT_GONE", &[("agent_id", agent.clone())]),
@@ -136,6 +154,7 @@ impl From<RuntimeError> for Status {
                     StoreError::Corrupt(_)
                     | StoreError::NotFound
                     | StoreError::AlreadyExists
+                    | StoreError::ThreadMoved
                     | StoreError::VersionConflict { .. } => Code::Internal,
                 };
                 tracing::error!(error = %store, "store error");

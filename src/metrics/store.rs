@@ -16,6 +16,7 @@ use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
 use crate::tenant::Tenant;
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 pub struct MeasuredStore {
@@ -108,6 +109,34 @@ impl RunStore for MeasuredStore {
 
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.timed("expired_leases", self.inner.expired_leases(now, limit))
+            .await
+    }
+
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
+        self.timed("load_thread", self.inner.load_thread(tenant, id))
+            .await
+    }
+
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError> {
+        self.timed("thread_runs", self.inner.thread_runs(tenant, id))
+            .await
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.timed("list_threads", self.inner.list_threads(query)).await
+    }
+
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        self.timed("delete_thread", self.inner.delete_thread(tenant, id))
+            .await
+    }
+
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+        self.timed("idle_threads", self.inner.idle_threads(cutoff, limit))
             .await
     }
 

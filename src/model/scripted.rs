@@ -6,6 +6,7 @@
 //! |-----------------|------------------------------------------------------------------|
 //! | `call TOOL {json}` | calls TOOL with the JSON object as arguments; several `call`s joined by ` then ` or `;` are several calls in one step; JSON that does not parse gets a plain-text answer saying why, and no call |
 //! | `stream N`      | streams N text deltas and stops (for benchmarks); `stream N every M ms` waits M ms before each delta |
+//! | `recap`         | answers with what it was sent: the message count, the first message's role, the earlier user messages and the answers |
 //! | `plain`         | answers in text, with no tool call                               |
 //! | `invalid`       | calls ask_user with `selectionMode` but no options (an error)    |
 //! | `two questions` | calls ask_user twice in one step (free text, then single-select) |
@@ -119,13 +120,16 @@ fn stream_count(prompt: &str) -> Option<usize> {
     None
 }
 
-fn first_step(prompt: &str, can_ask: bool) -> Script {
+fn first_step(prompt: &str, messages: &[Message], can_ask: bool) -> Script {
     if let Some(script) = call_directives(prompt) {
         return script;
     }
     let prompt = prompt.to_lowercase();
     if let Some(n) = stream_count(&prompt) {
         return Script::Stream(n, stream_pace(&prompt));
+    }
+    if prompt.contains("recap") {
+        return Script::Say(recap(messages));
     }
     if prompt.contains("plain") || !can_ask {
         return Script::Say(format!(
@@ -207,7 +211,52 @@ fn script(messages: &[Message], can_ask: bool) -> Script {
             _ => None,
         })
         .unwrap_or_default();
-    first_step(prompt, can_ask)
+    first_step(prompt, messages, can_ask)
+}
+
+/// What the model was sent, in words: how many messages, the role of the
+/// first one after the system instructions, every user message before the
+/// latest, and every answer (`User answered: ...` results), in order.
+fn recap(messages: &[Message]) -> String {
+    let conversation: Vec<&Message> = messages
+        .iter()
+        .filter(|m| !matches!(m, Message::System { .. }))
+        .collect();
+    let first = match conversation.first() {
+        Some(Message::User { .. }) => "user",
+        Some(Message::Assistant { .. }) => "assistant",
+        Some(Message::Tool { .. }) => "tool",
+        Some(Message::System { .. }) | None => "none",
+    };
+    let mut users: Vec<String> = conversation
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { content } => Some(format!("{content:?}")),
+            _ => None,
+        })
+        .collect();
+    users.pop();
+    let answers: Vec<&str> = conversation
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { content, .. } => content.strip_prefix(ANSWER_PREFIX),
+            _ => None,
+        })
+        .collect();
+    let list = |items: Vec<String>| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join("; ")
+        }
+    };
+    let count = conversation.len();
+    format!(
+        "Recap: {count} message{}, the first from the {first}. Earlier messages: {}. Answers: {}.",
+        if count == 1 { "" } else { "s" },
+        list(users),
+        list(answers.into_iter().map(str::to_owned).collect()),
+    )
 }
 
 /// Splits text into word deltas, each keeping its following space.
@@ -357,12 +406,41 @@ mod tests {
     }
 
     #[test]
+    fn recap_tells_what_the_model_was_sent() {
+        let messages = [
+            Message::System {
+                content: "be brief".into(),
+            },
+            Message::user("plan please"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1_1".into(),
+                    name: ASK_USER.into(),
+                    args: json!({}),
+                }],
+            },
+            Message::tool("call_1_1", ASK_USER, "User answered: Pro", false),
+            Message::user("recap"),
+        ];
+        assert_eq!(
+            recap(&messages),
+            "Recap: 4 messages, the first from the user. Earlier messages: \"plan please\". Answers: Pro."
+        );
+        assert_eq!(
+            recap(&messages[4..]),
+            "Recap: 1 message, the first from the user. Earlier messages: none. Answers: none."
+        );
+    }
+
+    #[test]
     fn call_directive_takes_precedence_over_keywords() {
-        let Script::Call(calls) = first_step(r#"plain: call human_review {"draft": "multi"}"#, true) else {
+        let Script::Call(calls) = first_step(r#"plain: call human_review {"draft": "multi"}"#, &[], true)
+        else {
             panic!("expected calls");
         };
         assert_eq!(calls, [("human_review".to_owned(), json!({"draft": "multi"}))]);
-        let Script::Say(text) = first_step("call human_review {draft}", true) else {
+        let Script::Say(text) = first_step("call human_review {draft}", &[], true) else {
             panic!("expected a plain answer");
         };
         assert!(text.contains("the call directive is invalid"), "{text}");

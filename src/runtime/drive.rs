@@ -26,6 +26,8 @@ pub(super) struct Execution {
     agent: Arc<Agent>,
     run: RunRecord,
     emitter: Emitter,
+    /// The history of the run's thread, read at the first step.
+    earlier: Option<Vec<crate::agent::Message>>,
 }
 
 /// Why a step did not run to its end.
@@ -50,6 +52,7 @@ impl Execution {
             agent,
             run,
             emitter,
+            earlier: None,
         }
     }
 
@@ -58,7 +61,7 @@ impl Execution {
     }
 
     /// Steps until the run suspends or finishes.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant))]
+    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant, thread_id = self.thread_id()))]
     pub(super) async fn run_steps(mut self) {
         let outcome = self.step_loop().await;
         self.settle(outcome).await;
@@ -67,7 +70,7 @@ impl Execution {
     /// Continues after a Resume claimed a suspension (or after a takeover):
     /// runs the calls that were approved and have not run yet, then suspends
     /// again while calls are pending, or steps on.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant))]
+    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant, thread_id = self.thread_id()))]
     pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
         for call in approved {
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
@@ -108,7 +111,21 @@ impl Execution {
         self.inner.live.release(self.run.id);
     }
 
+    fn thread_id(&self) -> &str {
+        self.run.thread.as_ref().map_or("", |link| link.id.as_str())
+    }
+
     async fn step_loop(&mut self) -> Result<(), StoreError> {
+        let earlier = match self.earlier.take() {
+            Some(earlier) => earlier,
+            None => self.inner.thread_history(&self.run).await?,
+        };
+        let outcome = self.steps(&earlier).await;
+        self.earlier = Some(earlier);
+        outcome
+    }
+
+    async fn steps(&mut self, earlier: &[crate::agent::Message]) -> Result<(), StoreError> {
         loop {
             if self.run.state.steps >= self.run.options.max_steps {
                 return self.finish(FinishReason::MaxSteps).await;
@@ -118,9 +135,9 @@ impl Execution {
             let watch_client = self.run.options.cancel_on_disconnect;
             let started = Instant::now();
             let step = {
-                let step = self
-                    .agent
-                    .step(&mut self.run.state, &self.run.options, &mut self.emitter);
+                let step =
+                    self.agent
+                        .step(&mut self.run.state, &self.run.options, earlier, &mut self.emitter);
                 tokio::select! {
                     biased;
                     () = live.fenced() => Err(Interrupted::Fenced),

@@ -1,7 +1,7 @@
 //! What the runtime refuses, and why. The gRPC edge maps each variant to a
 //! status in one place (`grpc/status.rs`).
 
-use crate::run::RunStatus;
+use crate::run::{RunId, RunStatus};
 use crate::store::StoreError;
 use crate::tools::AnswerError;
 
@@ -45,6 +45,18 @@ pub enum RuntimeError {
     RequestIdReused(String),
     #[error("the run kept changing; try again")]
     Busy,
+    #[error("thread not found")]
+    ThreadNotFound,
+    #[error(
+        "the thread's latest run {run_id} is {status}: a thread runs one run at a time \
+         (answer a suspended run with Resume, or with auto_resume)"
+    )]
+    ThreadBusy { run_id: RunId, status: RunStatus },
+    #[error(
+        "the thread's latest run {run_id} is suspended on {waiting}, not on an ask_user \
+         question: auto_resume cannot answer it; use Resume"
+    )]
+    NotAutoResumable { run_id: RunId, waiting: String },
     #[error("run's agent {0:?} is no longer configured on this server")]
     AgentGone(String),
     #[error(transparent)]

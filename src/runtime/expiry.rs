@@ -4,6 +4,8 @@
 //! compare-and-set as the lazy expiry of GetRun and Resume, so every replica
 //! may sweep the same store: exactly one writer wins, the others see the
 //! conflict and move on. It never touches a run that is not yet due.
+//! With a thread retention configured, the same task deletes the threads
+//! idle for longer than it (see `thread_read.rs`).
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -46,6 +48,11 @@ impl Runtime {
                 let Some(inner) = inner.upgrade() else { return };
                 if let Err(error) = inner.sweep_expired().await {
                     tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
+                }
+                if let Some(retention) = inner.config.thread_retention {
+                    if let Err(error) = inner.sweep_idle_threads(retention).await {
+                        tracing::warn!(%error, "thread retention sweep failed; retrying at the next tick");
+                    }
                 }
             }
         })

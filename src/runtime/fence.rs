@@ -17,6 +17,7 @@ use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
 use crate::tenant::Tenant;
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// Raises the fence of a [`FencedStore`].
@@ -116,6 +117,31 @@ impl RunStore for FencedStore {
 
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.inner.expired_leases(now, limit).await
+    }
+
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
+        self.inner.load_thread(tenant, id).await
+    }
+
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.thread_runs(tenant, id).await
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.inner.list_threads(query).await
+    }
+
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        self.pass().await;
+        self.inner.delete_thread(tenant, id).await
+    }
+
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+        self.inner.idle_threads(cutoff, limit).await
     }
 
     fn feed(&self) -> Option<Arc<dyn RunFeed>> {

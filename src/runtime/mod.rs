@@ -2,6 +2,7 @@
 //! a run and persists each one through the [`RunStore`] before the client can
 //! depend on it. It knows nothing of gRPC.
 
+mod auto_answer;
 mod cancel;
 mod cancel_remote;
 mod drive;
@@ -19,6 +20,8 @@ mod resume;
 mod run_agent;
 mod subscribe;
 mod tenant_runs;
+mod thread_read;
+mod threads;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,14 +38,16 @@ pub use list::{ListRuns, RunPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 use live::LiveRuns;
 pub use resume::ResumeRun;
 use subscribe::Wanted;
+pub use thread_read::{ListThreads, ThreadPage, ThreadView};
 
 use crate::agent::{Agent, AgentRegistry, Message};
 use crate::chunk::{Chunk, Event};
 use crate::limits::Limits;
 use crate::metrics::{MeasuredStore, Metrics};
-use crate::run::{RunId, RunOptions, RunRecord, RunState, RunStatus};
+use crate::run::{AnswerVia, RunId, RunOptions, RunRecord, RunState, RunStatus, ThreadLink};
 use crate::store::{RunStore, StoreError};
 use crate::tenant::Tenant;
+use crate::thread::ThreadId;
 use crate::time::Timestamp;
 use crate::tools::{ToolContext, ToolDefinition, ToolOutcome, ToolOutput};
 
@@ -69,6 +74,9 @@ pub struct RuntimeConfig {
     pub metrics: Metrics,
     /// Hard limits on requests and runs (`[limits]`).
     pub limits: Limits,
+    /// Threads idle for longer than this are deleted with their runs by
+    /// the sweep (`[threads] retention`); `None` keeps them.
+    pub thread_retention: Option<Duration>,
 }
 
 impl Default for RuntimeConfig {
@@ -82,6 +90,7 @@ impl Default for RuntimeConfig {
             replica_id: new_replica_id(),
             metrics: Metrics::default(),
             limits: Limits::default(),
+            thread_retention: None,
         }
     }
 }
@@ -103,6 +112,11 @@ pub struct StartRun {
     pub request_id: Option<String>,
     /// Client-executed tools for this run only, added to the agent's.
     pub tools: Vec<ToolDefinition>,
+    /// The thread the run continues (its history first, then `messages`).
+    pub thread_id: Option<ThreadId>,
+    /// With `thread_id`: when the thread's latest run is suspended on an
+    /// ask_user question, the last user message answers it instead.
+    pub auto_resume: bool,
 }
 
 /// The chunks of one stream of a run, from `start` to `finish`.
@@ -185,7 +199,17 @@ impl Runtime {
     /// (unless it asked to be cancelled then). A `request_id` that
     /// `tenant` started a run with before gets that run's stream, replayed
     /// then live, instead. The run belongs to `tenant`.
-    #[instrument(skip_all, fields(%tenant, agent = %request.agent_id, run_id = tracing::field::Empty))]
+    ///
+    /// With a `thread_id`, the run is the thread's next (see `threads.rs`):
+    /// refused while the thread's latest run is running or suspended,
+    /// unless `auto_resume` answers that run's question, which streams its
+    /// continuation instead.
+    #[instrument(skip_all, fields(
+        %tenant,
+        agent = %request.agent_id,
+        thread_id = request.thread_id.as_ref().map_or("", ThreadId::as_str),
+        run_id = tracing::field::Empty,
+    ))]
     pub async fn start(&self, tenant: &Tenant, request: StartRun) -> Result<RunStream, RuntimeError> {
         let agent = self
             .inner
@@ -213,11 +237,30 @@ impl Runtime {
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
             }
         }
+        let mut previous = None;
+        if let Some(thread_id) = &request.thread_id {
+            match self.thread_turn(tenant, thread_id, &request).await? {
+                threads::Turn::Start(after) => previous = after,
+                threads::Turn::Answer(resume) => {
+                    return self.resume_via(tenant, resume, AnswerVia::AutoResume).await
+                }
+                threads::Turn::Replay { run_id, first_seq } => {
+                    return self.follow(run_id, Wanted::Segment { first_seq }).await
+                }
+            }
+        } else if request.auto_resume {
+            return Err(RuntimeError::InvalidRequest {
+                field: "auto_resume",
+                reason: "auto_resume answers the question of a thread's latest run: give a thread_id".into(),
+            });
+        }
         let slot = self
             .inner
             .tenant_runs
             .acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
+        let thread_id = request.thread_id.clone();
         let mut run = new_run(tenant, &agent, request, &self.inner.config);
+        run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
         tracing::Span::current().record("run_id", tracing::field::display(run.id));
 
         let mut first = Staging::after(0);
@@ -239,6 +282,13 @@ impl Runtime {
                     .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
                 return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
+            }
+            // Another start on the thread won the race.
+            Err(StoreError::ThreadMoved) => {
+                return Err(match &thread_id {
+                    Some(thread_id) => self.thread_taken(tenant, thread_id).await,
+                    None => StoreError::ThreadMoved.into(),
+                });
             }
             Err(other) => return Err(other.into()),
         }
@@ -317,6 +367,7 @@ fn new_run(tenant: &Tenant, agent: &Agent, request: StartRun, config: &RuntimeCo
         metadata: request.metadata,
         run_tools: request.tools,
         lease: None,
+        thread: None,
         options: RunOptions {
             max_steps: if request.max_steps == 0 {
                 agent.max_steps.min(config.limits.max_steps_per_run)

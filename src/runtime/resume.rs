@@ -10,7 +10,7 @@ use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
 use crate::agent::{record_result, Resolution};
 use crate::chunk::Chunk;
-use crate::run::{PendingCall, ResumeRecord, RunId, RunRecord, RunStatus};
+use crate::run::{AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus};
 use crate::store::StoreError;
 use crate::tenant::Tenant;
 use crate::time::Timestamp;
@@ -49,17 +49,36 @@ impl Runtime {
     /// `request_id` used before, replays that Resume's continuation instead
     /// (or refuses, if the answer differs).
     /// Only `tenant`'s runs can be resumed; another tenant's is not found.
-    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id))]
+    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id, thread_id))]
     pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
-        let resumed = self.try_resume(tenant, request).await;
+        self.resume_via(tenant, request, AnswerVia::Resume).await
+    }
+
+    /// [`Runtime::resume`], recording that the answer came `via` Resume or
+    /// auto-resume.
+    pub(super) async fn resume_via(
+        &self,
+        tenant: &Tenant,
+        request: ResumeRun,
+        via: AnswerVia,
+    ) -> Result<RunStream, RuntimeError> {
+        let resumed = self.try_resume(tenant, request, via).await;
         if let Err(error) = &resumed {
             self.inner.config.metrics.resume_rejected(error);
         }
         resumed
     }
 
-    async fn try_resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
+    async fn try_resume(
+        &self,
+        tenant: &Tenant,
+        request: ResumeRun,
+        via: AnswerVia,
+    ) -> Result<RunStream, RuntimeError> {
         let run = self.inner.load_run_of(tenant, request.run_id).await?;
+        if let Some(link) = &run.thread {
+            tracing::Span::current().record("thread_id", link.id.as_str());
+        }
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
             return self.follow(run.id, Wanted::Segment { first_seq }).await;
@@ -78,6 +97,13 @@ impl Runtime {
         // The answer fits: claim the suspension. The answer is stored with
         // the claim, so an acknowledged answer is never lost.
         let answered = run.state.pending.remove(index);
+        run.state.answers.push(AnswerRecord {
+            tool_call_id: answered.call.id.clone(),
+            answer: request.answer.clone(),
+            answered_at: Timestamp::now(),
+            answered_by: tenant.clone(),
+            via,
+        });
         let mut first = Staging::after(run.last_seq);
         first.push(Chunk::Start {
             agent_id: run.agent_id.clone(),

@@ -10,11 +10,18 @@ use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
+use crate::thread::{LatestRun, ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
+type Runs = HashMap<RunId, (RunRecord, Vec<Event>)>;
+type Threads = HashMap<(Tenant, ThreadId), ThreadRecord>;
+
+/// Locks are taken runs first, then threads, so that a write needing both
+/// (a thread's run) is atomic and never deadlocks.
 #[derive(Default)]
 pub struct MemoryStore {
-    runs: Mutex<HashMap<RunId, (RunRecord, Vec<Event>)>>,
+    runs: Mutex<Runs>,
+    threads: Mutex<Threads>,
 }
 
 impl MemoryStore {
@@ -23,6 +30,50 @@ impl MemoryStore {
         // every write below is a single assignment or push.
         self.runs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    fn lock_threads(&self) -> std::sync::MutexGuard<'_, Threads> {
+        self.threads
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// `thread` as read: with its latest run's status and last change.
+fn with_latest(runs: &Runs, thread: &ThreadRecord) -> ThreadRecord {
+    let latest = runs.get(&thread.latest_run).map(|(run, _)| LatestRun {
+        status: run.status,
+        updated_at: run.updated_at,
+    });
+    ThreadRecord {
+        latest,
+        ..thread.clone()
+    }
+}
+
+/// The thread write that comes with creating `run`, checked against
+/// `threads`; applied by the caller once every check has passed.
+fn thread_write(threads: &Threads, run: &RunRecord) -> Result<Option<ThreadRecord>, StoreError> {
+    let Some(link) = &run.thread else {
+        return Ok(None);
+    };
+    let key = (run.tenant.clone(), link.id.clone());
+    let record = match (threads.get(&key), link.previous) {
+        (None, None) => ThreadRecord {
+            tenant: run.tenant.clone(),
+            id: link.id.clone(),
+            created_at: run.created_at,
+            updated_at: run.created_at,
+            latest_run: run.id,
+            latest: None,
+        },
+        (Some(stored), Some(previous)) if stored.latest_run == previous => ThreadRecord {
+            updated_at: run.created_at,
+            latest_run: run.id,
+            ..stored.clone()
+        },
+        _ => return Err(StoreError::ThreadMoved),
+    };
+    Ok(Some(record))
 }
 
 /// Like the SQLite backend's primary key: a seq is stored once per run, and a
@@ -51,8 +102,85 @@ impl RunStore for MemoryStore {
             return Err(StoreError::AlreadyExists);
         }
         check_new_seqs(&[], events)?;
+        let mut threads = self.lock_threads();
+        if let Some(thread) = thread_write(&threads, run)? {
+            threads.insert((thread.tenant.clone(), thread.id.clone()), thread);
+        }
         runs.insert(run.id, (run.clone(), events.to_vec()));
         Ok(())
+    }
+
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
+        let runs = self.lock();
+        let threads = self.lock_threads();
+        threads
+            .get(&(tenant.clone(), id.clone()))
+            .map(|thread| with_latest(&runs, thread))
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError> {
+        let mut found: Vec<RunRecord> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| {
+                run.tenant == *tenant && run.thread.as_ref().is_some_and(|link| link.id == *id)
+            })
+            .map(|(run, _)| run.clone())
+            .collect();
+        found.sort_unstable_by_key(|run| run.id);
+        Ok(found)
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+        let runs = self.lock();
+        let mut found: Vec<ThreadRecord> = self
+            .lock_threads()
+            .values()
+            .filter(|thread| query.matches(thread))
+            .map(|thread| with_latest(&runs, thread))
+            .collect();
+        found.sort_unstable_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        found.truncate(query.limit);
+        Ok(found)
+    }
+
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        let mut runs = self.lock();
+        let mut threads = self.lock_threads();
+        threads
+            .remove(&(tenant.clone(), id.clone()))
+            .ok_or(StoreError::NotFound)?;
+        runs.retain(|_, (run, _)| {
+            !(run.tenant == *tenant && run.thread.as_ref().is_some_and(|link| link.id == *id))
+        });
+        Ok(())
+    }
+
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+        let runs = self.lock();
+        let mut idle: Vec<(Timestamp, Tenant, ThreadId)> = self
+            .lock_threads()
+            .values()
+            .map(|thread| with_latest(&runs, thread))
+            .filter(|thread| {
+                thread.last_activity() < cutoff
+                    && thread
+                        .latest
+                        .is_none_or(|latest| latest.status != RunStatus::Running)
+            })
+            .map(|thread| (thread.last_activity(), thread.tenant, thread.id))
+            .collect();
+        idle.sort_unstable();
+        Ok(idle
+            .into_iter()
+            .take(limit)
+            .map(|(_, tenant, id)| (tenant, id))
+            .collect())
     }
 
     async fn commit(

@@ -24,6 +24,7 @@ pub use sqlite::SqliteStore;
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// A store operation that failed.
@@ -33,6 +34,10 @@ pub enum StoreError {
     NotFound,
     #[error("run already exists")]
     AlreadyExists,
+    /// A run of a thread was to follow a latest run that is no longer the
+    /// thread's latest (or the thread appeared, or went, meanwhile).
+    #[error("the thread's latest run changed concurrently")]
+    ThreadMoved,
     /// Somebody else wrote the run since it was read.
     #[error("run changed concurrently (expected version {expected}, found {actual})")]
     VersionConflict { expected: u64, actual: u64 },
@@ -54,7 +59,40 @@ pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
     /// taken, or if another run of the same tenant has the same
     /// `request_id` (idempotency key).
+    ///
+    /// A run of a thread (`run.thread` set) also becomes the thread's latest
+    /// run in the same atomic write, a compare-and-set on the thread: only
+    /// if the thread's latest run is still `run.thread.previous`, or, when
+    /// that is `None`, if the tenant has no thread with that id yet (the
+    /// thread is then created, `created_at` and `updated_at` the run's
+    /// `created_at`). `ThreadMoved` otherwise, and nothing is stored.
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError>;
+
+    /// Reads `tenant`'s thread `id`, with its latest run's status;
+    /// `NotFound` without it (another tenant's thread of the same id is a
+    /// different thread).
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError>;
+
+    /// Every run of `tenant`'s thread `id`, by id ascending (empty without
+    /// the thread). Their `thread.previous` links give the thread's order.
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// A page of threads (see [`ThreadQuery`]), with their latest runs'
+    /// status.
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError>;
+
+    /// Deletes `tenant`'s thread `id` with its runs and their events, all
+    /// or nothing; `NotFound` without the thread.
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError>;
+
+    /// Threads idle since before `cutoff`: the thread and its latest run
+    /// last changed before it, and that run is not running. Least recently
+    /// changed first, at most `limit` of them.
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError>;
 
     /// Replaces a run's record and appends `events` to its log, if the stored
     /// version is still `expected_version` (`run.version` is the new one).

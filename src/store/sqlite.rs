@@ -15,11 +15,13 @@ use tokio::sync::{mpsc, oneshot};
 
 mod leases;
 mod queries;
+mod threads;
 
 use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
@@ -29,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0002_run_queries.sql"),
     include_str!("migrations/sqlite/0003_leases.sql"),
     include_str!("migrations/sqlite/0004_tenants.sql"),
+    include_str!("migrations/sqlite/0005_threads.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -53,6 +56,8 @@ struct RunRow {
     request_id: Option<String>,
     lease_owner: Option<String>,
     lease_expires_at: Option<i64>,
+    /// The run's thread, and the latest run it must follow there.
+    thread: Option<threads::ThreadLinkRow>,
     record: Vec<u8>,
 }
 
@@ -73,6 +78,10 @@ enum WriteKind {
         expected_version: i64,
         last_seq: Option<i64>,
         lease_expires_at: Option<i64>,
+    },
+    DeleteThread {
+        tenant: String,
+        thread_id: String,
     },
 }
 
@@ -109,6 +118,7 @@ impl RunRow {
             request_id: run.request_id.clone(),
             lease_owner: run.lease.as_ref().map(|lease| lease.owner.clone()),
             lease_expires_at: run.lease.as_ref().map(|lease| lease.expires_at.0),
+            thread: run.thread.as_ref().map(threads::ThreadLinkRow::new),
             record: serde_json::to_vec(run).map_err(corrupt)?,
         })
     }
@@ -269,11 +279,15 @@ fn apply_in_savepoint(tx: &mut Transaction<'_>, write: &Write) -> Result<(), Sto
 fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
     let run_id = match &write.kind {
         WriteKind::Create(run) => {
+            if let Some(thread) = &run.thread {
+                threads::advance(conn, run, thread)?;
+            }
             let inserted = conn
                 .prepare_cached(
                     "INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, updated_at, \
-                     expires_at, request_id, record, lease_owner, lease_expires_at, tenant) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT DO NOTHING",
+                     expires_at, request_id, record, lease_owner, lease_expires_at, tenant, thread_id) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+                     ON CONFLICT DO NOTHING",
                 )
                 .and_then(|mut insert| {
                     insert.execute(params![
@@ -289,7 +303,8 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
                         run.record,
                         run.lease_owner,
                         run.lease_expires_at,
-                        run.tenant
+                        run.tenant,
+                        run.thread.as_ref().map(|thread| thread.id.as_str())
                     ])
                 })
                 .map_err(backend)?;
@@ -349,6 +364,9 @@ fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
         } => {
             leases::append(conn, id, *expected_version, *last_seq, *lease_expires_at)?;
             id
+        }
+        WriteKind::DeleteThread { tenant, thread_id } => {
+            return threads::delete(conn, tenant, thread_id);
         }
     };
     let mut insert = conn
@@ -508,6 +526,40 @@ impl RunStore for SqliteStore {
 
     async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
         self.read(move |conn| queries::count_runs_by_agent(conn, status))
+            .await
+    }
+
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
+        let (tenant, id) = (tenant.clone(), id.clone());
+        self.read(move |conn| threads::load_thread(conn, &tenant, &id))
+            .await
+    }
+
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError> {
+        let (tenant, id) = (tenant.clone(), id.clone());
+        self.read(move |conn| threads::thread_runs(conn, &tenant, &id))
+            .await
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+        let query = query.clone();
+        self.read(move |conn| threads::list_threads(conn, &query)).await
+    }
+
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        let kind = WriteKind::DeleteThread {
+            tenant: tenant.to_string(),
+            thread_id: id.to_string(),
+        };
+        self.write(kind, &[]).await
+    }
+
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+        self.read(move |conn| threads::idle_threads(conn, cutoff, limit))
             .await
     }
 

@@ -27,4 +27,5 @@ mod resume_validation;
 pub(crate) mod security;
 mod service;
 mod store;
+mod threads;
 mod user_tools;

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 mod leases;
 mod queries;
 mod tenants;
+mod threads;
 
 type Store = Arc<dyn RunStore>;
 
@@ -117,6 +118,7 @@ pub async fn conformance(store: Store) {
     queries::queries_conform(&store).await;
     leases::leases_conform(&store).await;
     tenants::tenants_conform(&store).await;
+    threads::threads_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {
@@ -654,9 +656,11 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
             failure: None,
             cancel_reason: None,
             resumes: Vec::new(),
+            answers: Vec::new(),
         },
         run_tools: Vec::new(),
         lease: None,
+        thread: None,
     }
 }
 

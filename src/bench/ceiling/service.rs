@@ -122,4 +122,25 @@ impl AgentService for CeilingService {
     ) -> Result<Response<pb::ExecuteToolResponse>, Status> {
         unimplemented("ExecuteTool")
     }
+
+    async fn get_thread(
+        &self,
+        _request: Request<pb::GetThreadRequest>,
+    ) -> Result<Response<pb::Thread>, Status> {
+        unimplemented("GetThread")
+    }
+
+    async fn list_threads(
+        &self,
+        _request: Request<pb::ListThreadsRequest>,
+    ) -> Result<Response<pb::ListThreadsResponse>, Status> {
+        unimplemented("ListThreads")
+    }
+
+    async fn delete_thread(
+        &self,
+        _request: Request<pb::DeleteThreadRequest>,
+    ) -> Result<Response<pb::DeleteThreadResponse>, Status> {
+        unimplemented("DeleteThread")
+    }
 }

@@ -6,6 +6,7 @@ use crate::agent::Message;
 use crate::pb;
 use crate::run::RunId;
 use crate::runtime::{ResumeRun, RuntimeError, StartRun};
+use crate::thread::ThreadId;
 use crate::tools::Answer;
 
 use super::invalid;
@@ -40,7 +41,7 @@ fn message_from_proto(index: usize, message: pb::Message) -> Result<Message, Run
             content,
             tool_calls: Vec::new(),
         }),
-        Ok(pb::Role::Unspecified) | Err(_) => Err(invalid(
+        Ok(pb::Role::Unspecified | pb::Role::Tool) | Err(_) => Err(invalid(
             "messages",
             format!("messages[{index}].role must be ROLE_SYSTEM, ROLE_USER or ROLE_ASSISTANT"),
         )),
@@ -56,7 +57,10 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         metadata,
         request_id,
         tools,
+        thread_id,
+        auto_resume,
     } = request;
+    let thread_id = parse_optional_thread_id(&thread_id)?;
     let messages = match (prompt.is_empty(), messages.is_empty()) {
         (false, false) => return Err(invalid("prompt", "give either prompt or messages, not both")),
         (true, true) => return Err(invalid("prompt", "give a prompt or messages")),
@@ -93,7 +97,24 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         metadata: metadata.into_iter().collect(),
         request_id: optional(request_id),
         tools: tool_definitions(tools),
+        thread_id,
+        auto_resume,
     })
+}
+
+/// A thread id a request names; empty is none.
+fn parse_optional_thread_id(thread_id: &str) -> Result<Option<ThreadId>, RuntimeError> {
+    if thread_id.is_empty() {
+        return Ok(None);
+    }
+    ThreadId::new(thread_id)
+        .map(Some)
+        .map_err(|error| invalid("thread_id", error.to_string()))
+}
+
+/// The thread id a thread RPC names; required.
+pub fn parse_thread_id(thread_id: &str) -> Result<ThreadId, RuntimeError> {
+    parse_optional_thread_id(thread_id)?.ok_or_else(|| invalid("thread_id", "thread_id is required"))
 }
 
 pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeError> {

@@ -58,6 +58,11 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
         error: run.state.failure.clone().map(failure_to_proto),
         cancel_reason: run.state.cancel_reason.clone().unwrap_or_default(),
         metadata: run.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        thread_id: run
+            .thread
+            .as_ref()
+            .map(|link| link.id.to_string())
+            .unwrap_or_default(),
     }
 }
 

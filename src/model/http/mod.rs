@@ -13,9 +13,9 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
+use events::decode;
 #[cfg(test)]
 pub use events::decode_events;
-use events::decode;
 pub use events::StreamDecoder;
 
 use super::{ModelError, ModelErrorCode, ModelStream, ProviderSettings};

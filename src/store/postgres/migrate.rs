@@ -14,6 +14,7 @@ use crate::store::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0001_runs.sql"),
     include_str!("../migrations/postgres/0002_tenants.sql"),
+    include_str!("../migrations/postgres/0003_threads.sql"),
 ];
 
 /// The advisory lock that serialises migrations of one schema.

@@ -12,6 +12,7 @@
 mod listen;
 mod migrate;
 mod read;
+mod threads;
 mod write;
 
 use std::str::FromStr;
@@ -25,6 +26,7 @@ use super::{RunFeed, RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// Connections each server keeps to the database at most (the LISTEN
@@ -187,6 +189,30 @@ impl RunStore for PostgresStore {
 
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         read::expired_leases(&self.client().await?, now, limit).await
+    }
+
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
+        threads::load_thread(&self.client().await?, tenant, id).await
+    }
+
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError> {
+        threads::thread_runs(&self.client().await?, tenant, id).await
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+        threads::list_threads(&self.client().await?, query).await
+    }
+
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        threads::delete_thread(&mut self.client().await?, tenant, id).await
+    }
+
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+        threads::idle_threads(&self.client().await?, cutoff, limit).await
     }
 
     fn feed(&self) -> Option<Arc<dyn RunFeed>> {

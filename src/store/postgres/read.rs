@@ -14,12 +14,12 @@ use crate::store::{RunQuery, StoreError};
 use crate::tenant::Tenant;
 use crate::time::Timestamp;
 
-type Client = deadpool_postgres::Object;
+pub(super) type Client = deadpool_postgres::Object;
 
 /// The columns a record read selects, in this order (see `store::record`).
-const RECORD_COLUMNS: &str = "record, version, last_seq, lease_expires_at";
+pub(super) const RECORD_COLUMNS: &str = "record, version, last_seq, lease_expires_at";
 
-fn record(row: &Row) -> Result<RunRecord, StoreError> {
+pub(super) fn record(row: &Row) -> Result<RunRecord, StoreError> {
     let record: Vec<u8> = row.try_get(0).map_err(backend)?;
     let version: i64 = row.try_get(1).map_err(backend)?;
     let last_seq: i64 = row.try_get(2).map_err(backend)?;
@@ -27,7 +27,11 @@ fn record(row: &Row) -> Result<RunRecord, StoreError> {
     crate::store::record::overlay(&record, version, last_seq, lease_expires_at)
 }
 
-async fn query(client: &Client, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+pub(super) async fn query(
+    client: &Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, StoreError> {
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
     client.query(&statement, params).await.map_err(backend)
 }

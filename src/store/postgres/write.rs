@@ -94,11 +94,11 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, time, chunk) \
      FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS e(seq, time, chunk) \
      WHERE EXISTS (SELECT 1 FROM changed)";
 
-fn create_sql() -> String {
+pub(super) fn create_sql() -> String {
     format!(
         "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
-         updated_at, expires_at, request_id, lease_owner, lease_expires_at, record, tenant) \
-         VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+         updated_at, expires_at, request_id, lease_owner, lease_expires_at, record, tenant, thread_id) \
+         VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
          ON CONFLICT DO NOTHING RETURNING id), \
          inserted AS ({INSERT_EVENTS}) \
          SELECT count(*) FROM changed"
@@ -190,7 +190,8 @@ pub(super) async fn create(
     let lease_owner = run.lease.as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease.as_ref().map(|lease| lease.expires_at.0);
     let tenant = run.tenant.as_str();
-    let params: [&(dyn ToSql + Sync); 16] = [
+    let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
+    let params: [&(dyn ToSql + Sync); 17] = [
         &run.id.0,
         &columns.seqs,
         &columns.times,
@@ -207,7 +208,11 @@ pub(super) async fn create(
         &lease_expires_at,
         &record,
         &tenant,
+        &thread_id,
     ];
+    if run.thread.is_some() {
+        return super::threads::create_in_thread(store, run, &params).await;
+    }
     if execute(store, &create_sql(), &params, None).await? {
         Ok(())
     } else {

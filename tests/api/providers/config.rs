@@ -8,7 +8,7 @@ use agentd::pb;
 use crate::helpers::*;
 
 /// The `toml` blocks of the README section titled `title`.
-fn toml_blocks(readme: &str, title: &str) -> Vec<String> {
+pub fn toml_blocks(readme: &str, title: &str) -> Vec<String> {
     let section = readme
         .split(&format!("\n## {title}\n"))
         .nth(1)

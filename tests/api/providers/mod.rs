@@ -5,7 +5,7 @@
 //! exact requests the provider receives.
 
 mod anthropic;
-mod config;
+pub mod config;
 mod failures;
 mod mock;
 mod openai;

@@ -79,6 +79,18 @@ async fn call_every_rpc(client: &mut KeyedClient) -> Vec<(&'static str, Result<(
         agent_id: String::new(),
     };
     results.push(("ExecuteTool", done(client.execute_tool(execute).await)));
+    let thread = pb::GetThreadRequest {
+        thread_id: "some-thread".into(),
+    };
+    results.push(("GetThread", done(client.get_thread(thread).await)));
+    results.push((
+        "ListThreads",
+        done(client.list_threads(pb::ListThreadsRequest::default()).await),
+    ));
+    let delete = pb::DeleteThreadRequest {
+        thread_id: "some-thread".into(),
+    };
+    results.push(("DeleteThread", done(client.delete_thread(delete).await)));
     results
 }
 
@@ -141,9 +153,12 @@ async fn the_right_key_is_served_on_every_rpc() {
         let mut client = server.client(Some(key)).await;
         for (rpc, result) in call_every_rpc(&mut client).await {
             match (rpc, result) {
-                ("StreamAgent" | "ListRuns" | "ListAgents" | "ExecuteTool", Ok(())) => {}
-                // The run does not exist: authenticated, then not found.
-                ("Resume" | "SubscribeRun" | "GetRun" | "CancelRun", Err(status)) => {
+                ("StreamAgent" | "ListRuns" | "ListAgents" | "ExecuteTool" | "ListThreads", Ok(())) => {}
+                // The run or thread does not exist: authenticated, then not found.
+                (
+                    "Resume" | "SubscribeRun" | "GetRun" | "CancelRun" | "GetThread" | "DeleteThread",
+                    Err(status),
+                ) => {
                     assert_eq!(status.code(), Code::NotFound, "{rpc}: {status:?}")
                 }
                 (rpc, other) => panic!("{rpc} with the right key: {other:?}"),

@@ -50,7 +50,7 @@ const ALLOWED: [Code; 7] = [
     Code::DeadlineExceeded,
 ];
 
-const METHODS: [(&str, bool); 8] = [
+const METHODS: [(&str, bool); 11] = [
     ("StreamAgent", true),
     ("Resume", true),
     ("SubscribeRun", true),
@@ -59,6 +59,9 @@ const METHODS: [(&str, bool); 8] = [
     ("CancelRun", false),
     ("ListAgents", false),
     ("ExecuteTool", false),
+    ("GetThread", false),
+    ("ListThreads", false),
+    ("DeleteThread", false),
 ];
 
 struct Gen {
@@ -241,6 +244,12 @@ impl Gen {
                     self.string()
                 },
                 tools: Vec::new(),
+                thread_id: if self.rng.bool() {
+                    String::new()
+                } else {
+                    self.string()
+                },
+                auto_resume: self.rng.bool(),
             }
             .encode_to_vec(),
             "Resume" => pb::ResumeRequest {
@@ -280,6 +289,19 @@ impl Gen {
             }
             .encode_to_vec(),
             "ListAgents" => pb::ListAgentsRequest {}.encode_to_vec(),
+            "GetThread" => pb::GetThreadRequest {
+                thread_id: self.string(),
+            }
+            .encode_to_vec(),
+            "ListThreads" => pb::ListThreadsRequest {
+                page_size: self.rng.u32(..),
+                page_token: self.string(),
+            }
+            .encode_to_vec(),
+            "DeleteThread" => pb::DeleteThreadRequest {
+                thread_id: self.string(),
+            }
+            .encode_to_vec(),
             _ => pb::ExecuteToolRequest {
                 tool_name: self.pick(&TOOLS).to_string(),
                 args: self.rng.bool().then(|| self.fields(4)),

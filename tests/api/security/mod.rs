@@ -2,13 +2,13 @@
 //! connections: API keys, TLS and mutual TLS, each limit, deadlines,
 //! draining shutdown, and hostile input.
 
-pub(crate) mod auth;
+pub mod auth;
 mod deadline;
 mod drain;
 mod fuzz;
 mod garbage;
 mod limits;
 mod raw;
-mod server;
+pub mod server;
 mod tenants;
 mod tls;

@@ -1,0 +1,213 @@
+//! Threads -> their proto messages (GetThread, ListThreads), and the
+//! ListThreads page token: `t1.` followed by the creation time (in
+//! microseconds) and the id of the page's last thread, separated by a dot
+//! (thread ids may contain dots, so the time comes first).
+
+use std::collections::HashMap;
+
+use crate::agent::Message;
+use crate::pb;
+use crate::run::{AnswerRecord, AnswerVia, RunRecord};
+use crate::runtime::{ListThreads, RuntimeError, ThreadPage, ThreadView};
+use crate::thread::{ThreadCursor, ThreadId, ThreadRecord};
+use crate::time::Timestamp;
+use crate::tools::{Answer, ToolCall};
+
+use super::invalid;
+use super::run::status_to_proto;
+use super::value::{json_to_struct, timestamp};
+
+/// The version prefix of every thread page token this server issues.
+const TOKEN_PREFIX: &str = "t1.";
+
+fn page_token(cursor: &ThreadCursor) -> String {
+    format!("{TOKEN_PREFIX}{}.{}", cursor.created_at.0, cursor.id)
+}
+
+fn parse_page_token(token: &str) -> Result<Option<ThreadCursor>, RuntimeError> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    let refuse = || invalid("page_token", "not a next_page_token returned by ListThreads");
+    let rest = token.strip_prefix(TOKEN_PREFIX).ok_or_else(refuse)?;
+    let (micros, id) = rest.split_once('.').ok_or_else(refuse)?;
+    let created_at = micros.parse::<i64>().map_err(|_| refuse())?;
+    if !micros.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse());
+    }
+    let id = ThreadId::new(id).map_err(|_| refuse())?;
+    Ok(Some(ThreadCursor {
+        created_at: Timestamp(created_at),
+        id,
+    }))
+}
+
+pub fn list_threads_request(request: pb::ListThreadsRequest) -> Result<ListThreads, RuntimeError> {
+    let pb::ListThreadsRequest {
+        page_size,
+        page_token,
+    } = request;
+    Ok(ListThreads {
+        page_size,
+        after: parse_page_token(&page_token)?,
+    })
+}
+
+pub fn thread_page_to_proto(page: &ThreadPage) -> pb::ListThreadsResponse {
+    pb::ListThreadsResponse {
+        threads: page.threads.iter().map(summary_to_proto).collect(),
+        next_page_token: page.next.as_ref().map(page_token).unwrap_or_default(),
+    }
+}
+
+/// A thread without its messages and runs.
+fn summary_to_proto(thread: &ThreadRecord) -> pb::Thread {
+    pb::Thread {
+        thread_id: thread.id.to_string(),
+        created_at: Some(timestamp(thread.created_at)),
+        updated_at: Some(timestamp(thread.last_activity())),
+        messages: Vec::new(),
+        run_ids: Vec::new(),
+        latest_run_id: thread.latest_run.to_string(),
+        latest_run_status: thread.latest.map_or(pb::RunStatus::Unspecified, |latest| {
+            status_to_proto(latest.status)
+        }) as i32,
+    }
+}
+
+pub fn thread_to_proto(view: &ThreadView) -> pb::Thread {
+    let mut thread = summary_to_proto(&view.thread);
+    // The latest run as read now (a due suspension reads as expired).
+    if let Some(latest) = view.runs.last().filter(|run| run.id == view.thread.latest_run) {
+        thread.latest_run_status = status_to_proto(latest.status) as i32;
+        thread.updated_at = Some(timestamp(latest.updated_at.max(view.thread.updated_at)));
+    }
+    thread.run_ids = view.runs.iter().map(|run| run.id.to_string()).collect();
+    thread.messages = view.runs.iter().flat_map(run_messages).collect();
+    thread
+}
+
+/// A run's messages (without system instructions), each result with the
+/// answer that produced it, if any.
+fn run_messages(run: &RunRecord) -> Vec<pb::ThreadMessage> {
+    let run_id = run.id.to_string();
+    // The last answer of each call counts (there is one per call).
+    let answers: HashMap<&str, &AnswerRecord> = run
+        .state
+        .answers
+        .iter()
+        .map(|answer| (answer.tool_call_id.as_str(), answer))
+        .collect();
+    let message = |role: pb::Role, content: &str| pb::ThreadMessage {
+        role: role as i32,
+        content: content.to_owned(),
+        tool_calls: Vec::new(),
+        tool_result: None,
+        run_id: run_id.clone(),
+        answer: None,
+    };
+    run.state
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::System { .. } => None,
+            Message::User { content } => Some(message(pb::Role::User, content)),
+            Message::Assistant { content, tool_calls } => Some(pb::ThreadMessage {
+                tool_calls: tool_calls.iter().map(call_to_proto).collect(),
+                ..message(pb::Role::Assistant, content)
+            }),
+            Message::Tool {
+                tool_call_id,
+                tool_name,
+                content,
+                is_error,
+            } => Some(pb::ThreadMessage {
+                tool_result: Some(pb::ToolResult {
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    content: content.clone(),
+                    is_error: *is_error,
+                }),
+                answer: answers.get(tool_call_id.as_str()).map(|a| answer_to_proto(a)),
+                ..message(pb::Role::Tool, content)
+            }),
+        })
+        .collect()
+}
+
+fn call_to_proto(call: &ToolCall) -> pb::ToolCall {
+    pb::ToolCall {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: Some(json_to_struct(&call.args)),
+    }
+}
+
+fn answer_to_proto(answer: &AnswerRecord) -> pb::ThreadAnswer {
+    let text = match &answer.answer {
+        Answer::Text(text) => text.clone(),
+        Answer::Selections(labels) => labels.join(", "),
+        Answer::Data(data) => data.to_string(),
+        Answer::Approval { approved: true, .. } => "approved".to_owned(),
+        Answer::Approval {
+            approved: false,
+            reason,
+        } if reason.is_empty() => "declined".to_owned(),
+        Answer::Approval {
+            approved: false,
+            reason,
+        } => format!("declined: {reason}"),
+    };
+    let source = match answer.via {
+        AnswerVia::Resume => pb::AnswerSource::Resume,
+        AnswerVia::AutoResume => pb::AnswerSource::AutoResume,
+    };
+    pb::ThreadAnswer {
+        tool_call_id: answer.tool_call_id.clone(),
+        text,
+        answered_by: answer.answered_by.to_string(),
+        source: source as i32,
+        answered_at: Some(timestamp(answer.answered_at)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_tokens_round_trip() {
+        let cursor = ThreadCursor {
+            created_at: Timestamp(1_700_000_000_123_456),
+            id: ThreadId::new("support.chat:42").unwrap(),
+        };
+        assert_eq!(parse_page_token(&page_token(&cursor)).ok(), Some(Some(cursor)));
+        assert_eq!(parse_page_token("").ok(), Some(None));
+    }
+
+    #[test]
+    fn malformed_page_tokens_are_refused() {
+        for token in [
+            "t1.",
+            "t1.12",
+            "t1.x.abc",
+            "t1.-5.abc",
+            "t1.+5.abc",
+            "t2.1.abc",
+            "r1.1.abc",
+            "t1.1.a b",
+        ] {
+            let error = parse_page_token(token).expect_err(token);
+            assert!(
+                matches!(
+                    error,
+                    RuntimeError::InvalidRequest {
+                        field: "page_token",
+                        ..
+                    }
+                ),
+                "{token}: {error:?}"
+            );
+        }
+    }
+}

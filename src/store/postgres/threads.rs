@@ -1,0 +1,191 @@
+//! The PostgreSQL store's threads. Creating a run of a thread is one
+//! transaction: the compare-and-set on the thread row (insert it, or move
+//! its latest run from the one the new run follows), then the run's create
+//! statement; concurrent starts on one thread serialise on the thread row,
+//! so exactly one of them commits. Deleting a thread removes its row, its
+//! runs and their events in one transaction.
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use super::read::{query, record, Client, RECORD_COLUMNS};
+use super::{backend, corrupt, to_i64, PostgresStore};
+use crate::run::{RunRecord, RunStatus};
+use crate::store::StoreError;
+use crate::tenant::Tenant;
+use crate::thread::{LatestRun, ThreadId, ThreadQuery, ThreadRecord};
+use crate::time::Timestamp;
+
+/// Creates `run` (a run of a thread) with the create statement's `params`.
+pub(super) async fn create_in_thread(
+    store: &PostgresStore,
+    run: &RunRecord,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<(), StoreError> {
+    let Some(link) = &run.thread else {
+        return Err(StoreError::Corrupt("a thread run without its thread".into()));
+    };
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(backend)?;
+    let tenant = run.tenant.as_str();
+    let thread_id = link.id.as_str();
+    let advanced = match link.previous {
+        None => {
+            tx.execute(
+                "INSERT INTO threads (tenant, thread_id, created_at, updated_at, latest_run) \
+                 VALUES ($1, $2, $3, $3, $4) ON CONFLICT DO NOTHING",
+                &[&tenant, &thread_id, &run.created_at.0, &run.id.0],
+            )
+            .await
+        }
+        Some(previous) => {
+            tx.execute(
+                "UPDATE threads SET latest_run = $3, updated_at = $4 \
+                 WHERE tenant = $1 AND thread_id = $2 AND latest_run = $5",
+                &[&tenant, &thread_id, &run.id.0, &run.created_at.0, &previous.0],
+            )
+            .await
+        }
+    }
+    .map_err(backend)?;
+    if advanced == 0 {
+        // Dropping the transaction rolls it back.
+        return Err(StoreError::ThreadMoved);
+    }
+    let statement = tx
+        .prepare_cached(&super::write::create_sql())
+        .await
+        .map_err(backend)?;
+    let created = tx.query_one(&statement, params).await.map_err(backend)?;
+    if created.get::<_, i64>(0) != 1 {
+        return Err(StoreError::AlreadyExists);
+    }
+    tx.commit().await.map_err(backend)
+}
+
+const THREAD_COLUMNS: &str = "t.tenant, t.thread_id, t.created_at, t.updated_at, t.latest_run, \
+                              r.status, r.updated_at";
+const THREAD_FROM: &str = "FROM threads t LEFT JOIN runs r ON r.id = t.latest_run";
+
+fn thread(row: &Row) -> Result<ThreadRecord, StoreError> {
+    let tenant: String = row.try_get(0).map_err(backend)?;
+    let id: String = row.try_get(1).map_err(backend)?;
+    let status: Option<String> = row.try_get(5).map_err(backend)?;
+    let latest_updated_at: Option<i64> = row.try_get(6).map_err(backend)?;
+    let latest = match (status, latest_updated_at) {
+        (Some(status), Some(at)) => Some(LatestRun {
+            status: RunStatus::parse(&status).ok_or_else(|| corrupt(format!("run status {status:?}")))?,
+            updated_at: Timestamp(at),
+        }),
+        _ => None,
+    };
+    Ok(ThreadRecord {
+        tenant: Tenant::new(&tenant).map_err(corrupt)?,
+        id: ThreadId::new(&id).map_err(corrupt)?,
+        created_at: Timestamp(row.try_get(2).map_err(backend)?),
+        updated_at: Timestamp(row.try_get(3).map_err(backend)?),
+        latest_run: crate::run::RunId(row.try_get::<_, Uuid>(4).map_err(backend)?),
+        latest,
+    })
+}
+
+pub(super) async fn load_thread(
+    client: &Client,
+    tenant: &Tenant,
+    id: &ThreadId,
+) -> Result<ThreadRecord, StoreError> {
+    let sql = format!("SELECT {THREAD_COLUMNS} {THREAD_FROM} WHERE t.tenant = $1 AND t.thread_id = $2");
+    let rows = query(client, &sql, &[&tenant.as_str(), &id.as_str()]).await?;
+    rows.first().map(thread).unwrap_or(Err(StoreError::NotFound))
+}
+
+pub(super) async fn thread_runs(
+    client: &Client,
+    tenant: &Tenant,
+    id: &ThreadId,
+) -> Result<Vec<RunRecord>, StoreError> {
+    let sql = format!("SELECT {RECORD_COLUMNS} FROM runs WHERE tenant = $1 AND thread_id = $2 ORDER BY id");
+    let rows = query(client, &sql, &[&tenant.as_str(), &id.as_str()]).await?;
+    rows.iter().map(record).collect()
+}
+
+pub(super) async fn list_threads(
+    client: &Client,
+    thread_query: &ThreadQuery,
+) -> Result<Vec<ThreadRecord>, StoreError> {
+    let tenant = thread_query.tenant.as_str();
+    let limit = to_i64(thread_query.limit as u64);
+    let order = "ORDER BY t.created_at DESC, t.thread_id DESC";
+    let rows = match &thread_query.after {
+        None => {
+            let sql = format!("SELECT {THREAD_COLUMNS} {THREAD_FROM} WHERE t.tenant = $1 {order} LIMIT $2");
+            query(client, &sql, &[&tenant, &limit]).await?
+        }
+        Some(after) => {
+            let sql = format!(
+                "SELECT {THREAD_COLUMNS} {THREAD_FROM} WHERE t.tenant = $1 \
+                 AND (t.created_at, t.thread_id) < ($2, $3) {order} LIMIT $4"
+            );
+            query(
+                client,
+                &sql,
+                &[&tenant, &after.created_at.0, &after.id.as_str(), &limit],
+            )
+            .await?
+        }
+    };
+    rows.iter().map(thread).collect()
+}
+
+pub(super) async fn delete_thread(
+    client: &mut Client,
+    tenant: &Tenant,
+    id: &ThreadId,
+) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(backend)?;
+    let params: [&(dyn ToSql + Sync); 2] = [&tenant.as_str(), &id.as_str()];
+    let deleted = tx
+        .execute(
+            "DELETE FROM threads WHERE tenant = $1 AND thread_id = $2",
+            &params,
+        )
+        .await
+        .map_err(backend)?;
+    if deleted == 0 {
+        return Err(StoreError::NotFound);
+    }
+    tx.execute(
+        "DELETE FROM events e USING runs r WHERE e.run_id = r.id AND r.tenant = $1 AND r.thread_id = $2",
+        &params,
+    )
+    .await
+    .map_err(backend)?;
+    tx.execute("DELETE FROM runs WHERE tenant = $1 AND thread_id = $2", &params)
+        .await
+        .map_err(backend)?;
+    tx.commit().await.map_err(backend)
+}
+
+pub(super) async fn idle_threads(
+    client: &Client,
+    cutoff: Timestamp,
+    limit: usize,
+) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+    let sql = format!(
+        "SELECT t.tenant, t.thread_id {THREAD_FROM} WHERE t.updated_at < $1 \
+         AND (r.id IS NULL OR (r.updated_at < $1 AND r.status <> 'running')) \
+         ORDER BY t.updated_at LIMIT $2"
+    );
+    let rows = query(client, &sql, &[&cutoff.0, &to_i64(limit as u64)]).await?;
+    rows.iter()
+        .map(|row| {
+            let tenant: String = row.try_get(0).map_err(backend)?;
+            let id: String = row.try_get(1).map_err(backend)?;
+            Ok((
+                Tenant::new(&tenant).map_err(corrupt)?,
+                ThreadId::new(&id).map_err(corrupt)?,
+            ))
+        })
+        .collect()
+}
