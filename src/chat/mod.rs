@@ -55,6 +55,14 @@ pub struct ChatArgs {
     /// Repeatable; used in order (a rejected answer moves on to the next).
     #[arg(long = "answer", value_name = "ANSWER")]
     pub answers: Vec<String>,
+    /// The conversation thread to talk in (created on first use): the
+    /// agent sees the thread's earlier runs, and a message sent while the
+    /// thread's latest run waits on a question answers it. Without it, a
+    /// chat that reads several messages keeps them in a new thread of its
+    /// own (named when the chat starts, to continue later), and a single message is a
+    /// run of its own.
+    #[arg(long, value_name = "THREAD_ID")]
+    pub thread: Option<String>,
     /// The message to send. Without it, chat reads messages, one a line,
     /// until the end of input (Ctrl-D).
     #[arg(trailing_var_arg = true)]
@@ -163,16 +171,27 @@ pub async fn run(args: ChatArgs) -> Result<(), ChatError> {
         })?;
     let out = Output::new(args.json)?;
     let interactive = io::stdin().is_terminal() && out.screen_is_terminal();
+    let single_message = !args.message.is_empty();
+    let thread_id = match args.thread {
+        Some(thread_id) => thread_id,
+        None if single_message => String::new(),
+        None => format!("chat-{}", uuid::Uuid::now_v7()),
+    };
     let mut session = Session {
         client: AgentServiceClient::with_interceptor(channel, key),
         agent: args.agent,
+        thread_id,
         out,
         answers: VecDeque::from(args.answers),
         interactive,
     };
-    if !args.message.is_empty() {
+    if single_message {
         return session.converse(args.message.join(" ")).await;
     }
+    session.out.note(&format!(
+        "thread {} (continue it with --thread)",
+        session.thread_id
+    ))?;
     while let Some(message) = next_message(&mut session).await? {
         if !message.trim().is_empty() {
             session.converse(message).await?;

@@ -23,6 +23,8 @@ use crate::pb::resume_request::Answer;
 pub struct Session {
     pub client: Client,
     pub agent: String,
+    /// The conversation thread of every run; empty: none.
+    pub thread_id: String,
     pub out: Output,
     /// `--answer` values not used yet.
     pub answers: VecDeque<String>,
@@ -70,6 +72,10 @@ impl Session {
         let request = pb::StreamAgentRequest {
             agent_id: self.agent.clone(),
             prompt,
+            // In a thread, a message sent while its latest run waits on a
+            // question answers that question.
+            auto_resume: !self.thread_id.is_empty(),
+            thread_id: self.thread_id.clone(),
             ..Default::default()
         };
         let stream = self.client.stream_agent(request).await?.into_inner();

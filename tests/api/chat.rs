@@ -236,3 +236,40 @@ async fn an_api_key_is_sent_as_a_bearer_token() {
     assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
 }
+
+#[tokio::test]
+async fn a_thread_carries_the_conversation_across_chats_and_a_message_answers_its_question() {
+    let server = TestServer::start().await;
+    let (ok, stdout, stderr) = chat(
+        &server,
+        &["--thread", "plans", "--answer", "Pro", "Help me pick a plan"],
+    )
+    .await;
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
+
+    // A later chat on the thread: the model sees the earlier run.
+    let (ok, stdout, stderr) = chat(&server, &["--thread", "plans", "recap"]).await;
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("Earlier messages: \"Help me pick a plan\". Answers: Pro."),
+        "{stdout}"
+    );
+
+    // Left waiting on a question, the thread's next message answers it
+    // (here by the option's number).
+    let (ok, _, stderr) = chat(&server, &["--thread", "later", "Help me pick a plan"]).await;
+    assert!(!ok && stderr.contains("no answer for"), "{stderr}");
+    let (ok, stdout, stderr) = chat(&server, &["--thread", "later", "2"]).await;
+    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
+    let thread = server
+        .client()
+        .get_thread(pb::GetThreadRequest {
+            thread_id: "later".into(),
+        })
+        .await
+        .expect("GetThread")
+        .into_inner();
+    assert_eq!(thread.run_ids.len(), 1, "answered, not a second run: {thread:?}");
+}
