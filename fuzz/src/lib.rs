@@ -560,9 +560,17 @@ pub fn check_stream_agent_request(data: &[u8]) {
         .iter()
         .all(|m| (1..=3).contains(&m.role) && !m.content.is_empty());
     let on_disconnect = request.options.as_ref().map_or(0, |o| o.on_disconnect);
+    // A thread id, when given: 1 to 128 characters of [A-Za-z0-9._:-].
+    let valid_thread = request.thread_id.is_empty()
+        || (request.thread_id.len() <= 128
+            && request
+                .thread_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')));
     let valid = (request.prompt.is_empty() != request.messages.is_empty())
         && (request.messages.is_empty() || valid_roles)
-        && (0..=2).contains(&on_disconnect);
+        && (0..=2).contains(&on_disconnect)
+        && valid_thread;
     match convert::start_request(request.clone()) {
         Ok(start) => {
             assert!(valid, "accepted {request:?}");
@@ -574,6 +582,11 @@ pub fn check_stream_agent_request(data: &[u8]) {
             assert_eq!(start.request_id.is_none(), request.request_id.is_empty());
             assert_eq!(start.metadata.len(), request.metadata.len());
             assert_eq!(start.tools.len(), request.tools.len());
+            assert_eq!(
+                start.thread_id.as_ref().map(|id| id.to_string()),
+                (!request.thread_id.is_empty()).then(|| request.thread_id.clone())
+            );
+            assert_eq!(start.auto_resume, request.auto_resume);
             let ttl = request.options.as_ref().map_or(0, |o| o.suspend_ttl_seconds);
             assert_eq!(start.suspend_ttl.map(|t| t.as_secs()), (ttl > 0).then_some(ttl));
         }
