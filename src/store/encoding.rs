@@ -25,17 +25,29 @@ fn corrupt(error: impl std::fmt::Display) -> StoreError {
 /// `value` as JSON, compressed if that is smaller.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     let json = serde_json::to_vec(value).map_err(corrupt)?;
+    Ok(compress(json))
+}
+
+/// `value` as plain JSON: for what is overwritten soon anyway (the record
+/// of a run while it runs), where compressing would cost more than it
+/// saves.
+pub(crate) fn encode_plain<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(corrupt)
+}
+
+/// `json` compressed, if that makes it smaller.
+fn compress(json: Vec<u8>) -> Vec<u8> {
     if json.len() < MIN_COMPRESSED {
-        return Ok(json);
+        return json;
     }
     let mut compressed = Vec::with_capacity(1 + 4 + lz4_flex::block::get_maximum_output_size(json.len()));
     compressed.push(LZ4_JSON);
     compressed.extend_from_slice(&lz4_flex::block::compress_prepend_size(&json));
-    Ok(if compressed.len() < json.len() {
+    if compressed.len() < json.len() {
         compressed
     } else {
         json
-    })
+    }
 }
 
 /// Reads back what [`encode`] wrote, or plain JSON.

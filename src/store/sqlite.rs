@@ -117,7 +117,14 @@ impl RunRow {
             request_id: run.request_id.clone(),
             lease_owner: run.lease.as_ref().map(|lease| lease.owner.clone()),
             lease_expires_at: run.lease.as_ref().map(|lease| lease.expires_at.0),
-            record: crate::store::encoding::encode(run)?,
+            // A running run's record is replaced by its next commit within
+            // a step; the records that stay (suspended, finished) are
+            // compressed.
+            record: if run.status == RunStatus::Running {
+                crate::store::encoding::encode_plain(run)?
+            } else {
+                crate::store::encoding::encode(run)?
+            },
         })
     }
 }

@@ -14,12 +14,13 @@ use crate::store::StoreError;
 
 /// Reads running at once, at most. Each is a short indexed query; more than
 /// the cores could run gains nothing and costs a connection each.
-const MAX_READERS: usize = 4;
+const MAX_READERS: usize = 3;
 
-/// Page cache of each read connection, in KiB (SQLite's default is 2 MiB):
+/// Page cache of each read connection, in KiB (SQLite's default is about
+/// 2 MiB):
 /// reads are point lookups and short range scans, and the operating
 /// system's page cache holds the rest of the file anyway.
-const READER_CACHE_KIB: i64 = 1024;
+const READER_CACHE_KIB: i64 = 512;
 
 /// Read-only connections, opened on demand and kept for reuse.
 pub(super) struct ReaderPool {
