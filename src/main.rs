@@ -62,7 +62,7 @@ struct ServeArgs {
     /// Folder for the embedded SQLite store [default: ./agentd-data].
     #[arg(long, env = "AGENTD_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// Run store URL: sqlite://PATH or memory: [default: SQLite in the data dir].
+    /// Run store URL: sqlite://PATH (add ?synchronous=normal to trade power-loss durability for fewer fsyncs), postgres://... or memory: [default: SQLite in the data dir].
     #[arg(long, env = "AGENTD_STORE")]
     store: Option<String>,
     /// Seconds open streams get to finish after SIGINT/SIGTERM before the
@@ -113,6 +113,13 @@ struct ServeArgs {
     #[arg(long, env = "AGENTD_TLS_CLIENT_CA")]
     tls_client_ca: Option<PathBuf>,
 }
+
+/// mimalloc instead of the system allocator: the server allocates and frees
+/// many small buffers per chunk and per request on several threads, where
+/// glibc's malloc spent a fifth of the server's instructions (see
+/// BENCHMARKS.md) and kept per-thread arenas' memory.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -113,7 +113,7 @@ impl Runtime {
             .run_cancelled(&run.agent_id, suspended_since);
 
         if let Some(live) = self.inner.live.get(run.id) {
-            live.release_stored(&staging.events);
+            live.release_stored(staging.events);
         }
         Ok(run)
     }

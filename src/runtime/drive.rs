@@ -60,6 +60,18 @@ impl Execution {
         Arc::clone(self.emitter.live())
     }
 
+    /// Starts a new run: its `start` chunk, then steps.
+    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant))]
+    pub(super) async fn start_run(mut self) {
+        let start = Chunk::Start {
+            agent_id: self.run.agent_id.clone(),
+            resumed: false,
+        };
+        self.emitter.emit_now(start).await;
+        let outcome = self.step_loop().await;
+        self.settle(outcome).await;
+    }
+
     /// Steps until the run suspends or finishes.
     #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant, thread_id = self.thread_id()))]
     pub(super) async fn run_steps(mut self) {

@@ -31,6 +31,12 @@ use crate::time::Timestamp;
 const MAX_UNSTORED: usize = 1024;
 /// The pause before retrying an append the store failed.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// How long the first chunks of a step wait before the flusher appends
+/// them: a step that ends sooner (a tool call that suspends, a short
+/// answer) has them stored by its commit, in one write with its state,
+/// instead of an append and a commit one after the other. A model
+/// streaming for longer pays it once per step, not per chunk.
+const LINGER: Duration = Duration::from_millis(1);
 
 pub struct Emitter {
     live: Arc<LiveRun>,
@@ -63,6 +69,22 @@ struct Unstored {
     /// `events[..flushable]` may be appended now; the rest are held back for
     /// the next commit (and chunks after a held one wait behind it).
     flushable: usize,
+    /// Chunks taken out by an append that is being written (they come
+    /// before `events`); they count against [`MAX_UNSTORED`] too.
+    in_flight: usize,
+}
+
+impl Unstored {
+    fn len(&self) -> usize {
+        self.in_flight + self.events.len()
+    }
+
+    /// Returns the chunks of a failed append to the front, flushable again.
+    fn put_back(&mut self, batch: Vec<Event>) {
+        self.in_flight = 0;
+        self.flushable += batch.len();
+        self.events.splice(..0, batch);
+    }
 }
 
 struct Writer {
@@ -74,6 +96,12 @@ struct Writer {
     stored_at: Instant,
     /// No more writes: the run left RUNNING, or the execution was fenced.
     stopped: bool,
+    /// Nothing was appended since the last commit (or the start): the next
+    /// append lingers (see [`LINGER`]).
+    fresh: bool,
+    /// The run as it started, while it is not stored yet: the first write
+    /// (an append or a commit) creates it, with its first chunks.
+    unborn: Option<RunRecord>,
 }
 
 fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
@@ -83,12 +111,15 @@ fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
 
 impl Emitter {
     /// An emitter for an execution of `run` (as stored, with this replica's
-    /// lease), continuing after its `last_seq`. `client` is only watched
-    /// for going away; clients get their chunks by following the run.
+    /// lease; or, if `stored` is false, as it starts, to be created by the
+    /// first write), continuing after its `last_seq`. `client` is only
+    /// watched for going away; clients get their chunks by following the
+    /// run.
     pub(crate) fn start(
         store: Arc<dyn RunStore>,
         live: Arc<LiveRun>,
         run: &RunRecord,
+        stored: bool,
         lease: LeaseSettings,
         owner: String,
         client: Option<mpsc::Sender<Event>>,
@@ -102,6 +133,8 @@ impl Emitter {
                 renew_at: now + lease.renew_every,
                 stored_at: now,
                 stopped: false,
+                fresh: true,
+                unborn: (!stored).then(|| run.clone()),
             }),
             lease,
             owner,
@@ -160,7 +193,7 @@ impl Emitter {
             let drained = self.shared.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
-            if lock(&self.shared.unstored).events.len() < MAX_UNSTORED {
+            if lock(&self.shared.unstored).len() < MAX_UNSTORED {
                 break;
             }
             self.shared.wake.notify_one();
@@ -188,24 +221,42 @@ impl Emitter {
         if writer.stopped {
             return Err(fenced_error(writer.version));
         }
-        let events = lock(&shared.unstored).events.clone();
-        run.version = writer.version + 1;
+        // The flusher is not writing (this holds the writer), so every
+        // unstored chunk is in the buffer; on failure the execution stops,
+        // and nothing is retried.
+        let events = std::mem::take(&mut *lock(&shared.unstored)).events;
+        let creates = writer.unborn.take().is_some();
+        run.version = if creates {
+            writer.version
+        } else {
+            writer.version + 1
+        };
         run.last_seq = self.last_seq;
         run.lease = (run.status == RunStatus::Running).then(|| shared.lease.lease(&shared.owner));
-        match shared.store.commit(run, writer.version, &events).await {
+        let written = if creates {
+            shared.store.create_run(run, &events).await
+        } else {
+            shared.store.commit(run, writer.version, &events).await
+        };
+        match written {
             Ok(()) => {
                 writer.version = run.version;
                 writer.stored(&shared.lease);
+                writer.fresh = true;
                 // Only a running run has a lease to renew or chunks to add.
                 writer.stopped = run.status != RunStatus::Running;
-                *lock(&shared.unstored) = Unstored::default();
-                shared.live.release_stored(&events);
+                shared.live.release_stored(events);
                 shared.drained.notify_waiters();
                 Ok(())
             }
             Err(error) => {
                 if matches!(error, StoreError::VersionConflict { .. } | StoreError::NotFound) {
                     writer.fence(&shared.live);
+                }
+                if creates {
+                    // The run never was: nobody will continue it.
+                    writer.fence(&shared.live);
+                    shared.live.close();
                 }
                 Err(error)
             }
@@ -243,14 +294,21 @@ impl Shared {
     /// Appends what is flushable, renews the lease when due; until fenced.
     async fn flush_loop(self: Arc<Self>) {
         loop {
-            let renew_at = self.writer.lock().await.renew_at;
+            let (renew_at, fresh) = {
+                let writer = self.writer.lock().await;
+                (writer.renew_at, writer.fresh)
+            };
             tokio::select! {
                 () = self.wake.notified() => {}
                 () = tokio::time::sleep_until(renew_at) => {}
             }
-            // Let the step emit what it has ready, so that chunks produced
-            // together are stored together.
-            tokio::task::yield_now().await;
+            if fresh {
+                tokio::time::sleep(LINGER).await;
+            } else {
+                // Let the step emit what it has ready, so that chunks
+                // produced together are stored together.
+                tokio::task::yield_now().await;
+            }
             if !self.flush().await {
                 return;
             }
@@ -263,29 +321,42 @@ impl Shared {
         if writer.stopped {
             return false;
         }
-        let batch: Vec<Event> = {
-            let unstored = lock(&self.unstored);
-            unstored.events[..unstored.flushable].to_vec()
-        };
-        if batch.is_empty() && Instant::now() < writer.renew_at {
+        if lock(&self.unstored).flushable == 0 && Instant::now() < writer.renew_at {
             return true;
         }
+        // Taken out of the buffer (counted as in flight) rather than
+        // copied: put back in front if the append fails.
+        let batch: Vec<Event> = {
+            let mut unstored = lock(&self.unstored);
+            let flushable = std::mem::take(&mut unstored.flushable);
+            unstored.in_flight = flushable;
+            unstored.events.drain(..flushable).collect()
+        };
         let id = self.live.id();
-        let expiry = Some(self.lease.expiry());
-        match self.store.append_events(id, writer.version, expiry, &batch).await {
+        let written = match writer.unborn.as_mut() {
+            Some(run) => {
+                run.last_seq = batch.last().map_or(run.last_seq, |event| event.seq);
+                run.lease = Some(self.lease.lease(&self.owner));
+                self.store.create_run(run, &batch).await
+            }
+            None => {
+                let expiry = Some(self.lease.expiry());
+                self.store.append_events(id, writer.version, expiry, &batch).await
+            }
+        };
+        match written {
             Ok(()) => {
-                writer.version += 1;
-                writer.stored(&self.lease);
-                {
-                    let mut unstored = lock(&self.unstored);
-                    unstored.events.drain(..batch.len());
-                    unstored.flushable -= batch.len();
+                if writer.unborn.take().is_none() {
+                    writer.version += 1;
                 }
-                self.live.release_stored(&batch);
+                writer.stored(&self.lease);
+                writer.fresh = false;
+                lock(&self.unstored).in_flight = 0;
+                self.live.release_stored(batch);
                 self.drained.notify_waiters();
                 true
             }
-            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
+            Err(StoreError::VersionConflict { .. } | StoreError::NotFound | StoreError::AlreadyExists) => {
                 tracing::info!(run_id = %id, "the run moved on elsewhere; this execution stops");
                 writer.fence(&self.live);
                 self.drained.notify_waiters();
@@ -299,6 +370,7 @@ impl Shared {
                     return false;
                 }
                 tracing::warn!(run_id = %id, %error, "could not store chunks; retrying");
+                lock(&self.unstored).put_back(batch);
                 drop(writer);
                 tokio::time::sleep(RETRY_PAUSE).await;
                 self.wake.notify_one();

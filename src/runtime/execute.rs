@@ -14,6 +14,8 @@ use crate::tools::ToolCall;
 
 /// What the execution does first.
 pub(super) enum Work {
+    /// The `start` chunk of a new run, then model steps.
+    Start,
     /// Model steps, from where the run stands.
     Steps,
     /// Run these approved calls, then suspend again while calls are
@@ -29,6 +31,18 @@ impl Inner {
 }
 
 impl Runtime {
+    /// Executes a new run that is not stored yet and returns its stream,
+    /// from its `start` chunk to its first `finish`. The execution's first
+    /// write creates the run with its first chunks (usually the commit of
+    /// its first step: one write where a create and a commit were two);
+    /// nothing is streamed before that.
+    pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord) -> RunStream {
+        let live = self.inner.live.start_execution(run.id);
+        let (stream, client) = self.stream_from(&live, Vec::new());
+        self.spawn_execution(agent, run, false, Work::Start, Some(client));
+        stream
+    }
+
     /// Executes `run` here and returns the stream of this execution, from
     /// the first of `first` to its next `finish`.
     pub(super) fn execute(
@@ -42,22 +56,23 @@ impl Runtime {
         let (stream, client) = self.stream_from(&live, first.clone());
         // Whoever waits on the run (a subscriber of a suspended run) gets
         // the first chunks too.
-        live.release_stored(&first);
-        self.spawn_execution(agent, run, work, Some(client));
+        live.release_stored(first.as_slice());
+        self.spawn_execution(agent, run, true, work, Some(client));
         stream
     }
 
     /// Executes `run` here with nobody streaming it (a takeover).
     pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
         let live = self.inner.live.start_execution(run.id);
-        live.release_stored(&first);
-        self.spawn_execution(agent, run, work, None);
+        live.release_stored(first.as_slice());
+        self.spawn_execution(agent, run, true, work, None);
     }
 
     fn spawn_execution(
         &self,
         agent: Arc<Agent>,
         run: RunRecord,
+        stored: bool,
         work: Work,
         client: Option<tokio::sync::mpsc::Sender<Event>>,
     ) {
@@ -66,12 +81,14 @@ impl Runtime {
             Arc::clone(&self.inner.store),
             live,
             &run,
+            stored,
             self.inner.config.lease.clone(),
             self.inner.config.replica_id.clone(),
             client,
         );
         let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
         match work {
+            Work::Start => tokio::spawn(execution.start_run()),
             Work::Steps => tokio::spawn(execution.run_steps()),
             Work::Continue(approved) => tokio::spawn(execution.continue_after_resume(approved)),
         };

@@ -49,7 +49,7 @@ impl Inner {
         match message {
             FeedMessage::Changed {
                 events: Some(events), ..
-            } if !events.is_empty() => live.release_stored(&events),
+            } if !events.is_empty() => live.release_stored(events),
             FeedMessage::Changed { .. } => live.broadcast(Signal::Recheck),
             FeedMessage::CancelRequested { reason, .. } => {
                 if live.is_executing() {

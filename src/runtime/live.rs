@@ -14,14 +14,17 @@ use tokio::sync::{broadcast, watch};
 use crate::chunk::Event;
 use crate::run::RunId;
 
-/// Chunks a subscriber may fall behind by before it rejoins from the store.
-const BROADCAST_CAPACITY: usize = 64;
+/// Batches of stored chunks a subscriber may fall behind by before it
+/// rejoins from the store. Each write is one batch, however many chunks it
+/// stored, so a fast producer does not make its followers lag.
+const BROADCAST_CAPACITY: usize = 16;
 
 /// What a live run tells its subscribers.
 #[derive(Clone, Debug)]
 pub(crate) enum Signal {
-    /// A chunk was stored.
-    Chunk(Event),
+    /// Chunks were stored (by one write, in seq order). Shared, so that
+    /// every subscriber receives the batch without copying it.
+    Chunks(Arc<[Event]>),
     /// The run was closed without a chunk (it expired): stop waiting.
     Closed,
     /// The run may have changed without a chunk reaching this process (a
@@ -121,10 +124,14 @@ impl LiveRun {
         }
     }
 
-    /// Tells subscribers of stored events.
-    pub(crate) fn release_stored(&self, events: &[Event]) {
-        for event in events {
-            self.broadcast(Signal::Chunk(event.clone()));
+    /// Tells subscribers of stored events, as one batch.
+    pub(crate) fn release_stored(&self, events: impl Into<Arc<[Event]>>) {
+        if self.signals.receiver_count() == 0 {
+            return;
+        }
+        let events = events.into();
+        if !events.is_empty() {
+            self.broadcast(Signal::Chunks(events));
         }
     }
 

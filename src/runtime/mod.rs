@@ -194,8 +194,11 @@ impl Runtime {
         self.inner.live.executing()
     }
 
-    /// Starts a run: stores it, then streams it from a task of its own until
-    /// it suspends or finishes. The run goes on if the stream is dropped
+    /// Starts a run and streams it from a task of its own until it suspends
+    /// or finishes; the run is stored before anything is streamed (with
+    /// its first step, unless it has a `request_id` or a thread: then it is
+    /// stored first, so that a retry finds it and a racing start on the
+    /// thread is refused before anything streams). The run goes on if the stream is dropped
     /// (unless it asked to be cancelled then). A `request_id` that
     /// `tenant` started a run with before gets that run's stream, replayed
     /// then live, instead. The run belongs to `tenant`.
@@ -262,6 +265,16 @@ impl Runtime {
         let mut run = new_run(tenant, &agent, request, &self.inner.config);
         run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
         tracing::Span::current().record("run_id", tracing::field::display(run.id));
+        if run.request_id.is_none() && run.thread.is_none() {
+            // No key and no thread another request could race for, and a
+            // fresh id: the execution's first write creates the run.
+            run.lease = Some(self.inner.new_lease());
+            self.inner.config.metrics.run_started(&run.agent_id);
+            let run_id = run.id;
+            let stream = self.execute_new(agent, run);
+            self.inner.hold_while_executing(run_id, slot);
+            return Ok(stream);
+        }
 
         let mut first = Staging::after(0);
         first.push(Chunk::Start {

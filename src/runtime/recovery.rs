@@ -149,7 +149,7 @@ impl Runtime {
                 tracing::info!(run_id = %run.id, last_seq = run.last_seq, "took over a run whose lease expired");
                 if let Some(live) = self.inner.live.get(run.id) {
                     if run.status != RunStatus::Running {
-                        live.release_stored(&first.events);
+                        live.release_stored(first.events.as_slice());
                     }
                 }
                 Ok(true)

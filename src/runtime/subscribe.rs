@@ -185,6 +185,16 @@ enum Next {
     Done,
 }
 
+/// What delivering a broadcast batch came to.
+enum Batch {
+    /// Every new chunk of it was delivered; wait for the next.
+    Delivered,
+    /// The subscription ended.
+    Done,
+    /// It does not continue what was delivered: read the store.
+    Gap,
+}
+
 impl Forwarder {
     async fn run(self, after_seq: u64, replay: Vec<Event>, signals: broadcast::Receiver<Signal>) {
         let run_id = self.live.id();
@@ -206,25 +216,40 @@ impl Forwarder {
             return;
         }
         loop {
-            let event = match self.next_signal(&mut signals).await {
-                Ok(Signal::Chunk(event)) if event.seq <= last => continue,
-                Ok(Signal::Chunk(event)) if event.seq == last + 1 => event,
+            match self.next_signal(&mut signals).await {
+                Ok(Signal::Chunks(events)) => match self.deliver_batch(&events, &mut last).await {
+                    Batch::Delivered => continue,
+                    Batch::Done => return,
+                    Batch::Gap => {}
+                },
                 Ok(Signal::Closed) | Err(broadcast::error::RecvError::Closed) => return,
-                // Fell behind, a gap, or a change announced without its
-                // chunks: rejoin and catch up from the store.
-                Ok(Signal::Chunk(_) | Signal::Recheck) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    signals = self.live.join();
-                    match self.catch_up(&mut last).await {
-                        Next::More => continue,
-                        Next::Done => return,
-                    }
-                }
-            };
-            last = event.seq;
-            if let Next::Done = self.deliver(event).await {
+                Ok(Signal::Recheck) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            }
+            // Fell behind, a gap, or a change announced without its
+            // chunks: rejoin and catch up from the store.
+            signals = self.live.join();
+            if let Next::Done = self.catch_up(&mut last).await {
                 return;
             }
         }
+    }
+
+    /// Delivers the chunks of a stored batch that follow `last`; chunks
+    /// already delivered are skipped, and a chunk past `last + 1` is a gap.
+    async fn deliver_batch(&self, events: &[Event], last: &mut u64) -> Batch {
+        for event in events {
+            if event.seq <= *last {
+                continue;
+            }
+            if event.seq != *last + 1 {
+                return Batch::Gap;
+            }
+            *last = event.seq;
+            if let Next::Done = self.deliver(event.clone()).await {
+                return Batch::Done;
+            }
+        }
+        Batch::Delivered
     }
 
     /// The next signal; with a shared store, a `Recheck` after a quiet

@@ -4,6 +4,7 @@
 //! embedding). Backends never interpret run state; they keep
 //! it, guard writes with a version compare-and-set, and return it.
 
+mod encoding;
 mod feed;
 mod memory;
 mod postgres;
@@ -19,7 +20,7 @@ pub use feed::{FeedItem, FeedMessage, RunFeed};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use query::RunQuery;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, Synchronous};
 
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
@@ -195,7 +196,9 @@ pub trait RunStore: Send + Sync + 'static {
     }
 }
 
-/// Opens the store a URL names: `sqlite://PATH` (or a plain path),
+/// Opens the store a URL names: `sqlite://PATH` (or a plain path;
+/// `?synchronous=normal` trades power-loss durability for fewer fsyncs, see
+/// [`Synchronous`]),
 /// `postgres://...` / `postgresql://...` (see [`PostgresStore::open`]; call
 /// it inside a Tokio runtime) or `memory:`.
 pub fn open(url: &str) -> Result<std::sync::Arc<dyn RunStore>, StoreError> {
@@ -214,5 +217,6 @@ pub fn open(url: &str) -> Result<std::sync::Arc<dyn RunStore>, StoreError> {
             "unsupported store URL {url:?}: use sqlite://PATH, postgres://... or memory:"
         )));
     }
-    Ok(std::sync::Arc::new(SqliteStore::open(path)?))
+    let (path, synchronous) = sqlite::parse_location(path)?;
+    Ok(std::sync::Arc::new(SqliteStore::open_with(path, synchronous)?))
 }

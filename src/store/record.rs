@@ -1,6 +1,7 @@
-//! Reading a stored run back: the JSON of its last commit, with the columns
-//! that appends move since (version, `last_seq`, the lease's expiry) laid
-//! over it. Shared by the SQL backends, which keep both.
+//! Reading a stored run back: the record of its last commit (see
+//! `encoding.rs`), with the columns that appends move since (version,
+//! `last_seq`, the lease's expiry) laid over it. Shared by the SQL
+//! backends, which keep both.
 
 use super::StoreError;
 use crate::run::RunRecord;
@@ -14,7 +15,7 @@ pub(crate) fn overlay(
     lease_expires_at: Option<i64>,
 ) -> Result<RunRecord, StoreError> {
     let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(e.to_string());
-    let mut run: RunRecord = serde_json::from_slice(record).map_err(|e| corrupt(&e))?;
+    let mut run: RunRecord = super::encoding::decode(record)?;
     run.version = u64::try_from(version).map_err(|e| corrupt(&e))?;
     run.last_seq = u64::try_from(last_seq).map_err(|e| corrupt(&e))?;
     if let (Some(lease), Some(at)) = (run.lease.as_mut(), lease_expires_at) {

@@ -1,21 +1,29 @@
 //! The SQLite run store, the embedded default. One writer thread owns the
 //! write connection and commits whatever writes are waiting together (group
-//! commit: one fsync for many runs), each write inside its own savepoint so
-//! that one write's conflict never undoes another's. Reads use a small pool
+//! commit: one fsync for many runs). Each write is checked before it
+//! changes anything, so that one write's conflict never undoes another's
+//! without a savepoint per write (see `apply`). Reads use a small pool
 //! of connections on the blocking thread pool; WAL lets them run beside the
 //! writer. Never blocks an async worker thread on SQLite.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::{mpsc, oneshot};
 
+mod durability;
 mod leases;
 mod queries;
+mod readers;
 mod threads;
+mod writer;
+
+pub use durability::{parse_location, Synchronous};
+
+use readers::ReaderPool;
 
 use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
@@ -119,7 +127,14 @@ impl RunRow {
             lease_owner: run.lease.as_ref().map(|lease| lease.owner.clone()),
             lease_expires_at: run.lease.as_ref().map(|lease| lease.expires_at.0),
             thread: run.thread.as_ref().map(threads::ThreadLinkRow::new),
-            record: serde_json::to_vec(run).map_err(corrupt)?,
+            // A running run's record is replaced by its next commit within
+            // a step; the records that stay (suspended, finished) are
+            // compressed.
+            record: if run.status == RunStatus::Running {
+                crate::store::encoding::encode_plain(run)?
+            } else {
+                crate::store::encoding::encode(run)?
+            },
         })
     }
 }
@@ -131,7 +146,7 @@ fn event_rows(events: &[Event]) -> Result<Vec<EventRow>, StoreError> {
             Ok(EventRow {
                 seq: to_i64(event.seq),
                 time: event.time.0,
-                chunk: serde_json::to_vec(&event.chunk).map_err(corrupt)?,
+                chunk: crate::store::encoding::encode(&event.chunk)?,
             })
         })
         .collect()
@@ -139,15 +154,21 @@ fn event_rows(events: &[Event]) -> Result<Vec<EventRow>, StoreError> {
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, applies pending
-    /// migrations and starts the writer thread.
+    /// migrations and starts the writer thread; commits are `FULL`y
+    /// durable.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, Synchronous::default())
+    }
+
+    /// [`SqliteStore::open`] with commits as durable as `synchronous` says.
+    pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| StoreError::Backend(format!("creating {}: {e}", parent.display())))?;
         }
         let mut writer = Connection::open(&path).map_err(backend)?;
-        configure(&writer).map_err(backend)?;
+        configure(&writer, synchronous).map_err(backend)?;
         writer
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(backend)?;
@@ -156,14 +177,11 @@ impl SqliteStore {
         let (writes, queue) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("agentd-sqlite-writer".into())
-            .spawn(move || write_loop(writer, queue))
+            .spawn(move || writer::write_loop(writer, queue))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
         Ok(Self {
             writes,
-            readers: Arc::new(ReaderPool {
-                path,
-                idle: Mutex::new(Vec::new()),
-            }),
+            readers: Arc::new(ReaderPool::new(path)),
         })
     }
 
@@ -186,19 +204,28 @@ impl SqliteStore {
         &self,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let readers = Arc::clone(&self.readers);
-        tokio::task::spawn_blocking(move || readers.with(query))
-            .await
-            .map_err(|e| StoreError::Backend(format!("read task failed: {e}")))?
+        self.readers.read(query).await
     }
 }
 
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
+fn configure(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    // FULL: a commit is on disk before it is acknowledged, so a suspension a
-    // client has seen survives power loss too. Group commit pays for it.
-    conn.pragma_update(None, "synchronous", "FULL")?;
+    stable_plans(conn)?;
+    // FULL by default: a commit is on disk before it is acknowledged, so a
+    // suspension a client has seen survives power loss too. Group commit
+    // pays for it (see `durability.rs`).
+    conn.pragma_update(None, "synchronous", synchronous.as_str())?;
     conn.pragma_update(None, "foreign_keys", "ON")
+}
+
+/// Query plans that do not depend on the values bound: otherwise SQLite
+/// marks some cached statements to be compiled again whenever a parameter
+/// is bound anew, and the writer re-prepared its run `UPDATE` (with every
+/// index of `runs` to maintain) on nearly every write: a tenth of the
+/// server's instructions in the profile.
+pub(super) fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map(|_| ())
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -220,192 +247,6 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.commit().map_err(backend)?;
     }
     Ok(())
-}
-
-/// The writer thread: takes every write waiting, commits them in one
-/// transaction, then answers each.
-fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceiver<Write>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = queue.blocking_recv() {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(write) => batch.push(write),
-                Err(_) => break,
-            }
-        }
-        let outcomes = commit_batch(&mut conn, &batch);
-        for (write, outcome) in batch.drain(..).zip(outcomes) {
-            // The caller may have gone away; the write stands regardless.
-            let _ = write.done.send(outcome);
-        }
-    }
-}
-
-fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreError>> {
-    let fail_all = |message: String| {
-        batch
-            .iter()
-            .map(|_| Err(StoreError::Backend(message.clone())))
-            .collect()
-    };
-    let mut tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
-        Ok(tx) => tx,
-        Err(error) => return fail_all(error.to_string()),
-    };
-    let mut outcomes = Vec::with_capacity(batch.len());
-    for write in batch {
-        outcomes.push(apply_in_savepoint(&mut tx, write));
-        // Some errors (disk full, I/O) make SQLite roll the whole
-        // transaction back. Every write applied so far is gone, and a
-        // savepoint opened now would start and commit a transaction of its
-        // own, outside this batch: stop and fail the whole batch.
-        if tx.is_autocommit() {
-            return fail_all("the batch transaction was rolled back by SQLite".into());
-        }
-    }
-    match tx.commit() {
-        Ok(()) => outcomes,
-        Err(error) => fail_all(error.to_string()),
-    }
-}
-
-fn apply_in_savepoint(tx: &mut Transaction<'_>, write: &Write) -> Result<(), StoreError> {
-    let savepoint = tx.savepoint().map_err(backend)?;
-    apply(&savepoint, write)?;
-    savepoint.commit().map_err(backend)
-}
-
-fn apply(conn: &Connection, write: &Write) -> Result<(), StoreError> {
-    let run_id = match &write.kind {
-        WriteKind::Create(run) => {
-            if let Some(thread) = &run.thread {
-                threads::advance(conn, run, thread)?;
-            }
-            let inserted = conn
-                .prepare_cached(
-                    "INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, updated_at, \
-                     expires_at, request_id, record, lease_owner, lease_expires_at, tenant, thread_id) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
-                     ON CONFLICT DO NOTHING",
-                )
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        run.id,
-                        run.agent_id,
-                        run.status,
-                        run.version,
-                        run.last_seq,
-                        run.created_at,
-                        run.updated_at,
-                        run.expires_at,
-                        run.request_id,
-                        run.record,
-                        run.lease_owner,
-                        run.lease_expires_at,
-                        run.tenant,
-                        run.thread.as_ref().map(|thread| thread.id.as_str())
-                    ])
-                })
-                .map_err(backend)?;
-            if inserted == 0 {
-                return Err(StoreError::AlreadyExists);
-            }
-            &run.id
-        }
-        WriteKind::Commit {
-            run,
-            expected_version,
-        } => {
-            let expected_version = *expected_version;
-            let updated = conn
-                .prepare_cached(
-                    "UPDATE runs SET status = ?2, version = ?3, last_seq = ?4, updated_at = ?5, \
-                     expires_at = ?6, record = ?7, lease_owner = ?9, lease_expires_at = ?10 \
-                     WHERE id = ?1 AND version = ?8",
-                )
-                .and_then(|mut update| {
-                    update.execute(params![
-                        run.id,
-                        run.status,
-                        run.version,
-                        run.last_seq,
-                        run.updated_at,
-                        run.expires_at,
-                        run.record,
-                        expected_version,
-                        run.lease_owner,
-                        run.lease_expires_at
-                    ])
-                })
-                .map_err(backend)?;
-            if updated == 0 {
-                let actual: Option<i64> = conn
-                    .query_row("SELECT version FROM runs WHERE id = ?1", [&run.id], |row| {
-                        row.get(0)
-                    })
-                    .optional()
-                    .map_err(backend)?;
-                return Err(match actual {
-                    None => StoreError::NotFound,
-                    Some(actual) => StoreError::VersionConflict {
-                        expected: expected_version as u64,
-                        actual: actual as u64,
-                    },
-                });
-            }
-            &run.id
-        }
-        WriteKind::Append {
-            id,
-            expected_version,
-            last_seq,
-            lease_expires_at,
-        } => {
-            leases::append(conn, id, *expected_version, *last_seq, *lease_expires_at)?;
-            id
-        }
-        WriteKind::DeleteThread { tenant, thread_id } => {
-            return threads::delete(conn, tenant, thread_id);
-        }
-    };
-    let mut insert = conn
-        .prepare_cached("INSERT INTO events (run_id, seq, time, chunk) VALUES (?1, ?2, ?3, ?4)")
-        .map_err(backend)?;
-    for event in &write.events {
-        insert
-            .execute(params![run_id, event.seq, event.time, event.chunk])
-            .map_err(backend)?;
-    }
-    Ok(())
-}
-
-/// Read-only connections, opened on demand and kept for reuse.
-struct ReaderPool {
-    path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
-}
-
-impl ReaderPool {
-    fn with<T>(&self, query: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let conn = match pooled {
-            Some(conn) => conn,
-            None => {
-                let conn = Connection::open_with_flags(
-                    &self.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )
-                .map_err(backend)?;
-                conn.busy_timeout(std::time::Duration::from_secs(5))
-                    .map_err(backend)?;
-                conn
-            }
-        };
-        let result = query(&conn);
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
-        result
-    }
 }
 
 #[async_trait]
@@ -496,7 +337,7 @@ impl RunStore for SqliteStore {
                 Ok(Event {
                     seq: seq as u64,
                     time: crate::time::Timestamp(time),
-                    chunk: serde_json::from_slice(&chunk).map_err(corrupt)?,
+                    chunk: crate::store::encoding::decode(&chunk)?,
                 })
             })
             .collect()
@@ -567,7 +408,7 @@ impl RunStore for SqliteStore {
         if self.writes.is_closed() {
             return Err(StoreError::Backend("the writer thread has stopped".into()));
         }
-        let path = self.readers.path.clone();
+        let path = self.readers.path().to_path_buf();
         tokio::task::spawn_blocking(move || queries::ping(&path))
             .await
             .map_err(|e| StoreError::Backend(format!("ping task failed: {e}")))?

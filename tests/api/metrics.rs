@@ -202,7 +202,10 @@ async fn a_scrape_after_a_cycle_counts_what_happened() {
             &text,
             "agentd_store_operation_duration_seconds_count{operation=\"commit\"}"
         )
-        .is_some_and(|commits| commits >= 7.0),
+        // A new run is created by the write of its first step, so the
+        // commits are the Resume's claim and the finish of the plan run
+        // and the cancel of the pizza run, plus any step committed apart.
+        .is_some_and(|commits| commits >= 3.0),
         "{text}"
     );
 

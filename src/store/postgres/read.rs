@@ -72,7 +72,7 @@ pub(super) async fn read_events(
         events.push(Event {
             seq: u64::try_from(seq).map_err(corrupt)?,
             time: Timestamp(time),
-            chunk: serde_json::from_slice(&chunk).map_err(corrupt)?,
+            chunk: crate::store::encoding::decode(&chunk)?,
         });
     }
     Ok(events)

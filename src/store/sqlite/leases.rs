@@ -47,11 +47,17 @@ pub(super) fn append(
     if updated == 1 {
         return Ok(());
     }
+    Err(refusal(conn, id, expected_version)?)
+}
+
+/// Why a guarded update of run `id` changed no row: there is no such run,
+/// or its version is not `expected_version`.
+pub(super) fn refusal(conn: &Connection, id: &str, expected_version: i64) -> Result<StoreError, StoreError> {
     let actual: Option<i64> = conn
-        .query_row("SELECT version FROM runs WHERE id = ?1", [id], |row| row.get(0))
-        .optional()
+        .prepare_cached("SELECT version FROM runs WHERE id = ?1")
+        .and_then(|mut select| select.query_row([id], |row| row.get(0)).optional())
         .map_err(backend)?;
-    Err(match actual {
+    Ok(match actual {
         None => StoreError::NotFound,
         Some(actual) => StoreError::VersionConflict {
             expected: expected_version as u64,

@@ -31,6 +31,28 @@ impl ThreadLinkRow {
 /// Makes `run` its thread's latest run: creates the thread if the run
 /// follows none, or moves the thread from the run it follows. `ThreadMoved`
 /// when the thread is not as the run expects.
+/// Refuses (`ThreadMoved`) a new run of `thread` unless the thread's
+/// latest run is still the one the new run follows (no thread at all for
+/// its first run), so that [`advance`] cannot be refused after it.
+pub(super) fn check_advance(
+    conn: &Connection,
+    run: &RunRow,
+    thread: &ThreadLinkRow,
+) -> Result<(), StoreError> {
+    let latest: Option<String> = conn
+        .prepare_cached("SELECT latest_run FROM threads WHERE tenant = ?1 AND thread_id = ?2")
+        .and_then(|mut select| {
+            select
+                .query_row(params![run.tenant, thread.id], |row| row.get(0))
+                .optional()
+        })
+        .map_err(backend)?;
+    if latest != thread.previous {
+        return Err(StoreError::ThreadMoved);
+    }
+    Ok(())
+}
+
 pub(super) fn advance(conn: &Connection, run: &RunRow, thread: &ThreadLinkRow) -> Result<(), StoreError> {
     let changed = match &thread.previous {
         None => conn
