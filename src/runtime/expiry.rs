@@ -7,11 +7,9 @@
 //! With a thread retention configured, the same task deletes the threads
 //! idle for longer than it (see `thread_read.rs`).
 
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use tokio::time::MissedTickBehavior;
 use tracing::instrument;
 
 use super::{Inner, Runtime, RuntimeError};
@@ -36,23 +34,14 @@ impl Runtime {
     /// by itself once every handle of this runtime is dropped; abort it to
     /// stop it sooner. A failed sweep is logged and retried at the next tick.
     pub fn spawn_expiry_sweeper(&self, interval: Duration) -> JoinHandle<()> {
-        let inner: Weak<Inner> = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
-            if interval.is_zero() {
-                return;
+        super::periodic::spawn_periodic(&self.inner, interval, |runtime| async move {
+            let inner = &runtime.inner;
+            if let Err(error) = inner.sweep_expired().await {
+                tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
             }
-            let mut ticks = tokio::time::interval(interval);
-            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                let Some(inner) = inner.upgrade() else { return };
-                if let Err(error) = inner.sweep_expired().await {
-                    tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
-                }
-                if let Some(retention) = inner.config.thread_retention {
-                    if let Err(error) = inner.sweep_idle_threads(retention).await {
-                        tracing::warn!(%error, "thread retention sweep failed; retrying at the next tick");
-                    }
+            if let Some(retention) = inner.config.thread_retention {
+                if let Err(error) = inner.sweep_idle_threads(retention).await {
+                    tracing::warn!(%error, "thread retention sweep failed; retrying at the next tick");
                 }
             }
         })

@@ -15,6 +15,7 @@ mod fence;
 mod lease;
 mod list;
 mod live;
+mod periodic;
 mod recovery;
 mod resume;
 mod run_agent;

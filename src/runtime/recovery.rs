@@ -15,15 +15,12 @@
 //! with the claim), nor a suspension a client saw (it is stored before it
 //! is sent).
 
-use std::sync::{Arc, Weak};
-
 use tokio::task::JoinHandle;
-use tokio::time::MissedTickBehavior;
 
 use super::emitter::Staging;
 use super::execute::Work;
 use super::lease::{approved_unexecuted, lease_expired};
-use super::{Inner, Runtime, RuntimeError};
+use super::{Runtime, RuntimeError};
 use crate::chunk::{Chunk, FinishReason, RunFailure};
 use crate::run::{RunId, RunStatus};
 use crate::store::StoreError;
@@ -49,20 +46,9 @@ impl Runtime {
     /// once every handle of this runtime is dropped.
     pub fn spawn_recovery(&self) -> JoinHandle<()> {
         let interval = self.inner.config.lease.recovery_interval;
-        let inner: Weak<Inner> = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
-            if interval.is_zero() {
-                return;
-            }
-            let mut ticks = tokio::time::interval(interval);
-            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                let Some(inner) = inner.upgrade() else { return };
-                let runtime = Runtime { inner };
-                if let Err(error) = runtime.recover(Timestamp::now()).await {
-                    tracing::warn!(%error, "recovery failed; retrying at the next tick");
-                }
+        super::periodic::spawn_periodic(&self.inner, interval, |runtime| async move {
+            if let Err(error) = runtime.recover(Timestamp::now()).await {
+                tracing::warn!(%error, "recovery failed; retrying at the next tick");
             }
         })
     }
