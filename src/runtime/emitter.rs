@@ -5,7 +5,10 @@
 //! stored; chunks that must come with a state change (suspensions,
 //! finishes) are held back and stored by the step's commit. So no client
 //! ever sees a chunk a crash could lose, and a replica that takes a run
-//! over continues its seq right after the last chunk anybody saw.
+//! over continues its seq right after the last chunk anybody saw. A new run
+//! is not stored before its execution starts: the emitter's first write
+//! (usually the commit of its first step) creates it, and the first chunks
+//! of a step linger briefly so that a short step is stored in one write.
 //!
 //! The flusher also renews the run's lease, with every append and at least
 //! every `LeaseSettings::renew_every`. A write refused by the version guard
