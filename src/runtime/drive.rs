@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tracing::{instrument, Instrument};
 
 use super::live::LiveRun;
+use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
 use crate::chunk::{Chunk, Event, FinishReason, RunFailure};
@@ -28,6 +29,9 @@ pub(super) struct Execution {
     emitter: Emitter,
     /// The history of the run's thread, read at the first step.
     earlier: Option<Vec<crate::agent::Message>>,
+    /// The tenant's slot this execution counts against (none for a
+    /// takeover); given back when it ends.
+    slot: Option<RunSlot>,
 }
 
 /// Why a step did not run to its end.
@@ -46,13 +50,20 @@ async fn client_gone(client: Option<mpsc::Sender<Event>>) {
 }
 
 impl Execution {
-    pub(super) fn new(inner: Arc<Inner>, agent: Arc<Agent>, run: RunRecord, emitter: Emitter) -> Self {
+    pub(super) fn new(
+        inner: Arc<Inner>,
+        agent: Arc<Agent>,
+        run: RunRecord,
+        emitter: Emitter,
+        slot: Option<RunSlot>,
+    ) -> Self {
         Self {
             inner,
             agent,
             run,
             emitter,
             earlier: None,
+            slot,
         }
     }
 
@@ -120,6 +131,7 @@ impl Execution {
             }
         }
         self.emitter.live().stop_executing();
+        self.slot = None;
         self.inner.live.release(self.run.id);
     }
 

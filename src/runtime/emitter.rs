@@ -168,50 +168,55 @@ impl Emitter {
         self.client.clone()
     }
 
-    fn next_event(&mut self, chunk: Chunk) -> Event {
-        self.last_seq += 1;
-        Event {
-            seq: self.last_seq,
-            time: Timestamp::now(),
-            chunk,
-        }
-    }
-
     /// Records a chunk that the next commit stores with the run's state.
     pub fn hold(&mut self, chunk: Chunk) {
-        let event = self.next_event(chunk);
+        let event = next_event(&mut self.last_seq, chunk);
         lock(&self.shared.unstored).events.push(event);
     }
 
     /// Records a chunk to be stored and released as soon as possible (after
     /// any held chunk, in order). Waits only if the store is far behind.
     pub async fn emit_now(&mut self, chunk: Chunk) {
-        // Wait for room first: a step cut short while waiting must not
-        // leave a seq numbered but never stored.
+        let mut chunk = Some(chunk);
+        // Numbered only once there is room: a step cut short while waiting
+        // must not leave a seq numbered but never stored.
         loop {
             if self.live.is_fenced() {
                 // The step is about to be cut short; nobody stores this.
                 return;
             }
+            if self.push_if_room(&mut chunk) {
+                break;
+            }
             let drained = self.shared.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
             if lock(&self.shared.unstored).len() < MAX_UNSTORED {
-                break;
+                continue;
             }
             self.shared.wake.notify_one();
             drained.await;
         }
-        let event = self.next_event(chunk);
-        {
-            let mut unstored = lock(&self.shared.unstored);
+        self.shared.wake.notify_one();
+    }
+
+    /// If the buffer has room: takes `chunk`, numbers it and adds it to
+    /// the buffer (flushable unless a chunk is held before it). Whether it
+    /// had room.
+    fn push_if_room(&mut self, chunk: &mut Option<Chunk>) -> bool {
+        let mut unstored = lock(&self.shared.unstored);
+        if unstored.len() >= MAX_UNSTORED {
+            return false;
+        }
+        if let Some(chunk) = chunk.take() {
+            let event = next_event(&mut self.last_seq, chunk);
             let nothing_held = unstored.flushable == unstored.events.len();
             unstored.events.push(event);
             if nothing_held {
                 unstored.flushable += 1;
             }
         }
-        self.shared.wake.notify_one();
+        true
     }
 
     /// Stores `run` (its state as the step left it, with `status` set by the
@@ -264,6 +269,16 @@ impl Emitter {
                 Err(error)
             }
         }
+    }
+}
+
+/// The event after `last_seq`, which it advances.
+fn next_event(last_seq: &mut u64, chunk: Chunk) -> Event {
+    *last_seq += 1;
+    Event {
+        seq: *last_seq,
+        time: Timestamp::now(),
+        chunk,
     }
 }
 
@@ -324,13 +339,13 @@ impl Shared {
         if writer.stopped {
             return false;
         }
-        if lock(&self.unstored).flushable == 0 && Instant::now() < writer.renew_at {
-            return true;
-        }
         // Taken out of the buffer (counted as in flight) rather than
         // copied: put back in front if the append fails.
         let batch: Vec<Event> = {
             let mut unstored = lock(&self.unstored);
+            if unstored.flushable == 0 && Instant::now() < writer.renew_at {
+                return true;
+            }
             let flushable = std::mem::take(&mut unstored.flushable);
             unstored.in_flight = flushable;
             unstored.events.drain(..flushable).collect()
@@ -400,12 +415,7 @@ impl Staging {
     }
 
     pub fn push(&mut self, chunk: Chunk) {
-        self.last_seq += 1;
-        self.events.push(Event {
-            seq: self.last_seq,
-            time: Timestamp::now(),
-            chunk,
-        });
+        self.events.push(next_event(&mut self.last_seq, chunk));
     }
 }
 

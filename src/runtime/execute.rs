@@ -6,6 +6,8 @@
 use std::sync::Arc;
 
 use super::drive::Execution;
+use super::live::LiveRun;
+use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner, RunStream, Runtime};
 use crate::agent::Agent;
 use crate::chunk::Event;
@@ -14,7 +16,8 @@ use crate::tools::ToolCall;
 
 /// What the execution does first.
 pub(super) enum Work {
-    /// The `start` chunk of a new run, then model steps.
+    /// The `start` chunk of a new run that is not stored yet, then model
+    /// steps.
     Start,
     /// Model steps, from where the run stands.
     Steps,
@@ -36,47 +39,54 @@ impl Runtime {
     /// write creates the run with its first chunks (usually the commit of
     /// its first step: one write where a create and a commit were two);
     /// nothing is streamed before that.
-    pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord) -> RunStream {
+    /// `slot` is given back when the execution ends.
+    pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord, slot: RunSlot) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
         let (stream, client) = self.stream_from(&live, Vec::new());
-        self.spawn_execution(agent, run, false, Work::Start, Some(client));
+        self.spawn_execution(live, agent, run, Work::Start, Some(client), Some(slot));
         stream
     }
 
     /// Executes `run` here and returns the stream of this execution, from
-    /// the first of `first` to its next `finish`.
+    /// the first of `first` to its next `finish`; `slot` is given back when
+    /// the execution ends.
     pub(super) fn execute(
         &self,
         agent: Arc<Agent>,
         run: RunRecord,
         first: Vec<Event>,
         work: Work,
+        slot: RunSlot,
     ) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
-        let (stream, client) = self.stream_from(&live, first.clone());
         // Whoever waits on the run (a subscriber of a suspended run) gets
-        // the first chunks too.
+        // the first chunks too; released before this stream joins, which
+        // replays them instead (so they are copied only for others).
         live.release_stored(first.as_slice());
-        self.spawn_execution(agent, run, true, work, Some(client));
+        let (stream, client) = self.stream_from(&live, first);
+        self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
         stream
     }
 
-    /// Executes `run` here with nobody streaming it (a takeover).
+    /// Executes `run` here with nobody streaming it (a takeover, which
+    /// takes no slot of its tenant).
     pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
         let live = self.inner.live.start_execution(run.id);
-        live.release_stored(first.as_slice());
-        self.spawn_execution(agent, run, true, work, None);
+        live.release_stored(first);
+        self.spawn_execution(live, agent, run, work, None, None);
     }
 
     fn spawn_execution(
         &self,
+        live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
-        stored: bool,
         work: Work,
         client: Option<tokio::sync::mpsc::Sender<Event>>,
+        slot: Option<RunSlot>,
     ) {
-        let live = self.inner.live.start_execution(run.id);
+        // Only a new run is not stored when its execution starts.
+        let stored = !matches!(work, Work::Start);
         let emitter = Emitter::start(
             Arc::clone(&self.inner.store),
             live,
@@ -86,7 +96,7 @@ impl Runtime {
             self.inner.config.replica_id.clone(),
             client,
         );
-        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
+        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter, slot);
         match work {
             Work::Start => tokio::spawn(execution.start_run()),
             Work::Steps => tokio::spawn(execution.run_steps()),

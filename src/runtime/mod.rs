@@ -238,18 +238,22 @@ impl Runtime {
                 .find_run_by_request_id(tenant, request_id)
                 .await?
             {
-                return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
+                return self
+                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
+                    .await;
             }
         }
         let mut previous = None;
         if let Some(thread_id) = &request.thread_id {
             match self.thread_turn(tenant, thread_id, &request).await? {
                 threads::Turn::Start(after) => previous = after,
-                threads::Turn::Answer(resume) => {
-                    return self.resume_via(tenant, resume, AnswerVia::AutoResume).await
+                threads::Turn::Answer { resume, run } => {
+                    return self
+                        .resume_via(tenant, resume, Some(*run), AnswerVia::AutoResume)
+                        .await
                 }
                 threads::Turn::Replay { run_id, first_seq } => {
-                    return self.follow(run_id, Wanted::Segment { first_seq }).await
+                    return self.follow(tenant, run_id, Wanted::Segment { first_seq }).await
                 }
             }
         } else if request.auto_resume {
@@ -268,13 +272,10 @@ impl Runtime {
         tracing::Span::current().record("run_id", tracing::field::display(run.id));
         if run.request_id.is_none() && run.thread.is_none() {
             // No key and no thread another request could race for, and a
-            // fresh id: the execution's first write creates the run.
-            run.lease = Some(self.inner.new_lease());
+            // fresh id: the execution's first write creates the run (with
+            // this replica's lease).
             self.inner.config.metrics.run_started(&run.agent_id);
-            let run_id = run.id;
-            let stream = self.execute_new(agent, run);
-            self.inner.hold_while_executing(run_id, slot);
-            return Ok(stream);
+            return Ok(self.execute_new(agent, run, slot));
         }
 
         let mut first = Staging::after(0);
@@ -295,7 +296,9 @@ impl Runtime {
                     .find_run_by_request_id(tenant, &request_id)
                     .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
-                return self.follow(existing, Wanted::Segment { first_seq: 1 }).await;
+                return self
+                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
+                    .await;
             }
             // Another start on the thread won the race.
             Err(StoreError::ThreadMoved) => {
@@ -307,10 +310,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        let run_id = run.id;
-        let stream = self.execute(agent, run, first.events, execute::Work::Steps);
-        self.inner.hold_while_executing(run_id, slot);
-        Ok(stream)
+        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot))
     }
 
     /// Reads a run of `tenant` (a suspended run past its time to live reads
@@ -408,13 +408,6 @@ impl Inner {
             return Err(RuntimeError::RunNotFound);
         }
         Ok(run)
-    }
-
-    /// Keeps `slot` until the execution of `run_id` here ends.
-    fn hold_while_executing(&self, run_id: RunId, slot: tenant_runs::RunSlot) {
-        if let Some(live) = self.live.get(run_id) {
-            slot.hold_while_executing(live);
-        }
     }
 
     /// Marks a suspended run whose time to live has passed as expired.

@@ -51,18 +51,20 @@ impl Runtime {
     /// Only `tenant`'s runs can be resumed; another tenant's is not found.
     #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id, thread_id))]
     pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
-        self.resume_via(tenant, request, AnswerVia::Resume).await
+        self.resume_via(tenant, request, None, AnswerVia::Resume).await
     }
 
     /// [`Runtime::resume`], recording that the answer came `via` Resume or
-    /// auto-resume.
+    /// auto-resume; `loaded` is the run if the caller just read it (as
+    /// `tenant`'s), so that it is not read again.
     pub(super) async fn resume_via(
         &self,
         tenant: &Tenant,
         request: ResumeRun,
+        loaded: Option<RunRecord>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
-        let resumed = self.try_resume(tenant, request, via).await;
+        let resumed = self.try_resume(tenant, request, loaded, via).await;
         if let Err(error) = &resumed {
             self.inner.config.metrics.resume_rejected(error);
         }
@@ -73,15 +75,19 @@ impl Runtime {
         &self,
         tenant: &Tenant,
         request: ResumeRun,
+        loaded: Option<RunRecord>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
-        let run = self.inner.load_run_of(tenant, request.run_id).await?;
+        let run = match loaded {
+            Some(run) => run,
+            None => self.inner.load_run_of(tenant, request.run_id).await?,
+        };
         if let Some(link) = &run.thread {
             tracing::Span::current().record("thread_id", link.id.as_str());
         }
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
-            return self.follow(run.id, Wanted::Segment { first_seq }).await;
+            return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
         }
         let mut run: RunRecord = self.inner.expire_if_due(run).await?;
         if run.status != RunStatus::Suspended {
@@ -143,10 +149,7 @@ impl Runtime {
         }
 
         let work = Work::Continue(approved.into_iter().collect());
-        let run_id = run.id;
-        let stream = self.execute(agent, run, first.events, work);
-        self.inner.hold_while_executing(run_id, slot);
-        Ok(stream)
+        Ok(self.execute(agent, run, first.events, work, slot))
     }
 }
 

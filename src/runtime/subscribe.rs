@@ -68,16 +68,23 @@ impl Runtime {
         run_id: RunId,
         after_seq: u64,
     ) -> Result<RunStream, RuntimeError> {
-        self.inner.load_run_of(tenant, run_id).await?;
-        self.follow(run_id, Wanted::Subscription { after_seq }).await
+        self.follow(tenant, run_id, Wanted::Subscription { after_seq })
+            .await
     }
 
-    pub(super) async fn follow(&self, run_id: RunId, wanted: Wanted) -> Result<RunStream, RuntimeError> {
+    /// Streams `wanted` of `tenant`'s run `run_id` (another tenant's run is
+    /// not found).
+    pub(super) async fn follow(
+        &self,
+        tenant: &Tenant,
+        run_id: RunId,
+        wanted: Wanted,
+    ) -> Result<RunStream, RuntimeError> {
         let live = self.inner.live.entry(run_id);
         // Join before reading the store: whatever the store misses, the
         // broadcast has.
         let joined = live.join();
-        match plan(&self.inner, run_id, wanted, joined).await {
+        match plan(&self.inner, tenant, run_id, wanted, joined).await {
             Ok(Plan {
                 after_seq,
                 replay,
@@ -138,11 +145,12 @@ struct Plan {
 /// Reads the store and decides what to replay and how far to follow.
 async fn plan(
     inner: &Inner,
+    tenant: &Tenant,
     run_id: RunId,
     wanted: Wanted,
     signals: broadcast::Receiver<Signal>,
 ) -> Result<Plan, RuntimeError> {
-    let run = inner.store.load_run(run_id).await?;
+    let run = inner.load_run_of(tenant, run_id).await?;
     let run = inner.expire_if_due(run).await?;
     let after_seq = match wanted {
         Wanted::Subscription { after_seq } => after_seq,

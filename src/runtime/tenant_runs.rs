@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::live::LiveRun;
 use super::RuntimeError;
 use crate::tenant::Tenant;
 
@@ -54,16 +53,6 @@ impl TenantRuns {
     #[cfg(test)]
     fn executing(&self, tenant: &Tenant) -> usize {
         self.lock().get(tenant).copied().unwrap_or(0)
-    }
-}
-
-impl RunSlot {
-    /// Holds the slot until the execution of `live` ends.
-    pub(super) fn hold_while_executing(self, live: Arc<LiveRun>) {
-        tokio::spawn(async move {
-            live.idle().await;
-            drop(self);
-        });
     }
 }
 

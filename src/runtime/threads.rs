@@ -20,8 +20,9 @@ use crate::tools::SuspendPayload;
 pub(super) enum Turn {
     /// Start a run after this one (`None`: the thread's first run).
     Start(Option<RunId>),
-    /// Answer the latest run's question (auto-resume).
-    Answer(ResumeRun),
+    /// Answer the latest run's question (auto-resume); `run` is the latest
+    /// run as just read, which the Resume goes on from.
+    Answer { resume: ResumeRun, run: Box<RunRecord> },
     /// Replay an answer given before with the same request id: its
     /// continuation starts at `first_seq` of `run_id`.
     Replay { run_id: RunId, first_seq: u64 },
@@ -55,7 +56,10 @@ impl Runtime {
             }
         }
         match latest.status {
-            RunStatus::Suspended if request.auto_resume => auto_resume(&latest, request).map(Turn::Answer),
+            RunStatus::Suspended if request.auto_resume => Ok(Turn::Answer {
+                resume: auto_resume(&latest, request)?,
+                run: Box::new(latest),
+            }),
             RunStatus::Running | RunStatus::Suspended => Err(RuntimeError::ThreadBusy {
                 run_id: latest.id,
                 status: latest.status,
