@@ -15,6 +15,9 @@ use super::StoreError;
 /// (records and chunks are objects), never with a control byte.
 const LZ4_JSON: u8 = 0x01;
 
+/// The marker byte and the uncompressed size before a compressed block.
+const HEADER: usize = 1 + 4;
+
 /// Below this size compression rarely pays for its header.
 const MIN_COMPRESSED: usize = 192;
 
@@ -40,13 +43,20 @@ fn compress(json: Vec<u8>) -> Vec<u8> {
     if json.len() < MIN_COMPRESSED {
         return json;
     }
-    let mut compressed = Vec::with_capacity(1 + 4 + lz4_flex::block::get_maximum_output_size(json.len()));
-    compressed.push(LZ4_JSON);
-    compressed.extend_from_slice(&lz4_flex::block::compress_prepend_size(&json));
-    if compressed.len() < json.len() {
-        compressed
-    } else {
-        json
+    // One buffer: the marker, the size `decompress_size_prepended` reads
+    // (little-endian u32), then the block compressed in place.
+    let Ok(size) = u32::try_from(json.len()) else {
+        return json;
+    };
+    let mut compressed = vec![0; HEADER + lz4_flex::block::get_maximum_output_size(json.len())];
+    compressed[0] = LZ4_JSON;
+    compressed[1..HEADER].copy_from_slice(&size.to_le_bytes());
+    match lz4_flex::block::compress_into(&json, &mut compressed[HEADER..]) {
+        Ok(written) if HEADER + written < json.len() => {
+            compressed.truncate(HEADER + written);
+            compressed
+        }
+        _ => json,
     }
 }
 
@@ -80,6 +90,12 @@ mod tests {
         assert_eq!(bytes.first(), Some(&LZ4_JSON));
         assert!(bytes.len() < serde_json::to_vec(&large).unwrap().len() / 2);
         assert_eq!(decode::<Chunk>(&bytes).unwrap(), large);
+        // The layout stored so far: the marker, then lz4_flex's block
+        // with its size prepended.
+        let json = serde_json::to_vec(&large).unwrap();
+        let mut stored = vec![LZ4_JSON];
+        stored.extend(lz4_flex::block::compress_prepend_size(&json));
+        assert_eq!(bytes, stored);
     }
 
     #[test]

@@ -25,11 +25,69 @@ pub struct RunQuery {
 }
 
 impl RunQuery {
+    /// The SQL backends' listing statement over `runs`, selecting
+    /// `columns`: one statement per combination of filters set, so that
+    /// each uses its own index (an `? IS NULL OR ...` condition would
+    /// defeat them). Its parameters are the filters set, in the order
+    /// tenant, status, agent id, `before`, then the limit; `placeholder(n)`
+    /// spells the `n`th (from 1) in the backend's SQL.
+    pub(crate) fn sql(&self, columns: &str, placeholder: fn(usize) -> String) -> String {
+        let filters = [
+            ("tenant =", self.tenant.is_some()),
+            ("status =", self.status.is_some()),
+            ("agent_id =", self.agent_id.is_some()),
+            ("id <", self.before.is_some()),
+        ];
+        let mut sql = format!("SELECT {columns} FROM runs");
+        let mut bound = 0;
+        for (condition, _) in filters.iter().filter(|(_, set)| *set) {
+            bound += 1;
+            sql.push_str(if bound == 1 { " WHERE " } else { " AND " });
+            sql.push_str(&format!("{condition} {}", placeholder(bound)));
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", placeholder(bound + 1)));
+        sql
+    }
+
     /// Whether `run` passes the filters and the page bound (not the limit).
     pub fn matches(&self, run: &RunRecord) -> bool {
         self.tenant.as_ref().is_none_or(|tenant| run.tenant == *tenant)
             && self.status.is_none_or(|status| run.status == status)
             && self.agent_id.as_deref().is_none_or(|agent| run.agent_id == agent)
             && self.before.is_none_or(|before| run.id < before)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_binds_the_filters_set_in_order_then_the_limit() {
+        let all = RunQuery {
+            tenant: Some(Tenant::default()),
+            status: Some(RunStatus::Suspended),
+            agent_id: Some("a".into()),
+            before: Some(RunId::new()),
+            limit: 3,
+        };
+        assert_eq!(
+            all.sql("id", |n| format!("${n}")),
+            "SELECT id FROM runs WHERE tenant = $1 AND status = $2 AND agent_id = $3 \
+             AND id < $4 ORDER BY id DESC LIMIT $5"
+        );
+        let some = RunQuery {
+            tenant: None,
+            agent_id: None,
+            ..all
+        };
+        assert_eq!(
+            some.sql("id", |n| format!("?{n}")),
+            "SELECT id FROM runs WHERE status = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+        );
+        assert_eq!(
+            RunQuery::default().sql("id, version", |n| format!("?{n}")),
+            "SELECT id, version FROM runs ORDER BY id DESC LIMIT ?1"
+        );
     }
 }

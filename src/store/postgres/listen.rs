@@ -98,6 +98,7 @@ impl Task {
         let mut pause = FIRST_PAUSE;
         let mut first = true;
         loop {
+            let connected_at = tokio::time::Instant::now();
             tokio::select! {
                 _ = &mut stopped => return,
                 ended = self.listen(first) => {
@@ -108,6 +109,10 @@ impl Task {
                 }
             }
             first = false;
+            // A connection that held for a while starts the pauses afresh.
+            if connected_at.elapsed() > MAX_PAUSE {
+                pause = FIRST_PAUSE;
+            }
             tokio::select! {
                 _ = &mut stopped => return,
                 () = tokio::time::sleep(pause) => {}

@@ -16,8 +16,7 @@ use crate::time::Timestamp;
 
 pub(super) type Client = deadpool_postgres::Object;
 
-/// The columns a record read selects, in this order (see `store::record`).
-pub(super) const RECORD_COLUMNS: &str = "record, version, last_seq, lease_expires_at";
+pub(super) use crate::store::record::RECORD_COLUMNS;
 
 pub(super) fn record(row: &Row) -> Result<RunRecord, StoreError> {
     let record: Vec<u8> = row.try_get(0).map_err(backend)?;
@@ -93,37 +92,26 @@ pub(super) async fn find_run_by_request_id(
 }
 
 pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
-    // One statement per combination of filters, so that each uses its own
-    // index (as in the SQLite store).
+    // The parameters of `RunQuery::sql`, in its order.
     let status = run_query.status.map(RunStatus::as_str);
     let before = run_query.before.map(|id| id.0);
     let limit = to_i64(run_query.limit as u64);
     let tenant = run_query.tenant.as_ref().map(Tenant::as_str);
-    let mut conditions = Vec::new();
     let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
     if let Some(tenant) = &tenant {
         params.push(tenant);
-        conditions.push(format!("tenant = ${}", params.len()));
     }
     if let Some(status) = &status {
         params.push(status);
-        conditions.push(format!("status = ${}", params.len()));
     }
     if let Some(agent_id) = &run_query.agent_id {
         params.push(agent_id);
-        conditions.push(format!("agent_id = ${}", params.len()));
     }
     if let Some(before) = &before {
         params.push(before);
-        conditions.push(format!("id < ${}", params.len()));
-    }
-    let mut sql = format!("SELECT {RECORD_COLUMNS} FROM runs");
-    if !conditions.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&conditions.join(" AND "));
     }
     params.push(&limit);
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", params.len()));
+    let sql = run_query.sql(RECORD_COLUMNS, |n| format!("${n}"));
     let rows = query(client, &sql, &params).await?;
     rows.iter().map(record).collect()
 }

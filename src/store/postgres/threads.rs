@@ -10,11 +10,11 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::read::{query, record, Client, RECORD_COLUMNS};
-use super::{backend, corrupt, to_i64, PostgresStore};
-use crate::run::{RunRecord, RunStatus};
+use super::{backend, to_i64, PostgresStore};
+use crate::run::RunRecord;
 use crate::store::StoreError;
 use crate::tenant::Tenant;
-use crate::thread::{LatestRun, ThreadId, ThreadQuery, ThreadRecord};
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// Creates `run` (a run of a thread) with the create statement's `params`.
@@ -69,25 +69,17 @@ const THREAD_COLUMNS: &str = "t.tenant, t.thread_id, t.created_at, t.updated_at,
 const THREAD_FROM: &str = "FROM threads t LEFT JOIN runs r ON r.id = t.latest_run";
 
 fn thread(row: &Row) -> Result<ThreadRecord, StoreError> {
-    let tenant: String = row.try_get(0).map_err(backend)?;
-    let id: String = row.try_get(1).map_err(backend)?;
-    let status: Option<String> = row.try_get(5).map_err(backend)?;
+    let tenant: &str = row.try_get(0).map_err(backend)?;
+    let id: &str = row.try_get(1).map_err(backend)?;
+    let status: Option<&str> = row.try_get(5).map_err(backend)?;
     let latest_updated_at: Option<i64> = row.try_get(6).map_err(backend)?;
-    let latest = match (status, latest_updated_at) {
-        (Some(status), Some(at)) => Some(LatestRun {
-            status: RunStatus::parse(&status).ok_or_else(|| corrupt(format!("run status {status:?}")))?,
-            updated_at: Timestamp(at),
-        }),
-        _ => None,
-    };
-    Ok(ThreadRecord {
-        tenant: Tenant::new(&tenant).map_err(corrupt)?,
-        id: ThreadId::new(&id).map_err(corrupt)?,
-        created_at: Timestamp(row.try_get(2).map_err(backend)?),
-        updated_at: Timestamp(row.try_get(3).map_err(backend)?),
-        latest_run: crate::run::RunId(row.try_get::<_, Uuid>(4).map_err(backend)?),
-        latest,
-    })
+    crate::store::record::thread(
+        (tenant, id),
+        row.try_get(2).map_err(backend)?,
+        row.try_get(3).map_err(backend)?,
+        crate::run::RunId(row.try_get::<_, Uuid>(4).map_err(backend)?),
+        status.zip(latest_updated_at),
+    )
 }
 
 pub(super) async fn load_thread(
@@ -180,12 +172,9 @@ pub(super) async fn idle_threads(
     let rows = query(client, &sql, &[&cutoff.0, &to_i64(limit as u64)]).await?;
     rows.iter()
         .map(|row| {
-            let tenant: String = row.try_get(0).map_err(backend)?;
-            let id: String = row.try_get(1).map_err(backend)?;
-            Ok((
-                Tenant::new(&tenant).map_err(corrupt)?,
-                ThreadId::new(&id).map_err(corrupt)?,
-            ))
+            let tenant: &str = row.try_get(0).map_err(backend)?;
+            let id: &str = row.try_get(1).map_err(backend)?;
+            crate::store::record::thread_key(tenant, id)
         })
         .collect()
 }

@@ -23,7 +23,8 @@ use tokio_postgres::types::ToSql;
 use super::{backend, corrupt, to_i64, PostgresStore};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
-use crate::store::{FeedMessage, StoreError};
+use crate::store::encoding::encode_plain;
+use crate::store::StoreError;
 use crate::time::Timestamp;
 
 /// NOTIFY payloads must stay under 8000 bytes; events that would not fit
@@ -46,18 +47,28 @@ fn event_columns(events: &[Event]) -> Result<EventColumns, StoreError> {
     for event in events {
         columns.seqs.push(to_i64(event.seq));
         columns.times.push(event.time.0);
-        columns
-            .chunks
-            .push(serde_json::to_vec(&event.chunk).map_err(corrupt)?);
+        columns.chunks.push(encode_plain(&event.chunk)?);
     }
     Ok(columns)
 }
 
-/// The notification of a write: who wrote, and what changed.
+/// The notification of a write: who wrote, and what changed (a
+/// [`crate::store::FeedMessage`], or [`Changed`] spelling one).
 #[derive(serde::Serialize)]
-pub(super) struct Notice<'a> {
+pub(super) struct Notice<'a, M> {
     pub origin: &'a str,
-    pub message: &'a FeedMessage,
+    pub message: M,
+}
+
+/// [`crate::store::FeedMessage::Changed`] as it is serialised, borrowing the write's
+/// events rather than copying them.
+#[derive(serde::Serialize)]
+#[serde(tag = "kind", rename = "changed")]
+struct Changed<'a> {
+    run_id: RunId,
+    status: RunStatus,
+    last_seq: u64,
+    events: Option<&'a [Event]>,
 }
 
 /// The payload announcing that `run_id` is now at `last_seq` in `status`,
@@ -69,20 +80,19 @@ fn payload(
     last_seq: u64,
     events: &[Event],
 ) -> Result<String, StoreError> {
-    let encode = |events: Option<Vec<Event>>| {
-        let message = FeedMessage::Changed {
-            run_id,
-            status,
-            last_seq,
-            events,
-        };
+    let encode = |events: Option<&[Event]>| {
         serde_json::to_string(&Notice {
             origin: &store.origin,
-            message: &message,
+            message: Changed {
+                run_id,
+                status,
+                last_seq,
+                events,
+            },
         })
         .map_err(corrupt)
     };
-    let full = encode(Some(events.to_vec()))?;
+    let full = encode(Some(events))?;
     if full.len() <= MAX_PAYLOAD {
         return Ok(full);
     }
@@ -176,17 +186,13 @@ async fn refusal(store: &PostgresStore, id: RunId, expected: u64) -> StoreError 
     }
 }
 
-fn record_bytes(run: &RunRecord) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(run).map_err(corrupt)
-}
-
 pub(super) async fn create(
     store: &PostgresStore,
     run: &RunRecord,
     events: &[Event],
 ) -> Result<(), StoreError> {
     let columns = event_columns(events)?;
-    let record = record_bytes(run)?;
+    let record = encode_plain(run)?;
     let lease_owner = run.lease.as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease.as_ref().map(|lease| lease.expires_at.0);
     let tenant = run.tenant.as_str();
@@ -227,7 +233,7 @@ pub(super) async fn commit(
     events: &[Event],
 ) -> Result<(), StoreError> {
     let columns = event_columns(events)?;
-    let record = record_bytes(run)?;
+    let record = encode_plain(run)?;
     let lease_owner = run.lease.as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease.as_ref().map(|lease| lease.expires_at.0);
     let notice = payload(store, run.id, run.status, run.last_seq, events)?;
@@ -280,5 +286,40 @@ pub(super) async fn append(
         Ok(())
     } else {
         Err(refusal(store, id, expected_version).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::Chunk;
+    use crate::store::FeedMessage;
+
+    #[test]
+    fn a_borrowed_change_serialises_as_the_feed_message() {
+        let events = vec![Event {
+            seq: 7,
+            time: Timestamp(42),
+            chunk: Chunk::StepStart { step: 2 },
+        }];
+        for events in [Some(events.as_slice()), None] {
+            let (run_id, status, last_seq) = (RunId::new(), RunStatus::Running, 7);
+            let borrowed = Changed {
+                run_id,
+                status,
+                last_seq,
+                events,
+            };
+            let owned = FeedMessage::Changed {
+                run_id,
+                status,
+                last_seq,
+                events: events.map(<[Event]>::to_vec),
+            };
+            assert_eq!(
+                serde_json::to_value(&borrowed).unwrap(),
+                serde_json::to_value(&owned).unwrap()
+            );
+        }
     }
 }

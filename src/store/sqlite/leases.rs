@@ -10,9 +10,7 @@ use crate::run::{RunId, RunRecord, RunStatus};
 use crate::store::StoreError;
 use crate::time::Timestamp;
 
-/// The columns every record read selects, in this order: the JSON of the
-/// last commit, then what appends moved since.
-pub(super) const RECORD_COLUMNS: &str = "record, version, last_seq, lease_expires_at";
+pub(super) use crate::store::record::RECORD_COLUMNS;
 
 /// A record from a row selected with [`RECORD_COLUMNS`] first.
 pub(super) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RunRecord, StoreError>> {

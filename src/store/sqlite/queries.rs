@@ -39,35 +39,23 @@ pub(super) fn find_run_by_request_id(
     id.as_deref().map(parse_id).transpose()
 }
 
-/// The listing's SQL for the filters `query` sets, and its parameters. One
-/// statement per combination of filters, so that each uses its own index
-/// (an `?1 IS NULL OR ...` condition would defeat them).
+/// The listing's SQL (see [`RunQuery::sql`]) and its parameters.
 fn list_sql(query: &RunQuery) -> (String, Vec<Value>) {
-    let mut conditions = Vec::new();
     let mut values = Vec::new();
     if let Some(tenant) = &query.tenant {
-        conditions.push("tenant = ?");
         values.push(Value::Text(tenant.to_string()));
     }
     if let Some(status) = query.status {
-        conditions.push("status = ?");
         values.push(Value::Text(status.as_str().to_owned()));
     }
     if let Some(agent_id) = &query.agent_id {
-        conditions.push("agent_id = ?");
         values.push(Value::Text(agent_id.clone()));
     }
     if let Some(before) = query.before {
-        conditions.push("id < ?");
         values.push(Value::Text(before.to_string()));
     }
-    let mut sql = format!("SELECT {} FROM runs", super::leases::RECORD_COLUMNS);
-    if !conditions.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&conditions.join(" AND "));
-    }
-    sql.push_str(" ORDER BY id DESC LIMIT ?");
     values.push(Value::Integer(to_i64(query.limit as u64)));
+    let sql = query.sql(super::leases::RECORD_COLUMNS, |n| format!("?{n}"));
     (sql, values)
 }
 

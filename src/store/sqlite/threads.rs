@@ -7,10 +7,10 @@ use std::str::FromStr;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{backend, corrupt, to_i64, RunRow};
-use crate::run::{RunId, RunRecord, RunStatus, ThreadLink};
-use crate::store::StoreError;
+use crate::run::{RunId, RunRecord, ThreadLink};
+use crate::store::{record, StoreError};
 use crate::tenant::Tenant;
-use crate::thread::{LatestRun, ThreadId, ThreadQuery, ThreadRecord};
+use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// A run's thread link, as the writer needs it.
@@ -28,9 +28,6 @@ impl ThreadLinkRow {
     }
 }
 
-/// Makes `run` its thread's latest run: creates the thread if the run
-/// follows none, or moves the thread from the run it follows. `ThreadMoved`
-/// when the thread is not as the run expects.
 /// Refuses (`ThreadMoved`) a new run of `thread` unless the thread's
 /// latest run is still the one the new run follows (no thread at all for
 /// its first run), so that [`advance`] cannot be refused after it.
@@ -53,6 +50,9 @@ pub(super) fn check_advance(
     Ok(())
 }
 
+/// Makes `run` its thread's latest run: creates the thread if the run
+/// follows none, or moves the thread from the run it follows. `ThreadMoved`
+/// when the thread is not as the run expects.
 pub(super) fn advance(conn: &Connection, run: &RunRow, thread: &ThreadLinkRow) -> Result<(), StoreError> {
     let changed = match &thread.previous {
         None => conn
@@ -105,28 +105,14 @@ const THREAD_COLUMNS: &str = "t.tenant, t.thread_id, t.created_at, t.updated_at,
 fn thread_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ThreadRecord, StoreError>> {
     let tenant: String = row.get(0)?;
     let id: String = row.get(1)?;
-    let created_at: i64 = row.get(2)?;
-    let updated_at: i64 = row.get(3)?;
     let latest_run: String = row.get(4)?;
     let status: Option<String> = row.get(5)?;
     let latest_updated_at: Option<i64> = row.get(6)?;
-    Ok((|| {
-        let latest = match (status, latest_updated_at) {
-            (Some(status), Some(at)) => Some(LatestRun {
-                status: RunStatus::parse(&status).ok_or_else(|| corrupt(format!("run status {status:?}")))?,
-                updated_at: Timestamp(at),
-            }),
-            _ => None,
-        };
-        Ok(ThreadRecord {
-            tenant: Tenant::new(&tenant).map_err(corrupt)?,
-            id: ThreadId::new(&id).map_err(corrupt)?,
-            created_at: Timestamp(created_at),
-            updated_at: Timestamp(updated_at),
-            latest_run: RunId::from_str(&latest_run).map_err(corrupt)?,
-            latest,
-        })
-    })())
+    let latest = status.as_deref().zip(latest_updated_at);
+    let (created_at, updated_at) = (row.get(2)?, row.get(3)?);
+    Ok(RunId::from_str(&latest_run)
+        .map_err(corrupt)
+        .and_then(|latest_run| record::thread((&tenant, &id), created_at, updated_at, latest_run, latest)))
 }
 
 pub(super) fn load_thread(
@@ -232,10 +218,7 @@ pub(super) fn idle_threads(
         .map_err(backend)?;
     rows.map(|row| {
         let (tenant, id) = row.map_err(backend)?;
-        Ok((
-            Tenant::new(&tenant).map_err(corrupt)?,
-            ThreadId::new(&id).map_err(corrupt)?,
-        ))
+        record::thread_key(&tenant, &id)
     })
     .collect()
 }

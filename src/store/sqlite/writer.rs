@@ -153,6 +153,9 @@ fn check_order(events: &[EventRow]) -> Result<(), StoreError> {
     }
 }
 
+const EXISTING_SQL: &str =
+    "SELECT version, (SELECT max(seq) FROM events WHERE run_id = ?1) FROM runs WHERE id = ?1";
+
 /// Refuses a write to run `id` unless the run exists at
 /// `expected_version` and `events` start after every stored event of it,
 /// so that neither the guarded update nor the event inserts can fail.
@@ -162,29 +165,27 @@ fn check_existing(
     expected_version: i64,
     events: &[EventRow],
 ) -> Result<(), StoreError> {
-    let version: Option<i64> = conn
-        .prepare_cached("SELECT version FROM runs WHERE id = ?1")
-        .and_then(|mut select| select.query_row([id], |row| row.get(0)).optional())
+    // One lookup for both: the version, and the run's last stored seq
+    // (an index seek on the events' primary key).
+    let stored: Option<(i64, Option<i64>)> = conn
+        .prepare_cached(EXISTING_SQL)
+        .and_then(|mut select| {
+            select
+                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
         .map_err(backend)?;
-    match version {
-        None => return Err(StoreError::NotFound),
-        Some(actual) if actual != expected_version => {
-            return Err(StoreError::VersionConflict {
-                expected: expected_version as u64,
-                actual: actual as u64,
-            })
-        }
-        Some(_) => {}
-    }
-    let Some(first) = events.first() else {
-        return Ok(());
+    let Some((actual, last_stored)) = stored else {
+        return Err(StoreError::NotFound);
     };
-    let stored: Option<i64> = conn
-        .prepare_cached("SELECT max(seq) FROM events WHERE run_id = ?1")
-        .and_then(|mut select| select.query_row([id], |row| row.get(0)))
-        .map_err(backend)?;
-    match stored {
-        Some(stored) if first.seq <= stored => Err(StoreError::Backend(format!(
+    if actual != expected_version {
+        return Err(StoreError::VersionConflict {
+            expected: expected_version as u64,
+            actual: actual as u64,
+        });
+    }
+    match (events.first(), last_stored) {
+        (Some(first), Some(stored)) if first.seq <= stored => Err(StoreError::Backend(format!(
             "event seq {} is stored already (the run's last stored seq is {stored})",
             first.seq
         ))),
@@ -265,4 +266,26 @@ fn insert_events(conn: &Connection, run_id: &str, events: &[EventRow]) -> Result
             .map_err(backend)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_of_an_existing_run_searches_two_indexes() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::migrate(&mut conn).expect("migrate");
+        let mut explain = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {EXISTING_SQL}"))
+            .expect("explain");
+        let plan = explain
+            .query_map(["r"], |row| row.get::<_, String>(3))
+            .expect("plan")
+            .map(|step| step.expect("plan step"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(!plan.contains("SCAN"), "{plan}");
+        assert_eq!(plan.matches("SEARCH").count(), 2, "{plan}");
+    }
 }

@@ -123,7 +123,10 @@ async fn refused_appends_change_nothing(store: &Store) {
     // An event that repeats a stored seq: refused whole.
     let overlapping = text_events(run.last_seq, 2);
     let result = store.append_events(run.id, run.version, None, &overlapping).await;
-    assert!(result.is_err(), "an append repeating a stored seq must fail");
+    assert!(
+        matches!(result, Err(StoreError::Backend(_))),
+        "an append repeating a stored seq must fail, and not as a conflict: {result:?}"
+    );
     assert_eq!(store.load_run(run.id).await.expect("load"), run);
     assert_eq!(events_of(store, run.id).await, first);
 

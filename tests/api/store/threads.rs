@@ -330,6 +330,14 @@ async fn deleting_a_thread_deletes_its_runs(store: &Store) {
         Err(StoreError::NotFound)
     ));
     assert_eq!(events_of(store, unrelated.id).await, unrelated_events);
+    // Their events went too: a read checks the run first, so only a run
+    // stored again under the same id could see any left behind.
+    for id in [first.id, second.id] {
+        let mut again = suspended_run("assistant");
+        again.id = id;
+        store.create_run(&again, &[]).await.expect("the id again");
+        assert_eq!(events_of(store, id).await, [], "events of run {id} left behind");
+    }
 
     // The id can start a new thread afterwards.
     let fresh = thread_run(&tenant, &thread, None);
