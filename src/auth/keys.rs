@@ -3,7 +3,7 @@
 //! (per key length), so the time taken does not tell how much of a key was
 //! right. No key is ever formatted: `Debug` lists tenants and counts only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use subtle::ConstantTimeEq;
@@ -87,16 +87,16 @@ impl ApiKeys {
         tenants
     }
 
-    /// Tenants with a key shorter than [`MIN_RECOMMENDED_KEY_LEN`].
+    /// Tenants with a key shorter than [`MIN_RECOMMENDED_KEY_LEN`], each
+    /// once, in order.
     pub fn tenants_with_short_keys(&self) -> Vec<Tenant> {
-        let mut short: Vec<Tenant> = self
+        let short: BTreeSet<&Tenant> = self
             .entries
             .iter()
             .filter(|entry| entry.key.len() < MIN_RECOMMENDED_KEY_LEN)
-            .map(|entry| entry.tenant.clone())
+            .map(|entry| &entry.tenant)
             .collect();
-        short.dedup();
-        short
+        short.into_iter().cloned().collect()
     }
 }
 
@@ -159,5 +159,19 @@ mod tests {
         assert!(!shown.contains("very-secret"), "{shown}");
         assert!(shown.contains("acme"), "{shown}");
         assert_eq!(keys.tenants_with_short_keys(), Vec::<Tenant>::new());
+    }
+
+    #[test]
+    fn each_tenant_with_short_keys_is_named_once() {
+        let mut keys = ApiKeys::default();
+        keys.add(&tenant("globex"), "short-1").unwrap();
+        keys.add(&tenant("acme"), "short-2").unwrap();
+        keys.add(&tenant("globex"), "short-3").unwrap();
+        keys.add(&tenant("initech"), "long-enough-key-0123456789")
+            .unwrap();
+        assert_eq!(
+            keys.tenants_with_short_keys(),
+            vec![tenant("acme"), tenant("globex")]
+        );
     }
 }

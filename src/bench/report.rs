@@ -20,8 +20,9 @@ pub fn print<T: Serialize>(report: &T, json: bool, table: fn(&T) -> String) -> a
     Ok(())
 }
 
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
+/// Bytes (a count, a rate or a difference) in MiB.
+fn mib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
 }
 
 fn three(l: &LatencySummary) -> String {
@@ -108,7 +109,7 @@ pub fn stream_table(r: &StreamReport) -> String {
         out,
         "bytes received       {} ({:.1} MiB, encoded AgentChunk sizes)",
         r.bytes,
-        mib(r.bytes)
+        mib(r.bytes as f64)
     );
     let _ = writeln!(
         out,
@@ -120,7 +121,7 @@ pub fn stream_table(r: &StreamReport) -> String {
         out,
         "bytes/s              {:.0} ({:.1} MiB/s)",
         r.bytes_per_sec,
-        r.bytes_per_sec / (1024.0 * 1024.0)
+        mib(r.bytes_per_sec)
     );
     let _ = writeln!(
         out,
@@ -139,7 +140,7 @@ pub fn stream_table(r: &StreamReport) -> String {
 }
 
 fn memory(bytes: Option<u64>) -> String {
-    bytes.map_or("n/a".into(), |b| format!("{:.1} MiB", mib(b)))
+    bytes.map_or("n/a".into(), |b| format!("{:.1} MiB", mib(b as f64)))
 }
 
 pub fn capacity_table(r: &CapacityReport) -> String {
@@ -165,14 +166,14 @@ pub fn capacity_table(r: &CapacityReport) -> String {
         let _ = writeln!(
             out,
             "RSS growth            {:.1} MiB",
-            (after as f64 - before as f64) / (1024.0 * 1024.0)
+            mib(after as f64 - before as f64)
         );
     }
     match (&r.store_files, r.store_bytes_per_run) {
         (Some(files), Some(per_run)) => {
             let list: Vec<String> = files
                 .iter()
-                .map(|(name, size)| format!("{name} {:.1} MiB", mib(*size)))
+                .map(|(name, size)| format!("{name} {:.1} MiB", mib(*size as f64)))
                 .collect();
             let _ = writeln!(
                 out,

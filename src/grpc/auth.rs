@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tonic::metadata::MetadataMap;
 use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
-use tonic_types::{ErrorDetails, StatusExt};
+use tonic_types::StatusExt;
 
 use crate::auth::ApiKeys;
 use crate::tenant::Tenant;
@@ -85,8 +85,7 @@ fn bearer_token(value: &[u8]) -> Option<&[u8]> {
 }
 
 fn unauthenticated(reason: &str, message: &str) -> Status {
-    let details = ErrorDetails::with_error_info(reason, "agentd.v1", std::collections::HashMap::new());
-    Status::with_error_details(Code::Unauthenticated, message, details)
+    Status::with_error_details(Code::Unauthenticated, message, super::status::info(reason, &[]))
 }
 
 /// The tenant the interceptor found for this request; the default tenant

@@ -6,7 +6,6 @@
 //! stream it ends is only dropped: the run behind it does what its
 //! `on_disconnect` says, as when a client leaves.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +15,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_stream::{Stream, StreamExt};
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
-use tonic_types::{ErrorDetails, StatusExt};
+use tonic_types::StatusExt;
 
 /// Where the server is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,8 +172,7 @@ impl Drop for OpenStream {
 }
 
 fn unavailable(reason: &str, message: &str) -> Status {
-    let details = ErrorDetails::with_error_info(reason, "agentd.v1", HashMap::new());
-    Status::with_error_details(Code::Unavailable, message, details)
+    Status::with_error_details(Code::Unavailable, message, super::status::info(reason, &[]))
 }
 
 /// The client's deadline from `grpc-timeout` (`<up to 8 digits><H|M|S|m|u|n>`);

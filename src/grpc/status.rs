@@ -23,7 +23,8 @@ fn clip(text: String) -> String {
     crate::limits::clip(text, MAX_TEXT)
 }
 
-fn info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
+/// An ErrorInfo of `reason` in the agentd domain, its values clipped.
+pub(super) fn info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
     let metadata: HashMap<String, String> = metadata
         .iter()
         .map(|(k, v)| ((*k).to_owned(), clip(v.clone())))
@@ -31,7 +32,13 @@ fn info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
     ErrorDetails::with_error_info(reason, DOMAIN, metadata)
 }
 
-fn bad_request(field: &str, description: &str, reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
+/// [`info`] and a BadRequest violation of `field`, its description clipped.
+pub(super) fn bad_request(
+    field: &str,
+    description: &str,
+    reason: &str,
+    metadata: &[(&str, String)],
+) -> ErrorDetails {
     let mut details = info(reason, metadata);
     details.add_bad_request_violation(field, clip(description.to_owned()));
     details

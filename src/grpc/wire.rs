@@ -6,7 +6,6 @@
 //! `limits.max_request_bytes` and INVALID_ARGUMENT. Everything else passes
 //! through untouched.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +16,9 @@ use tonic::codegen::http;
 use tonic::codegen::Service;
 use tonic::server::NamedService;
 use tonic::{Code, Status};
-use tonic_types::{ErrorDetails, StatusExt};
+use tonic_types::StatusExt;
+
+use super::status::{bad_request, info};
 
 /// What tonic says when a request is over `max_decoding_message_size`.
 const TOO_LARGE: &str = "Error, decoded message length too large: found ";
@@ -81,8 +82,7 @@ fn rewrite(status: &Status, limit: usize) -> Option<Status> {
             Some(too_large(&size, limit))
         }
         Code::Internal if status.message().starts_with(UNDECODABLE) => {
-            let mut details = ErrorDetails::with_error_info("MALFORMED_REQUEST", "agentd.v1", HashMap::new());
-            details.add_bad_request_violation("request", status.message());
+            let details = bad_request("request", status.message(), "MALFORMED_REQUEST", &[]);
             Some(Status::with_error_details(
                 Code::InvalidArgument,
                 format!("the request is not a valid message: {}", status.message()),
@@ -94,12 +94,14 @@ fn rewrite(status: &Status, limit: usize) -> Option<Status> {
 }
 
 fn too_large(size: &str, limit: usize) -> Status {
-    let metadata = HashMap::from([
-        ("limit".to_owned(), "max_request_bytes".to_owned()),
-        ("max".to_owned(), limit.to_string()),
-        ("actual".to_owned(), size.to_owned()),
-    ]);
-    let details = ErrorDetails::with_error_info("REQUEST_TOO_LARGE", "agentd.v1", metadata);
+    let details = info(
+        "REQUEST_TOO_LARGE",
+        &[
+            ("limit", "max_request_bytes".to_owned()),
+            ("max", limit.to_string()),
+            ("actual", size.to_owned()),
+        ],
+    );
     Status::with_error_details(
         Code::ResourceExhausted,
         format!("the request has {size} bytes, over the limit of {limit} (limits.max_request_bytes)"),

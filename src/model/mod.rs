@@ -57,6 +57,37 @@ pub enum ModelEvent {
     Usage(Usage),
 }
 
+impl ModelEvent {
+    /// A call whose arguments a provider streamed as JSON text: with the
+    /// arguments `blank` gives when the text is blank, else with the text
+    /// parsed, or an [`ModelEvent::InvalidToolCall`] when it does not parse.
+    pub(crate) fn call_from_json(
+        id: String,
+        name: String,
+        json: String,
+        blank: impl FnOnce() -> serde_json::Value,
+    ) -> Self {
+        if json.trim().is_empty() {
+            return Self::ToolCall(ToolCall {
+                id,
+                name,
+                args: blank(),
+            });
+        }
+        match serde_json::from_str(&json) {
+            Ok(args) => Self::ToolCall(ToolCall { id, name, args }),
+            Err(error) => Self::InvalidToolCall {
+                call: ToolCall {
+                    id,
+                    name,
+                    args: serde_json::Value::String(json),
+                },
+                error: error.to_string(),
+            },
+        }
+    }
+}
+
 /// Why a model ended its step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StopReason {
@@ -83,4 +114,32 @@ pub trait LanguageModel: Send + Sync + 'static {
 
     /// Starts one step.
     async fn stream(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(args: serde_json::Value) -> ModelEvent {
+        ModelEvent::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "f".into(),
+            args,
+        })
+    }
+
+    #[test]
+    fn streamed_arguments_become_a_call_or_an_invalid_call() {
+        let from =
+            |json: &str| ModelEvent::call_from_json("c1".into(), "f".into(), json.into(), || json!("blank"));
+        assert_eq!(from(" \n"), call(json!("blank")));
+        assert_eq!(from(r#"{"a": 1}"#), call(json!({"a": 1})));
+        let ModelEvent::InvalidToolCall { call, error } = from(r#"{"a": "#) else {
+            panic!("not an invalid call");
+        };
+        assert_eq!(call.args, json!(r#"{"a": "#));
+        assert!(!error.is_empty());
+    }
 }

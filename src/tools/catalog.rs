@@ -4,10 +4,11 @@
 //! start-up, connecting the MCP servers agents use; agents then pick their
 //! tools from it by name. It runs no tool itself.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::try_join_all;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -90,15 +91,10 @@ impl ToolCatalog {
         servers: &[McpServerConfig],
         wanted: impl Fn(&str) -> bool,
     ) -> Result<Self, CatalogError> {
-        let mut catalog = Self {
-            tools: build_tools(tools)?,
-            servers: Vec::new(),
-            ask_user_limits: AskUserLimits::default(),
-        };
+        let tools = build_tools(tools)?;
         let mut names = BTreeSet::new();
-        let mut connecting = tokio::task::JoinSet::new();
-        let mut tasks = HashMap::new();
-        for (index, config) in servers.iter().enumerate() {
+        let mut connect = Vec::new();
+        for config in servers {
             if !names.insert(config.name.as_str()) {
                 return Err(CatalogError::DuplicateServer(config.name.clone()));
             }
@@ -112,33 +108,24 @@ impl ToolCatalog {
                 tracing::warn!(server = %config.name, "MCP server is not used by any agent: not connected");
                 continue;
             }
-            let config = config.clone();
-            let name = config.name.clone();
-            let task = connecting.spawn(async move { McpServer::connect(&config).await });
-            tasks.insert(task.id(), (index, name));
+            connect.push(config);
         }
-        let mut connected = Vec::new();
-        while let Some(joined) = connecting.join_next_with_id().await {
-            let (id, server) = match joined {
-                Ok(done) => done,
-                Err(error) => {
-                    let name = tasks
-                        .remove(&error.id())
-                        .map(|(_, name)| name)
-                        .unwrap_or_default();
-                    return Err(CatalogError::Server {
-                        name,
-                        reason: format!("connecting failed: {error}"),
-                    });
-                }
-            };
-            let (index, name) = tasks.remove(&id).unwrap_or_default();
-            let server = server.map_err(|reason| CatalogError::Server { name, reason })?;
-            connected.push((index, server));
-        }
-        connected.sort_by_key(|(index, _)| *index);
-        catalog.servers = connected.into_iter().map(|(_, server)| server).collect();
-        Ok(catalog)
+        // All at once; the first failure ends the others. The servers stay
+        // in configuration order.
+        let servers = try_join_all(connect.into_iter().map(|config| async move {
+            McpServer::connect(config)
+                .await
+                .map_err(|reason| CatalogError::Server {
+                    name: config.name.clone(),
+                    reason,
+                })
+        }))
+        .await?;
+        Ok(Self {
+            tools,
+            servers,
+            ask_user_limits: AskUserLimits::default(),
+        })
     }
 
     /// The catalog with ask_user checking its input against `limits`.

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
 /// Replaces every `${NAME}` in `value` with the environment variable
 /// `NAME`. A variable that is not set (or not valid UTF-8) is an error that
 /// names it, never its value.
@@ -64,6 +66,21 @@ impl SecretMap {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The entries as HTTP headers, each value marked sensitive. Errors
+    /// name the header, never its value.
+    pub fn to_headers(&self) -> Result<HeaderMap, String> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.0 {
+            let header_name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("headers: {name:?} is not a valid header name"))?;
+            let mut header_value = HeaderValue::from_str(value)
+                .map_err(|_| format!("headers.{name}: the value is not a valid header value"))?;
+            header_value.set_sensitive(true);
+            headers.insert(header_name, header_value);
+        }
+        Ok(headers)
+    }
 }
 
 impl fmt::Debug for SecretMap {
@@ -96,6 +113,22 @@ mod tests {
         assert!(expand("${TOKEN").unwrap_err().contains("unclosed"));
         assert!(expand("${A B}").is_err());
         assert!(expand("${}").is_err());
+    }
+
+    #[test]
+    fn headers_are_sensitive_and_errors_name_only_the_header() {
+        let map = SecretMap(BTreeMap::from([("X-Token".to_owned(), "s3cr3t".to_owned())]));
+        let headers = map.to_headers().unwrap();
+        assert_eq!(headers.len(), 1);
+        assert!(headers["x-token"].is_sensitive());
+        assert_eq!(headers["x-token"], "s3cr3t");
+
+        let bad_name = SecretMap(BTreeMap::from([("a b".to_owned(), "s3cr3t".to_owned())]));
+        let error = bad_name.to_headers().unwrap_err();
+        assert_eq!(error, "headers: \"a b\" is not a valid header name");
+        let bad_value = SecretMap(BTreeMap::from([("X-Token".to_owned(), "s3\ncr3t".to_owned())]));
+        let error = bad_value.to_headers().unwrap_err();
+        assert_eq!(error, "headers.X-Token: the value is not a valid header value");
     }
 
     #[test]

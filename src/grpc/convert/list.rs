@@ -18,14 +18,7 @@ fn page_token(last: RunId) -> String {
 }
 
 fn parse_page_token(token: &str) -> Result<Option<RunId>, RuntimeError> {
-    if token.is_empty() {
-        return Ok(None);
-    }
-    token
-        .strip_prefix(TOKEN_PREFIX)
-        .and_then(|id| id.parse().ok())
-        .map(Some)
-        .ok_or_else(|| invalid("page_token", "not a next_page_token returned by ListRuns"))
+    super::parse_page_token(token, TOKEN_PREFIX, "ListRuns", |id| id.parse().ok())
 }
 
 /// A `RunStatus` filter: UNSPECIFIED lists every status.

@@ -27,3 +27,22 @@ pub fn invalid(field: &'static str, reason: impl Into<String>) -> RuntimeError {
         reason: reason.into(),
     }
 }
+
+/// A list RPC's `page_token`: none for the first page (empty), else the
+/// cursor `parse` reads from what follows the version `prefix`. Anything
+/// else is refused as not a token `rpc` returned.
+fn parse_page_token<T>(
+    token: &str,
+    prefix: &str,
+    rpc: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, RuntimeError> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    token
+        .strip_prefix(prefix)
+        .and_then(parse)
+        .map(Some)
+        .ok_or_else(|| invalid("page_token", format!("not a next_page_token returned by {rpc}")))
+}

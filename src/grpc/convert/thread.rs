@@ -13,7 +13,6 @@ use crate::thread::{ThreadCursor, ThreadId, ThreadRecord};
 use crate::time::Timestamp;
 use crate::tools::{Answer, ToolCall};
 
-use super::invalid;
 use super::run::status_to_proto;
 use super::value::{json_to_struct, timestamp};
 
@@ -25,21 +24,17 @@ fn page_token(cursor: &ThreadCursor) -> String {
 }
 
 fn parse_page_token(token: &str) -> Result<Option<ThreadCursor>, RuntimeError> {
-    if token.is_empty() {
-        return Ok(None);
-    }
-    let refuse = || invalid("page_token", "not a next_page_token returned by ListThreads");
-    let rest = token.strip_prefix(TOKEN_PREFIX).ok_or_else(refuse)?;
-    let (micros, id) = rest.split_once('.').ok_or_else(refuse)?;
-    let created_at = micros.parse::<i64>().map_err(|_| refuse())?;
-    if !micros.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(refuse());
-    }
-    let id = ThreadId::new(id).map_err(|_| refuse())?;
-    Ok(Some(ThreadCursor {
-        created_at: Timestamp(created_at),
-        id,
-    }))
+    super::parse_page_token(token, TOKEN_PREFIX, "ListThreads", |rest| {
+        let (micros, id) = rest.split_once('.')?;
+        // Digits only: `parse` alone would take a sign.
+        if !micros.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(ThreadCursor {
+            created_at: Timestamp(micros.parse().ok()?),
+            id: ThreadId::new(id).ok()?,
+        })
+    })
 }
 
 pub fn list_threads_request(request: pb::ListThreadsRequest) -> Result<ListThreads, RuntimeError> {

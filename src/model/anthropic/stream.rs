@@ -16,7 +16,6 @@ use crate::chunk::Usage;
 use crate::model::http::StreamDecoder;
 use crate::model::sse::SseEvent;
 use crate::model::{ModelError, ModelEvent, StopReason};
-use crate::tools::ToolCall;
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -166,25 +165,14 @@ impl MessagesDecoder {
             input,
             json,
         } = call;
-        if json.trim().is_empty() {
-            let args = if input.is_null() {
+        // A call with no input deltas has its input whole in its start.
+        ModelEvent::call_from_json(id, name, json, || {
+            if input.is_null() {
                 Value::Object(serde_json::Map::new())
             } else {
                 input
-            };
-            return ModelEvent::ToolCall(ToolCall { id, name, args });
-        }
-        match serde_json::from_str::<Value>(&json) {
-            Ok(args) => ModelEvent::ToolCall(ToolCall { id, name, args }),
-            Err(error) => ModelEvent::InvalidToolCall {
-                call: ToolCall {
-                    id,
-                    name,
-                    args: Value::String(json),
-                },
-                error: error.to_string(),
-            },
-        }
+            }
+        })
     }
 }
 
@@ -283,6 +271,8 @@ impl StreamDecoder for MessagesDecoder {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    use crate::tools::ToolCall;
 
     fn decode(data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
         crate::model::http::decode_events(MessagesDecoder::new("test"), data)

@@ -12,7 +12,6 @@ use crate::chunk::Usage;
 use crate::model::http::StreamDecoder;
 use crate::model::sse::SseEvent;
 use crate::model::{ModelError, ModelEvent, StopReason};
-use crate::tools::ToolCall;
 
 #[derive(Deserialize)]
 struct ChunkWire {
@@ -152,27 +151,9 @@ fn finish_call(call: PartialCall) -> ModelEvent {
     } else {
         call.id
     };
-    let raw = call.arguments;
-    let parsed = if raw.trim().is_empty() {
-        Ok(Value::Object(serde_json::Map::new()))
-    } else {
-        serde_json::from_str::<Value>(&raw)
-    };
-    match parsed {
-        Ok(args) => ModelEvent::ToolCall(ToolCall {
-            id,
-            name: call.name,
-            args,
-        }),
-        Err(error) => ModelEvent::InvalidToolCall {
-            call: ToolCall {
-                id,
-                name: call.name,
-                args: Value::String(raw),
-            },
-            error: error.to_string(),
-        },
-    }
+    ModelEvent::call_from_json(id, call.name, call.arguments, || {
+        Value::Object(serde_json::Map::new())
+    })
 }
 
 impl StreamDecoder for ChatDecoder {
@@ -251,6 +232,8 @@ impl StreamDecoder for ChatDecoder {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    use crate::tools::ToolCall;
 
     fn decode(data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
         crate::model::http::decode_events(ChatDecoder::new("test"), data)

@@ -11,7 +11,7 @@ mod config;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 pub use config::{HttpMethod, HttpToolConfig, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS};
@@ -62,15 +62,7 @@ impl HttpTool {
         if config.max_response_bytes == 0 {
             return Err("max_response_bytes: must be at least 1".into());
         }
-        let mut headers = HeaderMap::new();
-        for (name, value) in SecretMap::resolve(&config.headers, "headers")?.iter() {
-            let header_name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("headers: {name:?} is not a valid header name"))?;
-            let mut header_value = HeaderValue::from_str(value)
-                .map_err(|_| format!("headers.{name}: the value is not a valid header value"))?;
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
+        let headers = SecretMap::resolve(&config.headers, "headers")?.to_headers()?;
         Ok(Self {
             spec: ToolSpec {
                 name: config.name.clone(),

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -144,15 +143,11 @@ pub(super) async fn connect(endpoint: &Endpoint) -> Result<Session, String> {
                 .map_err(|e| format!("handshake failed: {e}"))
         }
         Endpoint::Http { url, headers } => {
-            let mut custom = HashMap::new();
-            for (key, value) in headers.iter() {
-                let name = HeaderName::from_bytes(key.as_bytes())
-                    .map_err(|_| format!("headers: {key:?} is not a valid header name"))?;
-                let mut value = HeaderValue::from_str(value)
-                    .map_err(|_| format!("headers.{key}: the value is not a valid header value"))?;
-                value.set_sensitive(true);
-                custom.insert(name, value);
-            }
+            let custom: HashMap<_, _> = headers
+                .to_headers()?
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::from_config(config);
             client_config()
