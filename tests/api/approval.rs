@@ -26,25 +26,11 @@ async fn guarded_review_server() -> Configured {
 /// Asserts `chunks` is a suspension on exactly one call awaiting approval,
 /// and that GetRun agrees; returns the approval chunk.
 async fn expect_approval(server: &Configured, chunks: &[pb::AgentChunk]) -> pb::ToolCallApproval {
-    assert_eq!(
-        kinds(chunks),
-        [
-            "start",
-            "step_start",
-            "tool_call",
-            "step_finish",
-            "tool_call_approval",
-            "finish"
-        ]
-    );
-    assert_eq!(finish_reason(chunks), FinishReason::Suspended);
+    let pending = expect_one_pending(server, chunks, "tool_call_approval").await;
     let approval = approvals(chunks).remove(0);
-    let run = server.get_run(&run_id(chunks)).await;
-    assert_eq!(status_of(&run), RunStatus::Suspended);
-    assert_eq!(run.pending.len(), 1);
-    assert_eq!(run.pending[0].tool_call_id, approval.tool_call_id);
-    assert!(run.pending[0].awaiting_approval);
-    assert_eq!(run.pending[0].suspend_payload, None, "the tool has not run yet");
+    assert_eq!(pending.tool_call_id, approval.tool_call_id);
+    assert!(pending.awaiting_approval);
+    assert_eq!(pending.suspend_payload, None, "the tool has not run yet");
     approval
 }
 

@@ -15,32 +15,12 @@ fn option(label: &str, description: &str) -> pb::AskUserOption {
 /// Asserts `chunks` is a suspension on exactly one ask_user call and that
 /// GetRun agrees; returns the payload.
 async fn expect_one_question(server: &TestServer, chunks: &[pb::AgentChunk]) -> pb::AskUserPayload {
-    assert_eq!(
-        kinds(chunks),
-        [
-            "start",
-            "step_start",
-            "tool_call",
-            "step_finish",
-            "tool_call_suspended",
-            "finish"
-        ]
-    );
-    assert_eq!(finish_reason(chunks), FinishReason::Suspended);
-    let suspended = suspensions(chunks);
-    let payload = ask_user_payload(&suspended[0]);
+    let suspended = expect_one_suspension(server, chunks).await;
     assert!(
-        suspended[0].expires_at.is_some(),
+        suspended.expires_at.is_some(),
         "a suspension says when it expires"
     );
-
-    let run = server.get_run(&run_id(chunks)).await;
-    assert_eq!(status_of(&run), RunStatus::Suspended);
-    assert_eq!(run.pending.len(), 1);
-    assert_eq!(run.pending[0].tool_call_id, suspended[0].tool_call_id);
-    assert_eq!(run.pending[0].suspend_payload, suspended[0].suspend_payload);
-    assert_eq!(run.last_seq, chunks.last().unwrap().seq);
-    payload
+    ask_user_payload(&suspended)
 }
 
 /// Asserts the continuation after an answer and that GetRun agrees.

@@ -9,25 +9,31 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::Duration;
 
 use expectrl::{Eof, Expect, Session};
-use tokio::net::TcpListener;
 use tokio::process::Command;
 
-use crate::helpers::{settings_in, status_of, TestServer};
+use crate::helpers::{status_of, TestServer};
+use crate::security::server::SecureServer;
 use agentd::pb;
-use agentd::server::{self, ServeOptions};
 
 const AGENTD: &str = env!("CARGO_BIN_EXE_agentd");
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 const CTRL_D: &str = "\x04";
 
-/// Runs `agentd chat ARGS` without a terminal (stdin closed) and returns
-/// (success, stdout, stderr).
-async fn chat(server: &TestServer, args: &[&str]) -> (bool, String, String) {
-    chat_with(server.addr, args).await
+/// Runs `agentd chat ARGS` without a terminal (stdin closed), asserts it
+/// succeeded, and returns (stdout, stderr).
+async fn chat(server: &TestServer, args: &[&str]) -> (String, String) {
+    chat_at(server.addr, args, true).await
 }
 
-async fn chat_with(addr: SocketAddr, args: &[&str]) -> (bool, String, String) {
+/// Like [`chat`] for a chat that must fail.
+async fn chat_fails(server: &TestServer, args: &[&str]) -> (String, String) {
+    chat_at(server.addr, args, false).await
+}
+
+/// Runs `agentd chat ARGS` against `addr`, asserts whether it `succeeds`,
+/// and returns (stdout, stderr).
+async fn chat_at(addr: SocketAddr, args: &[&str], succeeds: bool) -> (String, String) {
     let output = Command::new(AGENTD)
         .arg("chat")
         .arg("--target")
@@ -41,11 +47,26 @@ async fn chat_with(addr: SocketAddr, args: &[&str]) -> (bool, String, String) {
         .await
         .expect("agentd chat finished in time")
         .expect("agentd chat ran");
-    (
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
         output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+        succeeds,
+        "agentd chat {args:?} exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    (stdout, stderr)
+}
+
+/// Every run on `server`.
+async fn runs(server: &TestServer) -> Vec<pb::Run> {
+    server
+        .client()
+        .list_runs(pb::ListRunsRequest::default())
+        .await
+        .expect("ListRuns")
+        .into_inner()
+        .runs
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -94,13 +115,7 @@ async fn keystrokes_answer_a_single_and_a_multi_select_question_in_a_terminal() 
     transcript.expect("the chat went as typed");
 
     // Both runs completed on the server with those answers.
-    let runs = server
-        .client()
-        .list_runs(pb::ListRunsRequest::default())
-        .await
-        .expect("ListRuns")
-        .into_inner()
-        .runs;
+    let runs = runs(&server).await;
     assert_eq!(runs.len(), 2);
     let mut finals: Vec<&str> = runs.iter().map(|run| run.final_text.as_str()).collect();
     finals.sort_unstable();
@@ -117,12 +132,11 @@ async fn keystrokes_answer_a_single_and_a_multi_select_question_in_a_terminal() 
 #[tokio::test]
 async fn answers_given_as_arguments_are_used_in_order_and_a_rejected_one_is_skipped() {
     let server = TestServer::start().await;
-    let (ok, stdout, stderr) = chat(
+    let (stdout, _) = chat(
         &server,
         &["--answer", "Gold", "--answer", "Pro", "Help me pick a plan"],
     )
     .await;
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(
         stdout.contains("? Which plan should I set up for you?"),
         "{stdout}"
@@ -145,7 +159,7 @@ async fn answers_given_as_arguments_are_used_in_order_and_a_rejected_one_is_skip
 #[tokio::test]
 async fn json_prints_every_chunk_as_a_line_in_the_proto_json_mapping() {
     let server = TestServer::start().await;
-    let (ok, stdout, stderr) = chat(
+    let (stdout, stderr) = chat(
         &server,
         &[
             "--json",
@@ -155,7 +169,6 @@ async fn json_prints_every_chunk_as_a_line_in_the_proto_json_mapping() {
         ],
     )
     .await;
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     let lines: Vec<serde_json::Value> = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?} is not JSON: {e}")))
@@ -189,19 +202,12 @@ async fn json_prints_every_chunk_as_a_line_in_the_proto_json_mapping() {
 #[tokio::test]
 async fn without_an_answer_the_run_is_left_suspended() {
     let server = TestServer::start().await;
-    let (ok, stdout, stderr) = chat(&server, &["free text please"]).await;
-    assert!(!ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (_, stderr) = chat_fails(&server, &["free text please"]).await;
     assert!(
         stderr.contains("no answer for \"What should I call you?\""),
         "{stderr}"
     );
-    let runs = server
-        .client()
-        .list_runs(pb::ListRunsRequest::default())
-        .await
-        .expect("ListRuns")
-        .into_inner()
-        .runs;
+    let runs = runs(&server).await;
     assert_eq!(runs.len(), 1);
     assert_eq!(status_of(&runs[0]), pb::RunStatus::Suspended);
     assert!(stderr.contains(&runs[0].run_id), "{stderr}");
@@ -210,47 +216,33 @@ async fn without_an_answer_the_run_is_left_suspended() {
 #[tokio::test]
 async fn an_api_key_is_sent_as_a_bearer_token() {
     const KEY: &str = "chat-key-5e0c2b7a91d4f638";
-    let dir = tempfile::tempdir().expect("temp dir");
-    let keys = dir.path().join("api.keys");
-    std::fs::write(&keys, format!("acme:{KEY}\n")).expect("keys file");
-    let mut settings = settings_in(dir.path());
-    settings.auth.api_keys_file = Some(keys);
-    let options = ServeOptions::from_settings(&settings).expect("options");
-    let runtime = server::build_runtime(&settings).await.expect("runtime");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server::serve_with(listener, runtime, options, async {
-        let _ = stopped.await;
-    }));
+    let server = SecureServer::with_keys(&format!("acme:{KEY}\n")).await;
+    let addr = server.addr;
 
-    let (ok, _, stderr) = chat_with(addr, &["--answer", "Pro", "Help me pick a plan"]).await;
-    assert!(!ok);
+    let (_, stderr) = chat_at(addr, &["--answer", "Pro", "Help me pick a plan"], false).await;
     assert!(stderr.contains("Unauthenticated"), "{stderr}");
 
-    let (ok, stdout, stderr) = chat_with(
+    let (stdout, _) = chat_at(
         addr,
         &["--api-key", KEY, "--answer", "Pro", "Help me pick a plan"],
+        true,
     )
     .await;
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
 }
 
 #[tokio::test]
 async fn a_thread_carries_the_conversation_across_chats_and_a_message_answers_its_question() {
     let server = TestServer::start().await;
-    let (ok, stdout, stderr) = chat(
+    let (stdout, _) = chat(
         &server,
         &["--thread", "plans", "--answer", "Pro", "Help me pick a plan"],
     )
     .await;
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
 
     // A later chat on the thread: the model sees the earlier run.
-    let (ok, stdout, stderr) = chat(&server, &["--thread", "plans", "recap"]).await;
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (stdout, _) = chat(&server, &["--thread", "plans", "recap"]).await;
     assert!(
         stdout.contains("Earlier messages: \"Help me pick a plan\". Answers: Pro."),
         "{stdout}"
@@ -258,10 +250,9 @@ async fn a_thread_carries_the_conversation_across_chats_and_a_message_answers_it
 
     // Left waiting on a question, the thread's next message answers it
     // (here by the option's number).
-    let (ok, _, stderr) = chat(&server, &["--thread", "later", "Help me pick a plan"]).await;
-    assert!(!ok && stderr.contains("no answer for"), "{stderr}");
-    let (ok, stdout, stderr) = chat(&server, &["--thread", "later", "2"]).await;
-    assert!(ok, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (_, stderr) = chat_fails(&server, &["--thread", "later", "Help me pick a plan"]).await;
+    assert!(stderr.contains("no answer for"), "{stderr}");
+    let (stdout, _) = chat(&server, &["--thread", "later", "2"]).await;
     assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
     let thread = server
         .client()

@@ -27,28 +27,12 @@ async fn review_server() -> Configured {
 /// Starts a review and checks it suspended with the exact payload.
 async fn start_review(server: &Configured) -> String {
     let chunks = server.run("writer", REVIEW).await;
-    assert_eq!(
-        kinds(&chunks),
-        [
-            "start",
-            "step_start",
-            "tool_call",
-            "step_finish",
-            "tool_call_suspended",
-            "finish"
-        ]
-    );
-    assert_eq!(finish_reason(&chunks), FinishReason::Suspended);
-    let suspended = suspensions(&chunks).remove(0);
+    let suspended = expect_one_suspension(server, &chunks).await;
     assert_eq!(suspended.tool_name, "human_review");
     assert_eq!(
         custom_payload(suspended.suspend_payload.as_ref()),
         json!({"draft": DRAFT, "instructions": "Check the tone"})
     );
-    let run = server.get_run(&run_id(&chunks)).await;
-    assert_eq!(status_of(&run), RunStatus::Suspended);
-    assert_eq!(run.pending[0].suspend_payload, suspended.suspend_payload);
-    assert!(!run.pending[0].awaiting_approval);
     run_id(&chunks)
 }
 

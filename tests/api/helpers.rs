@@ -237,3 +237,45 @@ pub fn expect_code<T: std::fmt::Debug>(result: Result<T, Status>, code: Code) ->
         other => panic!("expected {code:?}, got {other:?}"),
     }
 }
+
+/// Asserts `chunks` is a first stream whose one step made one call that
+/// suspended the run (`pending` is the chunk that says so:
+/// `tool_call_suspended` or `tool_call_approval`), and that GetRun agrees:
+/// SUSPENDED after the stream's last chunk, with one call pending. Returns
+/// that pending call.
+pub async fn expect_one_pending(
+    server: &TestServer,
+    chunks: &[AgentChunk],
+    pending: &str,
+) -> pb::PendingToolCall {
+    assert_eq!(
+        kinds(chunks),
+        [
+            "start",
+            "step_start",
+            "tool_call",
+            "step_finish",
+            pending,
+            "finish"
+        ]
+    );
+    assert_eq!(finish_reason(chunks), pb::FinishReason::Suspended);
+    let mut run = server.get_run(&run_id(chunks)).await;
+    assert_eq!(status_of(&run), pb::RunStatus::Suspended);
+    assert_eq!(run.last_seq, chunks.last().unwrap().seq);
+    assert_eq!(run.pending.len(), 1, "{:?}", run.pending);
+    run.pending.remove(0)
+}
+
+/// Like [`expect_one_pending`] for a call that ran and suspended: GetRun
+/// keeps the streamed suspension's call and payload. Returns the
+/// suspension.
+pub async fn expect_one_suspension(server: &TestServer, chunks: &[AgentChunk]) -> pb::ToolCallSuspended {
+    let pending = expect_one_pending(server, chunks, "tool_call_suspended").await;
+    let suspended = suspensions(chunks).remove(0);
+    assert_eq!(pending.tool_call_id, suspended.tool_call_id);
+    assert_eq!(pending.tool_name, suspended.tool_name);
+    assert_eq!(pending.suspend_payload, suspended.suspend_payload);
+    assert!(!pending.awaiting_approval);
+    suspended
+}

@@ -10,6 +10,7 @@ use tonic::metadata::MetadataValue;
 use crate::helpers::{collect, finish_reason};
 use crate::process::ServerProcess;
 use crate::security::auth::ACME_KEY;
+use crate::security::server::write_file;
 use agentd::pb;
 
 /// The JSON lines of `process`'s log, waiting (at most 10 s) until one of
@@ -47,10 +48,9 @@ fn span_field<'a>(line: &'a Value, field: &str) -> Option<&'a str> {
 }
 
 #[tokio::test]
-async fn json_log_lines_name_the_run_agent_tenant_and_tool_call() {
+async fn json_log_lines_name_the_run_agent_and_tenant() {
     let data = tempfile::tempdir().expect("temp dir");
-    let keys = data.path().join("api.keys");
-    std::fs::write(&keys, format!("acme:{ACME_KEY}\n")).expect("write the keys file");
+    let keys = write_file(data.path(), "api.keys", &format!("acme:{ACME_KEY}\n"));
     let process = ServerProcess::start_with(
         data.path(),
         &[

@@ -49,9 +49,8 @@ fn plan_question() -> Value {
 
 #[tokio::test]
 async fn ask_user_cycle_end_to_end() {
-    let server = harness(ProviderKind::Anthropic, vec![Reply::sse(ASK), Reply::sse(ANSWER)]).await;
     let prompt = "Set me up with a plan";
-    let chunks = server.stream(prompt).await;
+    let (server, chunks) = replay(ProviderKind::Anthropic, &[ASK, ANSWER], prompt).await;
     assert_eq!(
         kinds(&chunks),
         [
@@ -69,7 +68,7 @@ async fn ask_user_cycle_end_to_end() {
     let call_id = "toolu_01T1x1fJ34qAmk2tNTrN7Up6";
     assert_eq!(
         tool_calls(&chunks),
-        [(call_id.to_owned(), "ask_user".to_owned(), plan_question())]
+        ask_user_calls(&[(call_id, &plan_question())])
     );
     assert_eq!(step_usage(&chunks), [(472, 89)]);
 
@@ -114,29 +113,16 @@ async fn ask_user_cycle_end_to_end() {
 
 #[tokio::test]
 async fn parallel_calls_answered_in_separate_resumes_share_one_user_message() {
-    let server = harness(
-        ProviderKind::Anthropic,
-        vec![Reply::sse(PARALLEL), Reply::sse(ANSWER)],
-    )
-    .await;
     let prompt = "Introduce yourself and pick a plan";
-    let chunks = server.stream(prompt).await;
+    let (server, chunks) = replay(ProviderKind::Anthropic, &[PARALLEL, ANSWER], prompt).await;
     let name_question = json!({"question": "What should I call you?"});
     let plan_question = json!({"question": "Which plan?", "options": [{"label": "Basic"}, {"label": "Pro"}]});
     assert_eq!(
         tool_calls(&chunks),
-        [
-            (
-                "toolu_01NameAsk".to_owned(),
-                "ask_user".to_owned(),
-                name_question.clone()
-            ),
-            (
-                "toolu_01PlanAsk".to_owned(),
-                "ask_user".to_owned(),
-                plan_question.clone()
-            ),
-        ]
+        ask_user_calls(&[
+            ("toolu_01NameAsk", &name_question),
+            ("toolu_01PlanAsk", &plan_question)
+        ])
     );
     let id = run_id(&chunks);
     let partial = server
@@ -171,13 +157,34 @@ async fn parallel_calls_answered_in_separate_resumes_share_one_user_message() {
 
 #[tokio::test]
 async fn input_cut_off_by_max_tokens_is_an_error_result_and_the_run_goes_on() {
-    let server = harness(
-        ProviderKind::Anthropic,
-        vec![Reply::sse(INVALID_JSON), Reply::sse(RETRY)],
-    )
-    .await;
     let prompt = "Pick a plan for me";
-    let chunks = server.stream(prompt).await;
+    let (server, chunks) = replay(ProviderKind::Anthropic, &[INVALID_JSON, RETRY], prompt).await;
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "start",
+            "step_start",
+            "tool_call",
+            "tool_result",
+            "step_finish",
+            "step_start",
+            "tool_call",
+            "step_finish",
+            "tool_call_suspended",
+            "finish"
+        ]
+    );
+    let cut_off = r#"{"question": "Which plan do y"#;
+    let plan_question = json!({"question": "Which plan?", "options": [{"label": "Basic"}, {"label": "Pro"}]});
+    assert_eq!(
+        tool_calls(&chunks),
+        ask_user_calls(&[
+            ("toolu_01CutOff", &json!({"value": cut_off})),
+            ("toolu_01Again", &plan_question)
+        ]),
+        "the cut-off arguments are shown raw"
+    );
+    assert_eq!(step_usage(&chunks), [(470, 16), (530, 40)]);
     let results = tool_results(&chunks);
     assert_eq!(results.len(), 1);
     assert!(results[0].is_error);
@@ -188,12 +195,10 @@ async fn input_cut_off_by_max_tokens_is_an_error_result_and_the_run_goes_on() {
         "{}",
         results[0].content
     );
-    assert_eq!(tool_calls(&chunks)[1].0, "toolu_01Again");
     assert_eq!(finish_reason(&chunks), pb::FinishReason::Suspended);
-    assert_eq!(
-        status_of(&server.get_run(&run_id(&chunks)).await),
-        pb::RunStatus::Suspended
-    );
+    let run = server.get_run(&run_id(&chunks)).await;
+    assert_eq!(status_of(&run), pb::RunStatus::Suspended);
+    assert_eq!(run_usage(&run), (470 + 530, 16 + 40));
 
     let messages = json!([
         user(prompt),

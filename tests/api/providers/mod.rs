@@ -97,6 +97,23 @@ pub async fn harness_with(
     }
 }
 
+/// A server on a provider of `kind` that answers each step with the next of
+/// these SSE `transcripts`, and the chunks of a run of `prompt` on it.
+pub async fn replay(kind: ProviderKind, transcripts: &[&str], prompt: &str) -> (Harness, Vec<AgentChunk>) {
+    let server = harness(kind, transcripts.iter().copied().map(Reply::sse).collect()).await;
+    let chunks = server.stream(prompt).await;
+    (server, chunks)
+}
+
+/// The [`tool_calls`] of `ask_user` calls with these ids and arguments
+/// (the tool's name as the provider sends it).
+pub fn ask_user_calls(calls: &[(&str, &Value)]) -> Vec<(String, String, Value)> {
+    calls
+        .iter()
+        .map(|(id, args)| ((*id).to_owned(), "ask_user".to_owned(), (*args).clone()))
+        .collect()
+}
+
 /// The input schema of `ask_user`, as the provider must receive it.
 pub fn ask_user_schema() -> Value {
     AskUser::new().spec().input_schema.clone()

@@ -53,32 +53,16 @@ fn plan_question() -> Value {
 
 #[tokio::test]
 async fn ask_user_cycle_end_to_end() {
-    let server = harness(ProviderKind::Openai, vec![Reply::sse(ASK), Reply::sse(ANSWER)]).await;
     let prompt = "Set me up with a plan";
-    let chunks = server.stream(prompt).await;
-    assert_eq!(
-        kinds(&chunks),
-        [
-            "start",
-            "step_start",
-            "tool_call",
-            "step_finish",
-            "tool_call_suspended",
-            "finish"
-        ]
-    );
+    let (server, chunks) = replay(ProviderKind::Openai, &[ASK, ANSWER], prompt).await;
+    let suspended = expect_one_suspension(&server, &chunks).await;
     assert_eq!(
         tool_calls(&chunks),
-        [(
-            "call_Qx7pLr2mVn".to_owned(),
-            "ask_user".to_owned(),
-            plan_question()
-        )]
+        ask_user_calls(&[("call_Qx7pLr2mVn", &plan_question())])
     );
-    let payload = ask_user_payload(&suspensions(&chunks)[0]);
+    let payload = ask_user_payload(&suspended);
     assert_eq!(payload.question, "Which plan do you want?");
     assert_eq!(step_usage(&chunks), [(182, 31)]);
-    assert_eq!(finish_reason(&chunks), pb::FinishReason::Suspended);
 
     let first = &server.provider.requests()[0];
     assert_eq!(first.path, "/chat/completions");
@@ -129,29 +113,13 @@ async fn ask_user_cycle_end_to_end() {
 
 #[tokio::test]
 async fn parallel_calls_answered_in_separate_resumes_reach_the_model_together() {
-    let server = harness(
-        ProviderKind::Openai,
-        vec![Reply::sse(PARALLEL), Reply::sse(ANSWER)],
-    )
-    .await;
     let prompt = "Introduce yourself and pick a plan";
-    let chunks = server.stream(prompt).await;
+    let (server, chunks) = replay(ProviderKind::Openai, &[PARALLEL, ANSWER], prompt).await;
     let name_question = json!({"question": "What should I call you?"});
     let plan_question = json!({"question": "Which plan?", "options": [{"label": "Basic"}, {"label": "Pro"}]});
     assert_eq!(
         tool_calls(&chunks),
-        [
-            (
-                "call_name01".to_owned(),
-                "ask_user".to_owned(),
-                name_question.clone()
-            ),
-            (
-                "call_plan02".to_owned(),
-                "ask_user".to_owned(),
-                plan_question.clone()
-            ),
-        ]
+        ask_user_calls(&[("call_name01", &name_question), ("call_plan02", &plan_question)])
     );
     assert_eq!(suspensions(&chunks).len(), 2);
     let id = run_id(&chunks);
@@ -189,13 +157,8 @@ async fn parallel_calls_answered_in_separate_resumes_reach_the_model_together() 
 
 #[tokio::test]
 async fn invalid_argument_json_is_an_error_result_and_the_run_goes_on() {
-    let server = harness(
-        ProviderKind::Openai,
-        vec![Reply::sse(INVALID_JSON), Reply::sse(RETRY)],
-    )
-    .await;
     let prompt = "Pick a plan for me";
-    let chunks = server.stream(prompt).await;
+    let (server, chunks) = replay(ProviderKind::Openai, &[INVALID_JSON, RETRY], prompt).await;
     assert_eq!(
         kinds(&chunks),
         [
