@@ -11,10 +11,13 @@ use agentd::pb::{self, AgentChunk};
 use tokio_stream::StreamExt;
 
 use super::process::{assert_contiguous, get_run, is_resumed_start, start_run, subscribe, Pair, Replica};
-use crate::helpers::{collect, finish_reason, status_of, text};
+use crate::helpers::{collect, finish_reason, kinds, status_of, text};
 
-const DELTAS: usize = 150;
-const PROMPT: &str = "stream 150 every 5 ms";
+/// Each attempt of the step streams for about 3 s: long enough that a slow,
+/// loaded test machine still kills the process while the run is executing,
+/// not after it has already finished.
+const DELTAS: usize = 200;
+const PROMPT: &str = "stream 200 every 15 ms";
 /// Chunks a client reads before the executing process is killed.
 const BEFORE_CRASH: usize = 30;
 /// Long enough for a takeover and a whole new attempt of the step.
@@ -111,6 +114,10 @@ async fn kill_9_mid_stream_and_the_restarted_sqlite_server_finishes_the_run() {
     while let Some(Ok(chunk)) = origin.next().await {
         seen.push(chunk);
     }
+    assert!(
+        !kinds(&seen).contains(&"finish"),
+        "the run was still executing when its process was killed"
+    );
     let crashed_after = seen.last().unwrap().seq;
 
     // The restarted server takes the run over at startup; the client
