@@ -212,7 +212,10 @@ async fn cancel_on_one_replica_stops_a_run_on_the_other() {
         .into_inner();
     assert_eq!(status_of(&cancelled), pb::RunStatus::Cancelled);
     assert_eq!(cancelled.cancel_reason, "stop it from B");
-    assert!(started.elapsed() < Duration::from_secs(3), "cancelled promptly");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "cancelled long before the 100 s stream would end"
+    );
 
     // A's client sees the cancellation as its stream's end.
     let mut rest = collect(origin).await.expect("stream on A");
