@@ -9,6 +9,8 @@
 //! is not stored before its execution starts: the emitter's first write
 //! (usually the commit of its first step) creates it, and the first chunks
 //! of a step linger briefly so that a short step is stored in one write.
+//! Likewise a Resume claimed in this process (see `resume.rs`) is stored by
+//! the first write, with the chunks the answer produced.
 //!
 //! The flusher also renews the run's lease, with every append and at least
 //! every `LeaseSettings::renew_every`. A write refused by the version guard
@@ -102,9 +104,29 @@ struct Writer {
     /// Nothing was appended since the last commit (or the start): the next
     /// append lingers (see [`LINGER`]).
     fresh: bool,
-    /// The run as it started, while it is not stored yet: the first write
-    /// (an append or a commit) creates it, with its first chunks.
-    unborn: Option<RunRecord>,
+    /// The run as the execution started it, while that is not stored yet:
+    /// the first write (an append or a commit) stores it, with the chunks
+    /// since.
+    first: Option<FirstWrite>,
+}
+
+/// Where the run an execution starts from stands in the store.
+pub(crate) enum Standing {
+    /// Stored as it is.
+    Stored,
+    /// Not stored at all: a new run, which the first write creates.
+    New,
+    /// Claimed in this process by a Resume and not stored since the version
+    /// it was read at (`run.version`): the first write stores the claim and
+    /// `first`, the chunks the answer produced, with a compare-and-set on
+    /// that version.
+    Claimed { first: Vec<Event> },
+}
+
+/// The first write of an execution whose run is not stored as it stands.
+enum FirstWrite {
+    Create(RunRecord),
+    Claim(RunRecord),
 }
 
 fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
@@ -113,21 +135,32 @@ fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
 }
 
 impl Emitter {
-    /// An emitter for an execution of `run` (as stored, with this replica's
-    /// lease; or, if `stored` is false, as it starts, to be created by the
-    /// first write), continuing after its `last_seq`. `client` is only
-    /// watched for going away; clients get their chunks by following the
-    /// run.
+    /// An emitter for an execution of `run` (standing in the store as
+    /// `standing` says, with this replica's lease), continuing after its
+    /// `last_seq`. `client` is only watched for going away; clients get
+    /// their chunks by following the run.
     pub(crate) fn start(
         store: Arc<dyn RunStore>,
         live: Arc<LiveRun>,
         run: &RunRecord,
-        stored: bool,
+        standing: Standing,
         lease: LeaseSettings,
         owner: String,
         client: Option<mpsc::Sender<Event>>,
     ) -> Self {
         let now = Instant::now();
+        let (first, unstored) = match standing {
+            Standing::Stored => (None, Unstored::default()),
+            Standing::New => (Some(FirstWrite::Create(run.clone())), Unstored::default()),
+            Standing::Claimed { first } => {
+                let unstored = Unstored {
+                    flushable: first.len(),
+                    events: first,
+                    in_flight: 0,
+                };
+                (Some(FirstWrite::Claim(run.clone())), unstored)
+            }
+        };
         let shared = Arc::new(Shared {
             store,
             live: Arc::clone(&live),
@@ -137,11 +170,11 @@ impl Emitter {
                 stored_at: now,
                 stopped: false,
                 fresh: true,
-                unborn: (!stored).then(|| run.clone()),
+                first,
             }),
             lease,
             owner,
-            unstored: Mutex::new(Unstored::default()),
+            unstored: Mutex::new(unstored),
             wake: Notify::new(),
             drained: Notify::new(),
         });
@@ -233,7 +266,9 @@ impl Emitter {
         // unstored chunk is in the buffer; on failure the execution stops,
         // and nothing is retried.
         let events = std::mem::take(&mut *lock(&shared.unstored)).events;
-        let creates = writer.unborn.take().is_some();
+        // A claim not stored yet is stored by this commit: `run` has it.
+        let first = writer.first.take();
+        let creates = matches!(first, Some(FirstWrite::Create(_)));
         run.version = if creates {
             writer.version
         } else {
@@ -261,8 +296,10 @@ impl Emitter {
                 if matches!(error, StoreError::VersionConflict { .. } | StoreError::NotFound) {
                     writer.fence(&shared.live);
                 }
-                if creates {
-                    // The run never was: nobody will continue it.
+                if first.is_some() {
+                    // The run never became what this execution made of it
+                    // (it was not created, or the claim was not stored):
+                    // nobody will continue this execution.
                     writer.fence(&shared.live);
                     shared.live.close();
                 }
@@ -351,20 +388,27 @@ impl Shared {
             unstored.events.drain(..flushable).collect()
         };
         let id = self.live.id();
-        let written = match writer.unborn.as_mut() {
-            Some(run) => {
+        let version = writer.version;
+        let written = match writer.first.as_mut() {
+            Some(FirstWrite::Create(run)) => {
                 run.last_seq = batch.last().map_or(run.last_seq, |event| event.seq);
                 run.lease = Some(self.lease.lease(&self.owner));
                 self.store.create_run(run, &batch).await
             }
+            Some(FirstWrite::Claim(run)) => {
+                run.version = version + 1;
+                run.last_seq = batch.last().map_or(run.last_seq, |event| event.seq);
+                run.lease = Some(self.lease.lease(&self.owner));
+                self.store.commit(run, version, &batch).await
+            }
             None => {
                 let expiry = Some(self.lease.expiry());
-                self.store.append_events(id, writer.version, expiry, &batch).await
+                self.store.append_events(id, version, expiry, &batch).await
             }
         };
         match written {
             Ok(()) => {
-                if writer.unborn.take().is_none() {
+                if !matches!(writer.first.take(), Some(FirstWrite::Create(_))) {
                     writer.version += 1;
                 }
                 writer.stored(&self.lease);
@@ -384,6 +428,10 @@ impl Shared {
                 if writer.stored_at.elapsed() >= self.lease.ttl {
                     tracing::error!(run_id = %id, %error, "the store refused every write for a whole lease; giving the run up for recovery");
                     writer.fence(&self.live);
+                    if writer.first.is_some() {
+                        // Nothing of this execution was ever stored.
+                        self.live.close();
+                    }
                     self.drained.notify_waiters();
                     return false;
                 }

@@ -1,11 +1,14 @@
 //! Starting an execution of a run in this process, after the commit that
 //! gave this replica the run (a start, a Resume's claim, a takeover) stored
-//! its first chunks and this replica's lease. The execution runs on a task
-//! of its own; a client follows it like any subscriber.
+//! its first chunks and this replica's lease, or with that commit left to
+//! the execution's first write (a new run; a Resume claimed in a store this
+//! process alone writes). The execution runs on a task of its own; a client
+//! follows it like any subscriber.
 
 use std::sync::Arc;
 
 use super::drive::Execution;
+use super::emitter::Standing;
 use super::live::LiveRun;
 use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner, RunStream, Runtime};
@@ -42,8 +45,30 @@ impl Runtime {
     /// `slot` is given back when the execution ends.
     pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord, slot: RunSlot) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
-        let (stream, client) = self.stream_from(&live, Vec::new());
-        self.spawn_execution(live, agent, run, Work::Start, Some(client), Some(slot));
+        let (stream, client) = self.stream_from(&live, 0, Vec::new());
+        let work = (Work::Start, Standing::New);
+        self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
+        stream
+    }
+
+    /// Executes `run`, claimed in this process (`live`) by a Resume that
+    /// is not stored yet, and returns its stream from the first of `first`
+    /// (the chunks the answer produced) to its next `finish`. The
+    /// execution's first write stores the claim with `first`; nothing is
+    /// streamed before. `slot` is given back when the execution ends.
+    pub(super) fn execute_claimed(
+        &self,
+        live: Arc<LiveRun>,
+        agent: Arc<Agent>,
+        run: RunRecord,
+        first: Vec<Event>,
+        work: Work,
+        slot: RunSlot,
+    ) -> RunStream {
+        let after_seq = first.first().map_or(run.last_seq, |event| event.seq - 1);
+        let (stream, client) = self.stream_from(&live, after_seq, Vec::new());
+        let work = (work, Standing::Claimed { first });
+        self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
         stream
     }
 
@@ -63,7 +88,9 @@ impl Runtime {
         // the first chunks too; released before this stream joins, which
         // replays them instead (so they are copied only for others).
         live.release_stored(first.as_slice());
-        let (stream, client) = self.stream_from(&live, first);
+        let after_seq = first.first().map_or(run.last_seq, |event| event.seq - 1);
+        let (stream, client) = self.stream_from(&live, after_seq, first);
+        let work = (work, Standing::Stored);
         self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
         stream
     }
@@ -73,7 +100,7 @@ impl Runtime {
     pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
-        self.spawn_execution(live, agent, run, work, None, None);
+        self.spawn_execution(live, agent, run, (work, Standing::Stored), None, None);
     }
 
     fn spawn_execution(
@@ -81,17 +108,15 @@ impl Runtime {
         live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
-        work: Work,
+        (work, standing): (Work, Standing),
         client: Option<tokio::sync::mpsc::Sender<Event>>,
         slot: Option<RunSlot>,
     ) {
-        // Only a new run is not stored when its execution starts.
-        let stored = !matches!(work, Work::Start);
         let emitter = Emitter::start(
             Arc::clone(&self.inner.store),
             live,
             &run,
-            stored,
+            standing,
             self.inner.config.lease.clone(),
             self.inner.config.replica_id.clone(),
             client,

@@ -69,10 +69,21 @@ impl LiveRuns {
     pub(crate) fn start_execution(&self, id: RunId) -> Arc<LiveRun> {
         let mut runs = lock(&self.runs);
         let run = runs.entry(id).or_insert_with(|| Arc::new(LiveRun::new(id)));
-        run.cancel.send_replace(None);
-        run.fenced.send_replace(false);
-        run.executing.send_replace(true);
+        run.begin_execution();
         Arc::clone(run)
+    }
+
+    /// Like [`LiveRuns::start_execution`], unless the run already executes
+    /// here: then `None`. Checked and marked under one lock, so of racing
+    /// callers exactly one gets the run.
+    pub(crate) fn try_start_execution(&self, id: RunId) -> Option<Arc<LiveRun>> {
+        let mut runs = lock(&self.runs);
+        let run = runs.entry(id).or_insert_with(|| Arc::new(LiveRun::new(id)));
+        if run.is_executing() {
+            return None;
+        }
+        run.begin_execution();
+        Some(Arc::clone(run))
     }
 
     /// The live entry of a run, if it has one.
@@ -114,6 +125,12 @@ impl LiveRun {
 
     pub(crate) fn id(&self) -> RunId {
         self.id
+    }
+
+    fn begin_execution(&self) {
+        self.cancel.send_replace(None);
+        self.fenced.send_replace(false);
+        self.executing.send_replace(true);
     }
 
     /// Tells subscribers; call only once what it announces is stored.

@@ -1,11 +1,21 @@
 //! Resume: checks an answer against the pending call it answers, claims the
-//! suspension with a compare-and-set (so racing Resumes let exactly one
-//! through), and continues the run. A refused Resume changes nothing.
+//! suspension, and continues the run. A refused Resume changes nothing.
+//!
+//! The claim lets exactly one of racing Resumes through. With a store that
+//! several replicas share it is a commit, a compare-and-set on the version
+//! the run was read at, stored before the continuation starts. With a store
+//! that this process alone writes (SQLite, memory), the claim is taken in
+//! this process, before the run is read, and the continuation's first write
+//! stores it together with the first chunks of the continuation (under the
+//! same compare-and-set): one write where there were two, and since no
+//! client sees a chunk before it is stored, an answer that any client saw
+//! taken is never lost.
 
 use tracing::instrument;
 
 use super::emitter::Staging;
 use super::execute::Work;
+use super::live::{LiveRun, LiveRuns};
 use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
 use crate::agent::{record_result, Resolution};
@@ -78,9 +88,11 @@ impl Runtime {
         loaded: Option<RunRecord>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
+        let claim = self.claim_here(request.run_id);
         let run = match loaded {
-            Some(run) => run,
-            None => self.inner.load_run_of(tenant, request.run_id).await?,
+            // A run read before the claim may be stale: read it again.
+            Some(run) if claim.is_none() => run,
+            _ => self.inner.load_run_of(tenant, request.run_id).await?,
         };
         if let Some(link) = &run.thread {
             tracing::Span::current().record("thread_id", link.id.as_str());
@@ -93,6 +105,11 @@ impl Runtime {
         if run.status != RunStatus::Suspended {
             return Err(RuntimeError::NotSuspended(run.status));
         }
+        let claim = match claim {
+            Some(Claim::Held(claim)) => Some(claim),
+            Some(Claim::Taken) => return Err(RuntimeError::ResumeConflict),
+            None => None,
+        };
         let agent = self.inner.agent_for_run(&run)?;
         let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
         tracing::Span::current().record("tool_call_id", run.state.pending[index].call.id.as_str());
@@ -130,26 +147,69 @@ impl Runtime {
             }
             Resolution::Execute => Some(answered.call),
         };
-        let expected = run.version;
-        run.version += 1;
         run.status = RunStatus::Running;
         run.expires_at = None;
         let suspended_since = std::mem::replace(&mut run.updated_at, Timestamp::now());
         run.last_seq = first.last_seq;
         // The claim makes this replica the run's executor.
         run.lease = Some(self.inner.new_lease());
+        let work = Work::Continue(approved.into_iter().collect());
+        let metrics = &self.inner.config.metrics;
+        if let Some(claim) = claim {
+            metrics.run_resumed(&run.agent_id, suspended_since);
+            let live = claim.keep();
+            return Ok(self.execute_claimed(live, agent, run, first.events, work, slot));
+        }
+        let expected = run.version;
+        run.version += 1;
         match self.inner.store.commit(&run, expected, &first.events).await {
-            Ok(()) => self
-                .inner
-                .config
-                .metrics
-                .run_resumed(&run.agent_id, suspended_since),
+            Ok(()) => metrics.run_resumed(&run.agent_id, suspended_since),
             Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
             Err(other) => return Err(other.into()),
         }
-
-        let work = Work::Continue(approved.into_iter().collect());
         Ok(self.execute(agent, run, first.events, work, slot))
+    }
+
+    /// Claims run `id` in this process, if the store is one that only this
+    /// process writes (`None` otherwise: the claim is a commit then).
+    fn claim_here(&self, id: RunId) -> Option<Claim<'_>> {
+        if self.inner.store.feed().is_some() {
+            return None;
+        }
+        let live = &self.inner.live;
+        Some(match live.try_start_execution(id) {
+            Some(run) => Claim::Held(HeldClaim { live, run: Some(run) }),
+            None => Claim::Taken,
+        })
+    }
+}
+
+/// A claim on a run in this process.
+enum Claim<'a> {
+    Held(HeldClaim<'a>),
+    /// The run executes here already (another Resume claimed it).
+    Taken,
+}
+
+/// A run marked as executing here; unmarked when dropped, unless kept.
+struct HeldClaim<'a> {
+    live: &'a LiveRuns,
+    run: Option<std::sync::Arc<LiveRun>>,
+}
+
+impl HeldClaim<'_> {
+    /// The run's live entry, for the execution that carries the claim on.
+    fn keep(mut self) -> std::sync::Arc<LiveRun> {
+        self.run.take().expect("a claim is kept once")
+    }
+}
+
+impl Drop for HeldClaim<'_> {
+    fn drop(&mut self) {
+        if let Some(run) = self.run.take() {
+            run.stop_executing();
+            self.live.release(run.id());
+        }
     }
 }
 

@@ -109,18 +109,19 @@ impl Runtime {
         }
     }
 
-    /// The stream of an execution about to start here: `first` are the
-    /// events its starting commit stored. Joined before the execution
+    /// The stream of an execution about to start here, of the chunks after
+    /// `after_seq`: `first`, the events its starting commit stored (if
+    /// any), then what the execution stores. Joined before the execution
     /// spawns, so nothing is missed. Returns the stream, and the client's
     /// sender, which the execution only watches for the client going away.
     pub(super) fn stream_from(
         &self,
         live: &Arc<LiveRun>,
+        after_seq: u64,
         first: Vec<Event>,
     ) -> (RunStream, mpsc::Sender<Event>) {
         let run_id = live.id();
         let signals = live.join();
-        let after_seq = first.first().map_or(0, |event| event.seq.saturating_sub(1));
         let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
         let forwarder = Forwarder {
             inner: Arc::clone(&self.inner),

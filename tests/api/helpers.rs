@@ -44,6 +44,11 @@ impl TestServer {
     /// server binds an ephemeral port).
     pub async fn start_with(settings: ServerSettings) -> Self {
         let runtime = server::build_runtime(&settings).await.expect("runtime");
+        Self::serve(runtime).await
+    }
+
+    /// A server for a runtime built by the test.
+    pub async fn serve(runtime: agentd::runtime::Runtime) -> Self {
         // Bound before serving, so the client can connect without waiting.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().unwrap();

@@ -12,6 +12,7 @@ mod ask_user;
 mod bench;
 mod call_directive;
 mod chat;
+mod claim;
 mod custom_tool;
 mod expiry;
 mod health;
