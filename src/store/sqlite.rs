@@ -18,12 +18,14 @@ mod durability;
 mod leases;
 mod queries;
 mod readers;
+mod recent;
 mod threads;
 mod writer;
 
 pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
+use recent::{Change, RecentRuns};
 
 use super::{RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
@@ -48,6 +50,8 @@ const MAX_BATCH: usize = 512;
 pub struct SqliteStore {
     writes: mpsc::UnboundedSender<Write>,
     readers: Arc<ReaderPool>,
+    /// Runs suspended lately, kept by the writer (see `recent.rs`).
+    recent: Arc<RecentRuns>,
 }
 
 /// A run row, serialised on the caller's task so the writer only does SQL.
@@ -96,6 +100,8 @@ enum WriteKind {
 struct Write {
     kind: WriteKind,
     events: Vec<EventRow>,
+    /// What the write does to the recent runs, once committed.
+    change: Change,
     done: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -175,21 +181,25 @@ impl SqliteStore {
         migrate(&mut writer)?;
 
         let (writes, queue) = mpsc::unbounded_channel();
+        let recent = Arc::new(RecentRuns::default());
+        let kept = Arc::clone(&recent);
         std::thread::Builder::new()
             .name("agentd-sqlite-writer".into())
-            .spawn(move || writer::write_loop(writer, queue))
+            .spawn(move || writer::write_loop(writer, queue, &kept))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
         Ok(Self {
             writes,
             readers: Arc::new(ReaderPool::new(path)),
+            recent,
         })
     }
 
-    async fn write(&self, kind: WriteKind, events: &[Event]) -> Result<(), StoreError> {
+    async fn write(&self, kind: WriteKind, events: &[Event], change: Change) -> Result<(), StoreError> {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
             events: event_rows(events)?,
+            change,
             done,
         };
         self.writes
@@ -252,7 +262,8 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
-        self.write(WriteKind::Create(RunRow::new(run)?), events).await
+        let kind = WriteKind::Create(RunRow::new(run)?);
+        self.write(kind, events, Change::stored(run)).await
     }
 
     async fn commit(
@@ -261,14 +272,11 @@ impl RunStore for SqliteStore {
         expected_version: u64,
         events: &[Event],
     ) -> Result<(), StoreError> {
-        self.write(
-            WriteKind::Commit {
-                run: RunRow::new(run)?,
-                expected_version: to_i64(expected_version),
-            },
-            events,
-        )
-        .await
+        let kind = WriteKind::Commit {
+            run: RunRow::new(run)?,
+            expected_version: to_i64(expected_version),
+        };
+        self.write(kind, events, Change::stored(run)).await
     }
 
     async fn append_events(
@@ -284,7 +292,7 @@ impl RunStore for SqliteStore {
             last_seq: events.last().map(|event| to_i64(event.seq)),
             lease_expires_at: lease_expires_at.map(|at| at.0),
         };
-        self.write(kind, events).await
+        self.write(kind, events, Change::Stored(id, None)).await
     }
 
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
@@ -293,6 +301,9 @@ impl RunStore for SqliteStore {
     }
 
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        if let Some(run) = self.recent.take(id) {
+            return Ok(run);
+        }
         self.read(move |conn| {
             let sql = format!("SELECT {} FROM runs WHERE id = ?1", leases::RECORD_COLUMNS);
             let record = conn
@@ -392,7 +403,7 @@ impl RunStore for SqliteStore {
             tenant: tenant.to_string(),
             thread_id: id.to_string(),
         };
-        self.write(kind, &[]).await
+        self.write(kind, &[], Change::Deleted).await
     }
 
     async fn idle_threads(

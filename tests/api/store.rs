@@ -51,6 +51,47 @@ async fn postgres_store_conforms() {
     conformance(Arc::new(store)).await;
 }
 
+/// SQLite keeps the runs it suspended lately as records, for the Resume
+/// that follows: a read of one gives what the file holds, and a later write
+/// of the run replaces it (a stale entry would read back as suspended).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Store = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
+    let suspended = suspended_run("assistant");
+    store
+        .create_run(&suspended, &suspension_events(1))
+        .await
+        .expect("create");
+    assert_eq!(store.load_run(suspended.id).await.expect("first read"), suspended);
+    assert_eq!(
+        store.load_run(suspended.id).await.expect("second read"),
+        suspended
+    );
+
+    let completed = completed_from(&suspended, "Pro");
+    let second = resumption_events(suspended.last_seq + 1, "Pro");
+    store
+        .commit(&completed, suspended.version, &second)
+        .await
+        .expect("commit");
+    assert_eq!(store.load_run(completed.id).await.expect("read"), completed);
+
+    // Suspended again, then moved on before anybody read it.
+    let mut again = completed.clone();
+    again.status = RunStatus::Suspended;
+    again.version += 1;
+    store
+        .commit(&again, completed.version, &[])
+        .await
+        .expect("suspend");
+    let mut running = again.clone();
+    running.status = RunStatus::Running;
+    running.version += 1;
+    store.commit(&running, again.version, &[]).await.expect("resume");
+    assert_eq!(store.load_run(running.id).await.expect("read"), running);
+}
+
 /// What a durable backend adds: a committed run is still there, whole, after
 /// the store is dropped and the same database opened again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

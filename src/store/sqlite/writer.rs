@@ -7,12 +7,17 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
+use super::recent::RecentRuns;
 use super::{backend, leases, threads, EventRow, RunRow, Write, WriteKind, MAX_BATCH};
 use crate::store::StoreError;
 
 /// The writer thread: takes every write waiting, commits them in one
-/// transaction, then answers each.
-pub(super) fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceiver<Write>) {
+/// transaction, brings `recent` up to what it stored, then answers each.
+pub(super) fn write_loop(
+    mut conn: Connection,
+    mut queue: mpsc::UnboundedReceiver<Write>,
+    recent: &RecentRuns,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
@@ -24,6 +29,9 @@ pub(super) fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceive
         }
         let outcomes = commit_batch(&mut conn, &batch);
         for (write, outcome) in batch.drain(..).zip(outcomes) {
+            if outcome.is_ok() {
+                recent.committed(write.change);
+            }
             // The caller may have gone away; the write stands regardless.
             let _ = write.done.send(outcome);
         }

@@ -1,0 +1,139 @@
+//! The runs this store suspended lately, as records, so that the Resume that
+//! usually follows soon reads its run without a query, a decompression and a
+//! parse. The writer thread is the file's only writer (one server per file),
+//! and it updates these entries in the same order as it commits: after each
+//! batch, before answering its writes. So an entry is never older than the
+//! file. A read takes its entry (the write that follows a Resume's read
+//! would drop it anyway); whatever is not here is read from the file.
+//! Bounded: the oldest entries go first, so that a million suspended runs
+//! cost no more memory than a few.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::run::{RunId, RunRecord, RunStatus};
+
+/// Records kept at most: enough for the Resumes of a few hundred runs in
+/// flight, a megabyte or so.
+const CAPACITY: usize = 256;
+
+#[derive(Default)]
+pub(super) struct RecentRuns {
+    inner: Mutex<Recent>,
+}
+
+#[derive(Default)]
+struct Recent {
+    runs: HashMap<RunId, RunRecord>,
+    /// Ids in the order their entries were added (an id may be here after
+    /// its entry went: it is skipped when its turn comes).
+    order: VecDeque<RunId>,
+}
+
+/// What a committed write did to a run, for [`RecentRuns::committed`].
+pub(super) enum Change {
+    /// The run is stored as this record now.
+    Stored(RunId, Option<Box<RunRecord>>),
+    /// Runs may have gone (a deleted thread).
+    Deleted,
+}
+
+impl Change {
+    /// A write of `run`: its record is kept if the run waits for an answer.
+    pub(super) fn stored(run: &RunRecord) -> Self {
+        let keep = run.status == RunStatus::Suspended;
+        Self::Stored(run.id, keep.then(|| Box::new(run.clone())))
+    }
+}
+
+impl RecentRuns {
+    fn lock(&self) -> MutexGuard<'_, Recent> {
+        // Each critical section leaves the maps consistent.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The run's record, if it is here; it leaves.
+    pub(super) fn take(&self, id: RunId) -> Option<RunRecord> {
+        self.lock().runs.remove(&id)
+    }
+
+    /// Brings the entries up to what a committed write stored.
+    pub(super) fn committed(&self, change: Change) {
+        let mut recent = self.lock();
+        match change {
+            Change::Stored(id, Some(run)) => {
+                recent.runs.insert(id, *run);
+                recent.order.push_back(id);
+                while recent.order.len() > CAPACITY {
+                    if let Some(oldest) = recent.order.pop_front() {
+                        if !recent.order.contains(&oldest) {
+                            recent.runs.remove(&oldest);
+                        }
+                    }
+                }
+            }
+            Change::Stored(id, None) => {
+                recent.runs.remove(&id);
+            }
+            Change::Deleted => {
+                recent.runs.clear();
+                recent.order.clear();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{RunOptions, RunState};
+    use crate::time::Timestamp;
+
+    fn suspended_run() -> RunRecord {
+        let now = Timestamp::now();
+        RunRecord {
+            id: RunId::new(),
+            tenant: Default::default(),
+            agent_id: "assistant".into(),
+            status: RunStatus::Suspended,
+            version: 2,
+            last_seq: 5,
+            created_at: now,
+            updated_at: now,
+            expires_at: None,
+            request_id: None,
+            metadata: Default::default(),
+            options: RunOptions::default(),
+            state: RunState::default(),
+            run_tools: Vec::new(),
+            lease: None,
+            thread: None,
+        }
+    }
+
+    #[test]
+    fn keeps_suspended_runs_until_read_or_written_again() {
+        let recent = RecentRuns::default();
+        let mut run = suspended_run();
+        recent.committed(Change::stored(&run));
+        assert_eq!(recent.take(run.id).as_ref(), Some(&run));
+        assert_eq!(recent.take(run.id), None, "a read takes the entry");
+
+        recent.committed(Change::stored(&run));
+        run.status = RunStatus::Running;
+        recent.committed(Change::stored(&run));
+        assert_eq!(recent.take(run.id), None, "a run that moved on is not kept");
+    }
+
+    #[test]
+    fn holds_at_most_its_capacity_oldest_out_first() {
+        let recent = RecentRuns::default();
+        let runs: Vec<RunRecord> = (0..CAPACITY + 10).map(|_| suspended_run()).collect();
+        for run in &runs {
+            recent.committed(Change::stored(run));
+        }
+        assert_eq!(recent.lock().runs.len(), CAPACITY);
+        assert_eq!(recent.take(runs[0].id), None);
+        assert!(recent.take(runs[CAPACITY + 9].id).is_some());
+    }
+}
