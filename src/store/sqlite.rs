@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0003_leases.sql"),
     include_str!("migrations/sqlite/0004_tenants.sql"),
     include_str!("migrations/sqlite/0005_threads.sql"),
+    include_str!("migrations/sqlite/0006_event_batches.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -73,10 +74,11 @@ struct RunRow {
     record: Vec<u8>,
 }
 
-struct EventRow {
-    seq: i64,
-    time: i64,
-    chunk: Vec<u8>,
+/// The events of one write, encoded together as one row.
+struct EventBatch {
+    first_seq: i64,
+    last_seq: i64,
+    events: Vec<u8>,
 }
 
 enum WriteKind {
@@ -99,7 +101,7 @@ enum WriteKind {
 
 struct Write {
     kind: WriteKind,
-    events: Vec<EventRow>,
+    events: Option<EventBatch>,
     /// What the write does to the recent runs, once committed.
     change: Change,
     done: oneshot::Sender<Result<(), StoreError>>,
@@ -145,17 +147,23 @@ impl RunRow {
     }
 }
 
-fn event_rows(events: &[Event]) -> Result<Vec<EventRow>, StoreError> {
-    events
-        .iter()
-        .map(|event| {
-            Ok(EventRow {
-                seq: to_i64(event.seq),
-                time: event.time.0,
-                chunk: crate::store::encoding::encode(&event.chunk)?,
-            })
-        })
-        .collect()
+/// The row of a write's events (`None` without any); their seqs must rise
+/// strictly.
+fn event_batch(events: &[Event]) -> Result<Option<EventBatch>, StoreError> {
+    if let Some(pair) = events.windows(2).find(|pair| pair[1].seq <= pair[0].seq) {
+        return Err(StoreError::Backend(format!(
+            "events out of order: seq {} after seq {}",
+            pair[1].seq, pair[0].seq
+        )));
+    }
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return Ok(None);
+    };
+    Ok(Some(EventBatch {
+        first_seq: to_i64(first.seq),
+        last_seq: to_i64(last.seq),
+        events: crate::store::encoding::encode(&events)?,
+    }))
 }
 
 impl SqliteStore {
@@ -198,7 +206,7 @@ impl SqliteStore {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
-            events: event_rows(events)?,
+            events: event_batch(events)?,
             change,
             done,
         };
@@ -216,6 +224,32 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         self.readers.read(query).await
     }
+}
+
+/// A run's events with `seq > after_seq` stored one row each, as before
+/// event batches (migration 0006).
+fn single_events(conn: &Connection, id: &str, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+    let mut select = conn
+        .prepare_cached("SELECT seq, time, chunk FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq")
+        .map_err(backend)?;
+    let rows = select
+        .query_map(params![id, to_i64(after_seq)], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, Vec<u8>>(2)?,
+            ))
+        })
+        .map_err(backend)?;
+    rows.map(|row| {
+        let (seq, time, chunk) = row.map_err(backend)?;
+        Ok(Event {
+            seq: seq as u64,
+            time: crate::time::Timestamp(time),
+            chunk: crate::store::encoding::decode(&chunk)?,
+        })
+    })
+    .collect()
 }
 
 fn configure(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {
@@ -329,29 +363,22 @@ impl RunStore for SqliteStore {
             if exists.is_none() {
                 return Err(StoreError::NotFound);
             }
+            // Chunks stored before event batches existed (one row each)
+            // come before every batch of the run.
+            let mut events = single_events(conn, &id, after_seq)?;
             let mut select = conn
                 .prepare_cached(
-                    "SELECT seq, time, chunk FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+                    "SELECT events FROM event_batches WHERE run_id = ?1 AND last_seq > ?2 ORDER BY last_seq",
                 )
                 .map_err(backend)?;
-            let rows = select
-                .query_map(params![id, to_i64(after_seq)], |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, Vec<u8>>(2)?,
-                    ))
-                })
+            let batches = select
+                .query_map(params![id, to_i64(after_seq)], |row| row.get::<_, Vec<u8>>(0))
                 .map_err(backend)?;
-            rows.map(|row| {
-                let (seq, time, chunk) = row.map_err(backend)?;
-                Ok(Event {
-                    seq: seq as u64,
-                    time: crate::time::Timestamp(time),
-                    chunk: crate::store::encoding::decode(&chunk)?,
-                })
-            })
-            .collect()
+            for batch in batches {
+                let batch: Vec<Event> = crate::store::encoding::decode(&batch.map_err(backend)?)?;
+                events.extend(batch.into_iter().filter(|event| event.seq > after_seq));
+            }
+            Ok(events)
         })
         .await
     }

@@ -92,6 +92,60 @@ async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
     assert_eq!(store.load_run(running.id).await.expect("read"), running);
 }
 
+/// SQLite stores a write's chunks as one row; chunks stored one row each,
+/// as before that, are still read (first), and still count as stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_reads_chunks_stored_one_row_each_before_batches() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("x.sqlite3");
+    let suspended = suspended_run("assistant");
+    let first = suspension_events(1);
+    {
+        let store = SqliteStore::open(&path).expect("open");
+        store.create_run(&suspended, &first).await.expect("create");
+    }
+    // The same chunks as an older server stored them.
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute("DELETE FROM event_batches", [])
+            .expect("delete the batch");
+        for event in &first {
+            conn.execute(
+                "INSERT INTO events (run_id, seq, time, chunk) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![
+                    suspended.id.to_string(),
+                    event.seq as i64,
+                    event.time.0,
+                    serde_json::to_vec(&event.chunk).expect("json"),
+                ],
+            )
+            .expect("a row of one chunk");
+        }
+    }
+    let store: Store = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    assert_eq!(events_of(&store, suspended.id).await, first);
+
+    let again = store
+        .commit(&suspended.clone(), suspended.version, &first[1..])
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
+        "a seq stored in a row of its own is taken: {again:?}"
+    );
+    let completed = completed_from(&suspended, "Pro");
+    let second = resumption_events(suspended.last_seq + 1, "Pro");
+    store
+        .commit(&completed, suspended.version, &second)
+        .await
+        .expect("commit");
+    assert_eq!(events_of(&store, completed.id).await, concat(&first, &second));
+    let after = first.len() as u64 - 1;
+    assert_eq!(
+        store.read_events(completed.id, after).await.expect("read"),
+        concat(&first[first.len() - 1..], &second)
+    );
+}
+
 /// What a durable backend adds: a committed run is still there, whole, after
 /// the store is dropped and the same database opened again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

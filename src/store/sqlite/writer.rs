@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
 use super::recent::RecentRuns;
-use super::{backend, leases, threads, EventRow, RunRow, Write, WriteKind, MAX_BATCH};
+use super::{backend, leases, threads, EventBatch, RunRow, Write, WriteKind, MAX_BATCH};
 use crate::store::StoreError;
 
 /// The writer thread: takes every write waiting, commits them in one
@@ -82,9 +82,7 @@ enum Applied {
 }
 
 fn apply(conn: &Connection, write: &Write) -> Applied {
-    if let Err(error) = check_order(&write.events) {
-        return Applied::Refused(error);
-    }
+    let events = write.events.as_ref();
     let checked = match &write.kind {
         // A new id has no events yet; a taken one is refused by the insert
         // itself, which then changes nothing. Its thread must still have
@@ -98,10 +96,10 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         WriteKind::Commit {
             run,
             expected_version,
-        } => check_existing(conn, &run.id, *expected_version, &write.events),
+        } => check_existing(conn, &run.id, *expected_version, events),
         WriteKind::Append {
             id, expected_version, ..
-        } => check_existing(conn, id, *expected_version, &write.events),
+        } => check_existing(conn, id, *expected_version, events),
     };
     if let Err(error) = checked {
         return Applied::Refused(error);
@@ -144,25 +142,18 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
     if let Err(error) = first {
         return Applied::Refused(error);
     }
-    match insert_events(conn, run_id, &write.events) {
+    match insert_events(conn, run_id, events) {
         Ok(()) => Applied::Whole,
         Err(error) => Applied::Broken(error),
     }
 }
 
-/// Refuses events whose seqs do not rise strictly.
-fn check_order(events: &[EventRow]) -> Result<(), StoreError> {
-    match events.windows(2).find(|pair| pair[1].seq <= pair[0].seq) {
-        Some(pair) => Err(StoreError::Backend(format!(
-            "events out of order: seq {} after seq {}",
-            pair[1].seq, pair[0].seq
-        ))),
-        None => Ok(()),
-    }
-}
-
-const EXISTING_SQL: &str =
-    "SELECT version, (SELECT max(seq) FROM events WHERE run_id = ?1) FROM runs WHERE id = ?1";
+/// The run's version and its last stored seq, in batches and in rows of
+/// one chunk (as stored before batches).
+const EXISTING_SQL: &str = "SELECT version, \
+     (SELECT max(last_seq) FROM event_batches WHERE run_id = ?1), \
+     (SELECT max(seq) FROM events WHERE run_id = ?1) \
+     FROM runs WHERE id = ?1";
 
 /// Refuses a write to run `id` unless the run exists at
 /// `expected_version` and `events` start after every stored event of it,
@@ -171,31 +162,32 @@ fn check_existing(
     conn: &Connection,
     id: &str,
     expected_version: i64,
-    events: &[EventRow],
+    events: Option<&EventBatch>,
 ) -> Result<(), StoreError> {
-    // One lookup for both: the version, and the run's last stored seq
-    // (an index seek on the events' primary key).
-    let stored: Option<(i64, Option<i64>)> = conn
+    // One lookup for all: the version, and the run's last stored seq
+    // (index seeks on the events' primary keys).
+    let stored: Option<(i64, Option<i64>, Option<i64>)> = conn
         .prepare_cached(EXISTING_SQL)
         .and_then(|mut select| {
             select
-                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                 .optional()
         })
         .map_err(backend)?;
-    let Some((actual, last_stored)) = stored else {
+    let Some((actual, in_batches, in_rows)) = stored else {
         return Err(StoreError::NotFound);
     };
+    let last_stored = in_batches.max(in_rows);
     if actual != expected_version {
         return Err(StoreError::VersionConflict {
             expected: expected_version as u64,
             actual: actual as u64,
         });
     }
-    match (events.first(), last_stored) {
-        (Some(first), Some(stored)) if first.seq <= stored => Err(StoreError::Backend(format!(
+    match (events, last_stored) {
+        (Some(batch), Some(stored)) if batch.first_seq <= stored => Err(StoreError::Backend(format!(
             "event seq {} is stored already (the run's last stored seq is {stored})",
-            first.seq
+            batch.first_seq
         ))),
         _ => Ok(()),
     }
@@ -261,18 +253,15 @@ fn update_run(conn: &Connection, run: &RunRow, expected_version: i64) -> Result<
     Err(leases::refusal(conn, &run.id, expected_version)?)
 }
 
-fn insert_events(conn: &Connection, run_id: &str, events: &[EventRow]) -> Result<(), StoreError> {
-    if events.is_empty() {
+fn insert_events(conn: &Connection, run_id: &str, events: Option<&EventBatch>) -> Result<(), StoreError> {
+    let Some(batch) = events else {
         return Ok(());
-    }
-    let mut insert = conn
-        .prepare_cached("INSERT INTO events (run_id, seq, time, chunk) VALUES (?1, ?2, ?3, ?4)")
-        .map_err(backend)?;
-    for event in events {
-        insert
-            .execute(params![run_id, event.seq, event.time, event.chunk])
-            .map_err(backend)?;
-    }
+    };
+    conn.prepare_cached(
+        "INSERT INTO event_batches (run_id, last_seq, first_seq, events) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut insert| insert.execute(params![run_id, batch.last_seq, batch.first_seq, batch.events]))
+    .map_err(backend)?;
     Ok(())
 }
 
@@ -281,7 +270,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_check_of_an_existing_run_searches_two_indexes() {
+    fn the_check_of_an_existing_run_searches_three_indexes() {
         let mut conn = Connection::open_in_memory().expect("open");
         super::super::migrate(&mut conn).expect("migrate");
         let mut explain = conn
@@ -294,6 +283,6 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         assert!(!plan.contains("SCAN"), "{plan}");
-        assert_eq!(plan.matches("SEARCH").count(), 2, "{plan}");
+        assert_eq!(plan.matches("SEARCH").count(), 3, "{plan}");
     }
 }
