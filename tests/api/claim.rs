@@ -179,8 +179,11 @@ async fn a_claim_is_stored_by_the_continuations_one_write() {
     assert_eq!(run.final_text, "Thanks! You answered: Pro.");
     assert_eq!(chunks.first().unwrap().seq, suspended.last_seq + 1);
     assert_eq!(run.last_seq, chunks.last().unwrap().seq);
-    // The claim, the answer's result and the final text: one write.
-    assert_eq!(store.writes.load(Ordering::SeqCst), 1);
+    // The claim, the answer's result and the final text: one write, or two
+    // when the step's chunks outlived their linger (a preempted thread) and
+    // the flusher stored them, with the claim, before the finish.
+    let writes = store.writes.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&writes), "{writes} writes");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -208,9 +211,23 @@ async fn a_cancel_waits_for_the_claims_write() {
     assert!(!cancel.is_finished(), "the cancel waits for the claim's write");
     store.held.send_replace(false);
 
-    let refused = cancel.await.unwrap().unwrap_err();
-    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    // The execution ends the run its way, and the cancel reports that: the
+    // step had finished (it almost always has: its write was waiting), so
+    // the run completed and the cancel is refused; or the step was still
+    // going, and the execution itself stored the cancellation.
+    let cancelled = cancel.await.unwrap();
     let chunks = resumed.await.unwrap().expect("the Resume's stream");
-    assert_eq!(finish_reason(&chunks), FinishReason::Stop);
-    assert_eq!(status_of(&server.get_run(&id).await), RunStatus::Completed);
+    let run = server.get_run(&id).await;
+    match cancelled {
+        Err(refused) => {
+            assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+            assert_eq!(finish_reason(&chunks), FinishReason::Stop);
+            assert_eq!(status_of(&run), RunStatus::Completed);
+        }
+        Ok(_) => {
+            assert_eq!(finish_reason(&chunks), FinishReason::Cancelled);
+            assert_eq!(status_of(&run), RunStatus::Cancelled);
+        }
+    }
+    assert_eq!(run.last_seq, chunks.last().unwrap().seq);
 }
