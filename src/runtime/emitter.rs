@@ -123,10 +123,12 @@ pub(crate) enum Standing {
     Claimed { first: Vec<Event> },
 }
 
-/// The first write of an execution whose run is not stored as it stands.
-enum FirstWrite {
-    Create(RunRecord),
-    Claim(RunRecord),
+/// The first write of an execution whose run is not stored as it stands:
+/// the run as the execution started it, which that write creates (a new
+/// run) or commits over the version it was read at (a claim).
+struct FirstWrite {
+    run: RunRecord,
+    creates: bool,
 }
 
 fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
@@ -149,16 +151,22 @@ impl Emitter {
         client: Option<mpsc::Sender<Event>>,
     ) -> Self {
         let now = Instant::now();
+        let first_write = |creates| {
+            Some(FirstWrite {
+                run: run.clone(),
+                creates,
+            })
+        };
         let (first, unstored) = match standing {
             Standing::Stored => (None, Unstored::default()),
-            Standing::New => (Some(FirstWrite::Create(run.clone())), Unstored::default()),
+            Standing::New => (first_write(true), Unstored::default()),
             Standing::Claimed { first } => {
                 let unstored = Unstored {
                     flushable: first.len(),
                     events: first,
                     in_flight: 0,
                 };
-                (Some(FirstWrite::Claim(run.clone())), unstored)
+                (first_write(false), unstored)
             }
         };
         let shared = Arc::new(Shared {
@@ -266,22 +274,13 @@ impl Emitter {
         // unstored chunk is in the buffer; on failure the execution stops,
         // and nothing is retried.
         let events = std::mem::take(&mut *lock(&shared.unstored)).events;
-        // A claim not stored yet is stored by this commit: `run` has it.
+        // A first write not done yet is done by this commit: `run` has
+        // what it would have stored, and more.
         let first = writer.first.take();
-        let creates = matches!(first, Some(FirstWrite::Create(_)));
-        run.version = if creates {
-            writer.version
-        } else {
-            writer.version + 1
-        };
+        let creates = first.as_ref().is_some_and(|first| first.creates);
         run.last_seq = self.last_seq;
         run.lease = (run.status == RunStatus::Running).then(|| shared.lease.lease(&shared.owner));
-        let written = if creates {
-            shared.store.create_run(run, &events).await
-        } else {
-            shared.store.commit(run, writer.version, &events).await
-        };
-        match written {
+        match shared.store_run(run, writer.version, creates, &events).await {
             Ok(()) => {
                 writer.version = run.version;
                 writer.stored(&shared.lease);
@@ -346,6 +345,24 @@ impl Writer {
 }
 
 impl Shared {
+    /// Stores `run` whole, with `events`: creates it, or commits it over the
+    /// stored `version`. `run.version` becomes the version it is stored at.
+    async fn store_run(
+        &self,
+        run: &mut RunRecord,
+        version: u64,
+        creates: bool,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        if creates {
+            run.version = version;
+            self.store.create_run(run, events).await
+        } else {
+            run.version = version + 1;
+            self.store.commit(run, version, events).await
+        }
+    }
+
     /// Appends what is flushable, renews the lease when due; until fenced.
     async fn flush_loop(self: Arc<Self>) {
         loop {
@@ -390,16 +407,11 @@ impl Shared {
         let id = self.live.id();
         let version = writer.version;
         let written = match writer.first.as_mut() {
-            Some(FirstWrite::Create(run)) => {
+            Some(first) => {
+                let run = &mut first.run;
                 run.last_seq = batch.last().map_or(run.last_seq, |event| event.seq);
                 run.lease = Some(self.lease.lease(&self.owner));
-                self.store.create_run(run, &batch).await
-            }
-            Some(FirstWrite::Claim(run)) => {
-                run.version = version + 1;
-                run.last_seq = batch.last().map_or(run.last_seq, |event| event.seq);
-                run.lease = Some(self.lease.lease(&self.owner));
-                self.store.commit(run, version, &batch).await
+                self.store_run(run, version, first.creates, &batch).await
             }
             None => {
                 let expiry = Some(self.lease.expiry());
@@ -408,9 +420,10 @@ impl Shared {
         };
         match written {
             Ok(()) => {
-                if !matches!(writer.first.take(), Some(FirstWrite::Create(_))) {
-                    writer.version += 1;
-                }
+                writer.version = match writer.first.take() {
+                    Some(first) => first.run.version,
+                    None => version + 1,
+                };
                 writer.stored(&self.lease);
                 writer.fresh = false;
                 lock(&self.unstored).in_flight = 0;

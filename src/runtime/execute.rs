@@ -51,30 +51,13 @@ impl Runtime {
         stream
     }
 
-    /// Executes `run`, claimed in this process (`live`) by a Resume that
-    /// is not stored yet, and returns its stream from the first of `first`
-    /// (the chunks the answer produced) to its next `finish`. The
-    /// execution's first write stores the claim with `first`; nothing is
-    /// streamed before. `slot` is given back when the execution ends.
-    pub(super) fn execute_claimed(
-        &self,
-        live: Arc<LiveRun>,
-        agent: Arc<Agent>,
-        run: RunRecord,
-        first: Vec<Event>,
-        work: Work,
-        slot: RunSlot,
-    ) -> RunStream {
-        let after_seq = first.first().map_or(run.last_seq, |event| event.seq - 1);
-        let (stream, client) = self.stream_from(&live, after_seq, Vec::new());
-        let work = (work, Standing::Claimed { first });
-        self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
-        stream
-    }
-
     /// Executes `run` here and returns the stream of this execution, from
     /// the first of `first` to its next `finish`; `slot` is given back when
-    /// the execution ends.
+    /// the execution ends. `first` are the chunks the commit that gave this
+    /// replica the run stored; or, with `claimed` (the run's live entry,
+    /// claimed in this process by a Resume that is not stored yet), the
+    /// chunks the answer produced, which the execution's first write
+    /// stores with the claim (nothing is streamed before).
     pub(super) fn execute(
         &self,
         agent: Arc<Agent>,
@@ -82,16 +65,23 @@ impl Runtime {
         first: Vec<Event>,
         work: Work,
         slot: RunSlot,
+        claimed: Option<Arc<LiveRun>>,
     ) -> RunStream {
-        let live = self.inner.live.start_execution(run.id);
-        // Whoever waits on the run (a subscriber of a suspended run) gets
-        // the first chunks too; released before this stream joins, which
-        // replays them instead (so they are copied only for others).
-        live.release_stored(first.as_slice());
         let after_seq = first.first().map_or(run.last_seq, |event| event.seq - 1);
-        let (stream, client) = self.stream_from(&live, after_seq, first);
-        let work = (work, Standing::Stored);
-        self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
+        let (live, replay, standing) = match claimed {
+            Some(live) => (live, Vec::new(), Standing::Claimed { first }),
+            None => {
+                let live = self.inner.live.start_execution(run.id);
+                // Whoever waits on the run (a subscriber of a suspended run)
+                // gets the first chunks too; released before this stream
+                // joins, which replays them instead (so they are copied only
+                // for others).
+                live.release_stored(first.as_slice());
+                (live, first, Standing::Stored)
+            }
+        };
+        let (stream, client) = self.stream_from(&live, after_seq, replay);
+        self.spawn_execution(live, agent, run, (work, standing), Some(client), Some(slot));
         stream
     }
 

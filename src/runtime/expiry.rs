@@ -88,10 +88,6 @@ impl Inner {
     /// means a Resume or another replica moved the run first: what they
     /// stored stands.
     async fn expire(&self, id: RunId) -> Result<bool, RuntimeError> {
-        if self.live.get(id).is_some_and(|live| live.is_executing()) {
-            // A Resume claimed it here; its first write is on the way.
-            return Ok(false);
-        }
         let run = self.store.load_run(id).await?;
         Ok(self.expire_if_due(run).await?.status == RunStatus::Expired)
     }

@@ -310,7 +310,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot))
+        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot, None))
     }
 
     /// Reads a run of `tenant` (a suspended run past its time to live reads
@@ -410,8 +410,19 @@ impl Inner {
         Ok(run)
     }
 
-    /// Marks a suspended run whose time to live has passed as expired.
-    async fn expire_if_due(&self, mut run: RunRecord) -> Result<RunRecord, RuntimeError> {
+    /// Marks a suspended run whose time to live has passed as expired,
+    /// unless a Resume claimed it in this process: its execution is about
+    /// to store the claim, and the answer came in time.
+    async fn expire_if_due(&self, run: RunRecord) -> Result<RunRecord, RuntimeError> {
+        if self.live.get(run.id).is_some_and(|live| live.is_executing()) {
+            return Ok(run);
+        }
+        self.expire_unclaimed(run).await
+    }
+
+    /// [`Inner::expire_if_due`] whoever holds a claim: for the Resume that
+    /// holds it.
+    async fn expire_unclaimed(&self, mut run: RunRecord) -> Result<RunRecord, RuntimeError> {
         let due = run.status == RunStatus::Suspended
             && run.expires_at.is_some_and(|expires| expires <= Timestamp::now());
         if !due {

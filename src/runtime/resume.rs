@@ -101,7 +101,11 @@ impl Runtime {
             let first_seq = earlier.first_seq;
             return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
         }
-        let mut run: RunRecord = self.inner.expire_if_due(run).await?;
+        let mut run: RunRecord = match &claim {
+            // The claim is this Resume's own.
+            Some(Claim::Held(_)) => self.inner.expire_unclaimed(run).await?,
+            _ => self.inner.expire_if_due(run).await?,
+        };
         if run.status != RunStatus::Suspended {
             return Err(RuntimeError::NotSuspended(run.status));
         }
@@ -153,21 +157,23 @@ impl Runtime {
         run.last_seq = first.last_seq;
         // The claim makes this replica the run's executor.
         run.lease = Some(self.inner.new_lease());
-        let work = Work::Continue(approved.into_iter().collect());
+        let claimed = match claim {
+            // Stored by the continuation's first write.
+            Some(claim) => Some(claim.keep()),
+            None => {
+                let expected = run.version;
+                run.version += 1;
+                match self.inner.store.commit(&run, expected, &first.events).await {
+                    Ok(()) => None,
+                    Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
+                    Err(other) => return Err(other.into()),
+                }
+            }
+        };
         let metrics = &self.inner.config.metrics;
-        if let Some(claim) = claim {
-            metrics.run_resumed(&run.agent_id, suspended_since);
-            let live = claim.keep();
-            return Ok(self.execute_claimed(live, agent, run, first.events, work, slot));
-        }
-        let expected = run.version;
-        run.version += 1;
-        match self.inner.store.commit(&run, expected, &first.events).await {
-            Ok(()) => metrics.run_resumed(&run.agent_id, suspended_since),
-            Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
-            Err(other) => return Err(other.into()),
-        }
-        Ok(self.execute(agent, run, first.events, work, slot))
+        metrics.run_resumed(&run.agent_id, suspended_since);
+        let work = Work::Continue(approved.into_iter().collect());
+        Ok(self.execute(agent, run, first.events, work, slot, claimed))
     }
 
     /// Claims run `id` in this process, if the store is one that only this

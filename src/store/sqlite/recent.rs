@@ -25,9 +25,10 @@ pub(super) struct RecentRuns {
 #[derive(Default)]
 struct Recent {
     runs: HashMap<RunId, RunRecord>,
-    /// Ids in the order their entries were added (an id may be here after
-    /// its entry went: it is skipped when its turn comes).
-    order: VecDeque<RunId>,
+    /// The entries in the order they were added, by id and version (an
+    /// entry may have gone, or been replaced by a later version of the run,
+    /// before its turn comes: then there is nothing to evict).
+    order: VecDeque<(RunId, u64)>,
 }
 
 /// What a committed write did to a run, for [`RecentRuns::committed`].
@@ -62,11 +63,11 @@ impl RecentRuns {
         let mut recent = self.lock();
         match change {
             Change::Stored(id, Some(run)) => {
+                recent.order.push_back((id, run.version));
                 recent.runs.insert(id, *run);
-                recent.order.push_back(id);
-                while recent.order.len() > CAPACITY {
-                    if let Some(oldest) = recent.order.pop_front() {
-                        if !recent.order.contains(&oldest) {
+                if recent.order.len() > CAPACITY {
+                    if let Some((oldest, version)) = recent.order.pop_front() {
+                        if recent.runs.get(&oldest).is_some_and(|run| run.version == version) {
                             recent.runs.remove(&oldest);
                         }
                     }
