@@ -226,32 +226,6 @@ impl SqliteStore {
     }
 }
 
-/// A run's events with `seq > after_seq` stored one row each, as before
-/// event batches (migration 0006).
-fn single_events(conn: &Connection, id: &str, after_seq: u64) -> Result<Vec<Event>, StoreError> {
-    let mut select = conn
-        .prepare_cached("SELECT seq, time, chunk FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq")
-        .map_err(backend)?;
-    let rows = select
-        .query_map(params![id, to_i64(after_seq)], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, Vec<u8>>(2)?,
-            ))
-        })
-        .map_err(backend)?;
-    rows.map(|row| {
-        let (seq, time, chunk) = row.map_err(backend)?;
-        Ok(Event {
-            seq: seq as u64,
-            time: crate::time::Timestamp(time),
-            chunk: crate::store::encoding::decode(&chunk)?,
-        })
-    })
-    .collect()
-}
-
 fn configure(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     stable_plans(conn)?;
@@ -272,6 +246,36 @@ pub(super) fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
         .map(|_| ())
 }
 
+/// The migration that stores a write's events as one row.
+const EVENT_BATCHES: usize = 6;
+
+/// Moves the chunks stored one row each in `events` into `event_batches`
+/// (a batch of one each, as each was a write's row of its own), then drops
+/// `events`; part of migration 0006's transaction.
+fn move_single_events(conn: &Connection) -> Result<(), StoreError> {
+    let mut select = conn
+        .prepare("SELECT run_id, seq, time, chunk FROM events")
+        .map_err(backend)?;
+    let mut insert = conn
+        .prepare("INSERT INTO event_batches (run_id, last_seq, first_seq, events) VALUES (?1, ?2, ?2, ?3)")
+        .map_err(backend)?;
+    let mut rows = select.query([]).map_err(backend)?;
+    while let Some(row) = rows.next().map_err(backend)? {
+        let run_id: String = row.get(0).map_err(backend)?;
+        let seq: i64 = row.get(1).map_err(backend)?;
+        let event = Event {
+            seq: u64::try_from(seq).map_err(corrupt)?,
+            time: crate::time::Timestamp(row.get(2).map_err(backend)?),
+            chunk: crate::store::encoding::decode(&row.get::<_, Vec<u8>>(3).map_err(backend)?)?,
+        };
+        let batch = crate::store::encoding::encode(&[event])?;
+        insert.execute(params![run_id, seq, batch]).map_err(backend)?;
+    }
+    drop(rows);
+    drop(select);
+    conn.execute_batch("DROP TABLE events").map_err(backend)
+}
+
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let applied: i64 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
@@ -286,6 +290,9 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         let tx = conn.transaction().map_err(backend)?;
         tx.execute_batch(sql).map_err(backend)?;
+        if index + 1 == EVENT_BATCHES {
+            move_single_events(&tx)?;
+        }
         tx.pragma_update(None, "user_version", index as i64 + 1)
             .map_err(backend)?;
         tx.commit().map_err(backend)?;
@@ -363,9 +370,6 @@ impl RunStore for SqliteStore {
             if exists.is_none() {
                 return Err(StoreError::NotFound);
             }
-            // Chunks stored before event batches existed (one row each)
-            // come before every batch of the run.
-            let mut events = single_events(conn, &id, after_seq)?;
             let mut select = conn
                 .prepare_cached(
                     "SELECT events FROM event_batches WHERE run_id = ?1 AND last_seq > ?2 ORDER BY last_seq",
@@ -374,8 +378,10 @@ impl RunStore for SqliteStore {
             let batches = select
                 .query_map(params![id, to_i64(after_seq)], |row| row.get::<_, Vec<u8>>(0))
                 .map_err(backend)?;
+            let mut events = Vec::new();
             for batch in batches {
                 let batch: Vec<Event> = crate::store::encoding::decode(&batch.map_err(backend)?)?;
+                // The first batch may start at or before `after_seq`.
                 events.extend(batch.into_iter().filter(|event| event.seq > after_seq));
             }
             Ok(events)

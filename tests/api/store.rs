@@ -92,10 +92,11 @@ async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
     assert_eq!(store.load_run(running.id).await.expect("read"), running);
 }
 
-/// SQLite stores a write's chunks as one row; chunks stored one row each,
-/// as before that, are still read (first), and still count as stored.
+/// SQLite stores a write's chunks as one row; a store from before that
+/// (schema 5, one row per chunk in `events`) has its chunks moved into
+/// batches when it is opened, and they read back and count as stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sqlite_reads_chunks_stored_one_row_each_before_batches() {
+async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("x.sqlite3");
     let suspended = suspended_run("assistant");
@@ -104,11 +105,18 @@ async fn sqlite_reads_chunks_stored_one_row_each_before_batches() {
         let store = SqliteStore::open(&path).expect("open");
         store.create_run(&suspended, &first).await.expect("create");
     }
-    // The same chunks as an older server stored them.
+    // Back to schema 5, with the same chunks as an older server stored them.
     {
         let conn = rusqlite::Connection::open(&path).expect("open");
-        conn.execute("DELETE FROM event_batches", [])
-            .expect("delete the batch");
+        conn.execute_batch(
+            "DROP TABLE event_batches;
+             CREATE TABLE events (
+                 run_id TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
+                 chunk BLOB NOT NULL, PRIMARY KEY (run_id, seq)
+             ) WITHOUT ROWID;
+             PRAGMA user_version = 5;",
+        )
+        .expect("schema 5");
         for event in &first {
             conn.execute(
                 "INSERT INTO events (run_id, seq, time, chunk) VALUES (?1, ?2, ?3, ?4)",
@@ -122,15 +130,25 @@ async fn sqlite_reads_chunks_stored_one_row_each_before_batches() {
             .expect("a row of one chunk");
         }
     }
-    let store: Store = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let store: Store = Arc::new(SqliteStore::open(&path).expect("open and migrate"));
     assert_eq!(events_of(&store, suspended.id).await, first);
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event%'")
+        .and_then(|mut select| select.query_map([], |row| row.get(0))?.collect())
+        .expect("tables");
+    assert_eq!(
+        tables,
+        ["event_batches"],
+        "the rows of one chunk moved, and their table went"
+    );
 
     let again = store
         .commit(&suspended.clone(), suspended.version, &first[1..])
         .await;
     assert!(
         matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
-        "a seq stored in a row of its own is taken: {again:?}"
+        "a seq moved from a row of its own is taken: {again:?}"
     );
     let completed = completed_from(&suspended, "Pro");
     let second = resumption_events(suspended.last_seq + 1, "Pro");
