@@ -126,8 +126,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// committed before it goes back to the operating system.
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Freed memory goes back to the operating system at once instead of a
-/// second later, so that the server's resident memory follows what it
+/// Freed memory goes back to the operating system at once instead of after
+/// mimalloc's purge delay (10 ms by default, ten times that for its
+/// arenas), so that the server's resident memory follows what it
 /// holds (BENCHMARKS.md: `capacity`); it costs no measurable throughput.
 fn purge_freed_memory_at_once() {
     // SAFETY: setting an option is allowed at any time; mimalloc reads it

@@ -9,10 +9,11 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::StoreError;
+use super::{corrupt, StoreError};
 
-/// The first byte of compressed JSON. JSON itself starts with `{` here
-/// (records and chunks are objects), never with a control byte.
+/// The first byte of compressed JSON. JSON itself starts with `{` or `[`
+/// here (records and chunks are objects, batches of events arrays), never
+/// with a control byte.
 const LZ4_JSON: u8 = 0x01;
 
 /// The marker byte and the uncompressed size before a compressed block.
@@ -20,10 +21,6 @@ const HEADER: usize = 1 + 4;
 
 /// Below this size compression rarely pays for its header.
 const MIN_COMPRESSED: usize = 192;
-
-fn corrupt(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(error.to_string())
-}
 
 /// `value` as JSON, compressed if that is smaller.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {

@@ -48,6 +48,11 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// A stored value that does not read back (a backend's decoding failed).
+pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(error.to_string())
+}
+
 /// Durable storage of runs and their event logs.
 ///
 /// Every write is atomic: the run record and the events that come with it

@@ -3,15 +3,11 @@
 //! `last_seq`, the lease's expiry) laid over it; and a thread from its
 //! row joined with its latest run's. Shared by the SQL backends.
 
-use super::StoreError;
+use super::{corrupt, StoreError};
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
 use crate::thread::{LatestRun, ThreadId, ThreadRecord};
 use crate::time::Timestamp;
-
-fn corrupt(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(error.to_string())
-}
 
 /// The columns a record read selects, in this order: the record of the
 /// last commit, then what appends moved since (see [`overlay`]).

@@ -27,7 +27,7 @@ pub use durability::{parse_location, Synchronous};
 use readers::ReaderPool;
 use recent::{Change, RecentRuns};
 
-use super::{RunQuery, RunStore, StoreError};
+use super::{corrupt, RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
@@ -109,10 +109,6 @@ struct Write {
 
 fn backend(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(error.to_string())
-}
-
-fn corrupt(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(error.to_string())
 }
 
 fn to_i64(value: u64) -> i64 {

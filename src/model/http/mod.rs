@@ -60,7 +60,7 @@ impl Transport {
     }
 
     /// The URL of `path` under the provider's base URL.
-    pub fn url(&self, path: &str) -> String {
+    fn url(&self, path: &str) -> String {
         format!("{}/{}", self.settings.base_url, path.trim_start_matches('/'))
     }
 
@@ -87,7 +87,7 @@ impl Transport {
     /// POSTs `body` to `url` asking for an event stream, and returns the
     /// successful response with its body unread. 429 and 5xx answers and
     /// failed connections are tried again up to `max_retries` times.
-    pub async fn post_stream(
+    async fn post_stream(
         &self,
         url: &str,
         headers: HeaderMap,

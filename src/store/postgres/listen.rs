@@ -15,7 +15,8 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, oneshot};
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use super::{backend, corrupt, pool_error};
+use super::{backend, pool_error};
+use crate::store::corrupt;
 use crate::store::{FeedItem, FeedMessage, RunFeed, StoreError};
 
 /// Items a subscriber may fall behind by before it is told to `Resync`.

@@ -57,10 +57,6 @@ fn pool_error(error: deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
-fn corrupt(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(error.to_string())
-}
-
 fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }

@@ -7,9 +7,10 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use super::{backend, corrupt, to_i64};
+use super::{backend, to_i64};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::corrupt;
 use crate::store::{RunQuery, StoreError};
 use crate::tenant::Tenant;
 use crate::time::Timestamp;

@@ -20,9 +20,10 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::{backend, corrupt, to_i64, PostgresStore};
+use super::{backend, to_i64, PostgresStore};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::corrupt;
 use crate::store::encoding::encode_plain;
 use crate::store::StoreError;
 use crate::time::Timestamp;

@@ -5,8 +5,9 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{backend, corrupt, to_i64};
+use super::{backend, to_i64};
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::corrupt;
 use crate::store::StoreError;
 use crate::time::Timestamp;
 

@@ -9,10 +9,11 @@ use std::path::Path;
 use std::str::FromStr;
 
 use rusqlite::types::Value;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{backend, corrupt, to_i64};
+use super::{backend, to_i64};
 use crate::run::{RunId, RunRecord, RunStatus};
+use crate::store::corrupt;
 use crate::store::{RunQuery, StoreError};
 use crate::tenant::Tenant;
 use crate::time::Timestamp;
@@ -108,13 +109,7 @@ pub(super) fn count_runs_by_agent(
 /// Opens the database afresh (not from the pool, whose open connections
 /// outlive a deleted or unreadable file) and reads its schema.
 pub(super) fn ping(path: &Path) -> Result<(), StoreError> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(backend)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(backend)?;
+    let conn = super::readers::open_reader(path)?;
     conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
         row.get::<_, i64>(0)
     })

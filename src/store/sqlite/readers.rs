@@ -29,6 +29,18 @@ pub(super) struct ReaderPool {
     permits: Arc<Semaphore>,
 }
 
+/// A read-only connection to the database at `path`.
+pub(super) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(backend)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(backend)?;
+    Ok(conn)
+}
+
 impl ReaderPool {
     pub(super) fn new(path: PathBuf) -> Self {
         Self {
@@ -74,13 +86,7 @@ impl ReaderPool {
     }
 
     fn open(&self) -> Result<Connection, StoreError> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(backend)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(backend)?;
+        let conn = open_reader(&self.path)?;
         conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)
             .map_err(backend)?;
         super::stable_plans(&conn).map_err(backend)?;

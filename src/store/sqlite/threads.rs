@@ -6,8 +6,9 @@ use std::str::FromStr;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{backend, corrupt, to_i64, RunRow};
+use super::{backend, to_i64, RunRow};
 use crate::run::{RunId, RunRecord, ThreadLink};
+use crate::store::corrupt;
 use crate::store::{record, StoreError};
 use crate::tenant::Tenant;
 use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
