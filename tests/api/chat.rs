@@ -254,13 +254,8 @@ async fn a_thread_carries_the_conversation_across_chats_and_a_message_answers_it
     assert!(stderr.contains("no answer for"), "{stderr}");
     let (stdout, _) = chat(&server, &["--thread", "later", "2"]).await;
     assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
-    let thread = server
-        .client()
-        .get_thread(pb::GetThreadRequest {
-            thread_id: "later".into(),
-        })
+    let thread = crate::threads::get_thread(&server, "later")
         .await
-        .expect("GetThread")
-        .into_inner();
+        .expect("GetThread");
     assert_eq!(thread.run_ids.len(), 1, "answered, not a second run: {thread:?}");
 }

@@ -35,6 +35,18 @@ async fn read(stream: &mut tonic::Streaming<AgentChunk>, count: usize) -> Vec<Ag
     chunks
 }
 
+/// Reads what a killed process had sent on `stream` before it died, and
+/// checks that the run was still executing then.
+async fn drain_killed(stream: &mut tonic::Streaming<AgentChunk>, seen: &mut Vec<AgentChunk>) {
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen.push(chunk);
+    }
+    assert!(
+        !kinds(seen).contains(&"finish"),
+        "the run was still executing when its process was killed"
+    );
+}
+
 /// Checks one client's view of the whole run against the store's: seqs
 /// 1..=last without gap, identical chunks, one takeover `start`, and the
 /// step's second attempt complete.
@@ -75,9 +87,7 @@ async fn kill_9_of_the_executing_replica_mid_stream_and_the_other_finishes_the_r
 
     pair.a.kill_hard();
     // A's client lost its stream: it resubscribes on B after what it saw.
-    while let Some(Ok(chunk)) = origin.next().await {
-        seen_on_a.push(chunk);
-    }
+    drain_killed(&mut origin, &mut seen_on_a).await;
     let crashed_after = seen_on_a.last().unwrap().seq.max(seen_on_b.last().unwrap().seq);
 
     let rest_b = tokio::time::timeout(FINISH_TIMEOUT, collect(follower))
@@ -111,13 +121,7 @@ async fn kill_9_mid_stream_and_the_restarted_sqlite_server_finishes_the_run() {
     let id = seen[0].run_id.clone();
 
     first.kill_hard();
-    while let Some(Ok(chunk)) = origin.next().await {
-        seen.push(chunk);
-    }
-    assert!(
-        !kinds(&seen).contains(&"finish"),
-        "the run was still executing when its process was killed"
-    );
+    drain_killed(&mut origin, &mut seen).await;
     let crashed_after = seen.last().unwrap().seq;
 
     // The restarted server takes the run over at startup; the client
