@@ -2,41 +2,34 @@
 //! is a JSON object, and the lines a run writes carry the run's id, agent
 //! and tenant in their spans.
 
-use std::time::{Duration, Instant};
-
 use serde_json::Value;
-use tonic::metadata::MetadataValue;
 
 use crate::helpers::{collect, finish_reason};
 use crate::process::ServerProcess;
 use crate::security::auth::ACME_KEY;
-use crate::security::server::write_file;
+use crate::security::server::{keyed, write_file};
 use agentd::pb;
 
-/// The JSON lines of `process`'s log, waiting (at most 10 s) until one of
-/// them passes `wanted`.
-async fn wait_for_line(process: &ServerProcess, wanted: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
-    let give_up = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = process.log_text();
-        let lines: Vec<Value> = text
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
-            .collect();
-        if let Some(line) = lines.iter().find(|line| wanted(line)) {
-            return (line.clone(), lines);
-        }
-        assert!(Instant::now() < give_up, "no such log line in:\n{text}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// The lines of a JSON log.
+fn json_lines(log: &str) -> Vec<Value> {
+    log.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect()
 }
 
-/// `message` with acme's key.
-fn authorized<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    let bearer: MetadataValue<_> = format!("Bearer {ACME_KEY}").parse().expect("header");
-    request.metadata_mut().insert("authorization", bearer);
-    request
+/// The JSON lines of `process`'s log, waiting (at most 10 s) until one of
+/// them passes `wanted`, and that line.
+async fn wait_for_line(process: &ServerProcess, wanted: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    let log = process
+        .wait_for_log(|log| json_lines(log).iter().any(&wanted))
+        .await;
+    let lines = json_lines(&log);
+    let line = lines
+        .iter()
+        .find(|line| wanted(line))
+        .cloned()
+        .expect("the line waited for");
+    (line, lines)
 }
 
 /// The value of `field` in any span of `line`.
@@ -61,21 +54,21 @@ async fn json_log_lines_name_the_run_agent_and_tenant() {
         ],
         &[],
     );
-    let mut client = process.client().await;
+    let mut client = keyed(process.channel().await, Some(ACME_KEY));
     // Cancelling a running run: the run's execution logs it, inside the
     // run's span.
     let start = pb::StreamAgentRequest {
         prompt: "stream 1000000 every 1 ms".into(),
         ..Default::default()
     };
-    let mut stream = client.stream_agent(authorized(start)).await.unwrap().into_inner();
+    let mut stream = client.stream_agent(start).await.unwrap().into_inner();
     let first = stream.message().await.unwrap().expect("the start chunk");
     let run = first.run_id.clone();
     let cancel = pb::CancelRunRequest {
         run_id: run.clone(),
         reason: "changed my mind".into(),
     };
-    client.cancel_run(authorized(cancel)).await.expect("CancelRun");
+    client.cancel_run(cancel).await.expect("CancelRun");
     let chunks = collect(stream).await.unwrap();
     assert_eq!(finish_reason(&chunks), pb::FinishReason::Cancelled);
 

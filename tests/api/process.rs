@@ -11,7 +11,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentd::pb::agent_service_client::AgentServiceClient;
+use agentd::pb::{self, AgentChunk};
 use tonic::transport::Channel;
+
+use crate::helpers::collect;
 
 const LISTENING: &str = "agentd listening on ";
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -109,6 +112,29 @@ impl ServerProcess {
             }
         }
         server
+    }
+
+    /// A connection to the process, for any service's client.
+    pub(crate) async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr))
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect to agentd")
+    }
+
+    /// Waits (at most 10 s) until the process's log passes `done`, and
+    /// returns it.
+    pub(crate) async fn wait_for_log(&self, done: impl Fn(&str) -> bool) -> String {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.log_text();
+            if done(&log) {
+                return log;
+            }
+            assert!(Instant::now() < give_up, "the log never got there:\n{log}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     pub(crate) async fn client(&self) -> AgentServiceClient<Channel> {
@@ -238,4 +264,54 @@ fn strip_ansi_and_parse_listen_line() {
     assert_eq!(listen_address("INFO agentd: shutting down"), None);
     let json = r#"{"level":"INFO","fields":{"message":"agentd listening on 127.0.0.1:43210","tls":false}}"#;
     assert_eq!(listen_address(json), Some("127.0.0.1:43210".parse().unwrap()));
+}
+
+// The calls the tests make to such a process.
+
+pub async fn start_run(
+    client: &mut AgentServiceClient<Channel>,
+    prompt: &str,
+) -> tonic::Streaming<AgentChunk> {
+    let request = pb::StreamAgentRequest {
+        prompt: prompt.into(),
+        ..Default::default()
+    };
+    client
+        .stream_agent(request)
+        .await
+        .expect("StreamAgent")
+        .into_inner()
+}
+
+pub async fn stream_prompt(client: &mut AgentServiceClient<Channel>, prompt: &str) -> Vec<AgentChunk> {
+    collect(start_run(client, prompt).await)
+        .await
+        .expect("StreamAgent stream")
+}
+
+pub async fn subscribe(
+    client: &mut AgentServiceClient<Channel>,
+    run_id: &str,
+    after_seq: u64,
+) -> tonic::Streaming<AgentChunk> {
+    let request = pb::SubscribeRunRequest {
+        run_id: run_id.into(),
+        after_seq,
+    };
+    client
+        .subscribe_run(request)
+        .await
+        .expect("SubscribeRun")
+        .into_inner()
+}
+
+pub async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {
+    let request = pb::GetRunRequest {
+        run_id: run_id.into(),
+    };
+    client.get_run(request).await.expect("GetRun").into_inner()
+}
+
+pub fn seqs(chunks: &[AgentChunk]) -> Vec<u64> {
+    chunks.iter().map(|c| c.seq).collect()
 }

@@ -4,43 +4,14 @@
 
 use std::time::Duration;
 
+use agentd::pb;
 use agentd::pb::agent_chunk::Chunk;
-use agentd::pb::agent_service_client::AgentServiceClient;
-use agentd::pb::{self, AgentChunk};
-use tonic::transport::Channel;
 
 use crate::helpers::{
     ask_user_payload, collect, finish, finish_reason, resume_request, run_id, status_of, suspensions, text,
     tool_results,
 };
-use crate::process::ServerProcess;
-
-async fn stream_prompt(client: &mut AgentServiceClient<Channel>, prompt: &str) -> Vec<AgentChunk> {
-    let request = pb::StreamAgentRequest {
-        prompt: prompt.into(),
-        ..Default::default()
-    };
-    let stream = client
-        .stream_agent(request)
-        .await
-        .expect("StreamAgent")
-        .into_inner();
-    collect(stream).await.expect("StreamAgent stream")
-}
-
-async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {
-    client
-        .get_run(pb::GetRunRequest {
-            run_id: run_id.into(),
-        })
-        .await
-        .expect("GetRun")
-        .into_inner()
-}
-
-fn seqs(chunks: &[AgentChunk]) -> Vec<u64> {
-    chunks.iter().map(|c| c.seq).collect()
-}
+use crate::process::{get_run, seqs, stream_prompt, ServerProcess};
 
 /// A run suspended in one process is resumed by another after a SIGKILL.
 #[tokio::test]

@@ -5,13 +5,11 @@
 use std::path::Path;
 
 use agentd::pb::agent_chunk::Chunk;
-use agentd::pb::agent_service_client::AgentServiceClient;
-use agentd::pb::{self, AgentChunk};
-use tonic::transport::Channel;
+use agentd::pb::AgentChunk;
 
-use crate::helpers::collect;
 use crate::pg::TestSchema;
 use crate::process::ServerProcess;
+pub use crate::process::{get_run, seqs, start_run, stream_prompt, subscribe};
 
 /// Lease settings of every replica in these tests, in milliseconds.
 pub const LEASE_TTL_MS: u64 = 1000;
@@ -66,54 +64,6 @@ impl Pair {
             _schema: schema,
         })
     }
-}
-
-pub async fn start_run(
-    client: &mut AgentServiceClient<Channel>,
-    prompt: &str,
-) -> tonic::Streaming<AgentChunk> {
-    let request = pb::StreamAgentRequest {
-        prompt: prompt.into(),
-        ..Default::default()
-    };
-    client
-        .stream_agent(request)
-        .await
-        .expect("StreamAgent")
-        .into_inner()
-}
-
-pub async fn stream_prompt(client: &mut AgentServiceClient<Channel>, prompt: &str) -> Vec<AgentChunk> {
-    collect(start_run(client, prompt).await)
-        .await
-        .expect("StreamAgent stream")
-}
-
-pub async fn subscribe(
-    client: &mut AgentServiceClient<Channel>,
-    run_id: &str,
-    after_seq: u64,
-) -> tonic::Streaming<AgentChunk> {
-    let request = pb::SubscribeRunRequest {
-        run_id: run_id.into(),
-        after_seq,
-    };
-    client
-        .subscribe_run(request)
-        .await
-        .expect("SubscribeRun")
-        .into_inner()
-}
-
-pub async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {
-    let request = pb::GetRunRequest {
-        run_id: run_id.into(),
-    };
-    client.get_run(request).await.expect("GetRun").into_inner()
-}
-
-pub fn seqs(chunks: &[AgentChunk]) -> Vec<u64> {
-    chunks.iter().map(|c| c.seq).collect()
 }
 
 /// Asserts that `chunks` are seqs `first..` without gap or repeat.

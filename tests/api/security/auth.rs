@@ -267,29 +267,15 @@ async fn a_server_without_keys_serves_everyone() {
     }
 }
 
-/// Waits until the process's log holds `text` (at most 10 s).
-async fn wait_for_log(process: &crate::process::ServerProcess, text: &str) -> String {
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let log = process.log_text();
-        if log.contains(text) {
-            return log;
-        }
-        assert!(
-            std::time::Instant::now() < give_up,
-            "the log never said {text:?}:\n{log}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 /// The real binary says at startup whether it is open, and never logs a
 /// key it loaded.
 #[tokio::test]
 async fn the_startup_log_says_who_may_call() {
     let data = tempfile::tempdir().expect("temp dir");
     let open = crate::process::ServerProcess::start_with(data.path(), &[], &[]);
-    let log = wait_for_log(&open, "no API keys configured").await;
+    let log = open
+        .wait_for_log(|log| log.contains("no API keys configured"))
+        .await;
     assert!(
         log.lines()
             .any(|line| line.contains("WARN") && line.contains("no API keys configured")),
@@ -304,7 +290,7 @@ async fn the_startup_log_says_who_may_call() {
     );
     let keys = keys.to_str().expect("a UTF-8 path");
     let closed = crate::process::ServerProcess::start_with(data.path(), &["--api-keys-file", keys], &[]);
-    let log = wait_for_log(&closed, "API keys required").await;
+    let log = closed.wait_for_log(|log| log.contains("API keys required")).await;
     assert!(log.contains("acme") && log.contains("globex"), "{log}");
     assert!(
         !log.contains(ACME_KEY) && !log.contains(GLOBEX_KEY),

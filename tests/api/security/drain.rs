@@ -180,11 +180,7 @@ async fn sigterm_during_a_live_stream() {
         &["--drain-secs", "2"],
         &[("AGENTD_API_KEYS_FILE", keys)],
     );
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", process.addr))
-        .unwrap()
-        .connect()
-        .await
-        .expect("connect");
+    let channel = process.channel().await;
     let mut client = keyed(channel.clone(), Some(ACME_KEY));
     let mut stream = client
         .stream_agent(pb::StreamAgentRequest {
