@@ -98,22 +98,20 @@ impl ToolCatalog {
             if !names.insert(config.name.as_str()) {
                 return Err(CatalogError::DuplicateServer(config.name.clone()));
             }
-            if let Err(reason) = config.endpoint() {
-                return Err(CatalogError::Server {
-                    name: config.name.clone(),
-                    reason,
-                });
-            }
+            let endpoint = config.endpoint().map_err(|reason| CatalogError::Server {
+                name: config.name.clone(),
+                reason,
+            })?;
             if !wanted(&config.name) {
                 tracing::warn!(server = %config.name, "MCP server is not used by any agent: not connected");
                 continue;
             }
-            connect.push(config);
+            connect.push((config, endpoint));
         }
         // All at once; the first failure ends the others. The servers stay
         // in configuration order.
-        let servers = try_join_all(connect.into_iter().map(|config| async move {
-            McpServer::connect(config)
+        let servers = try_join_all(connect.into_iter().map(|(config, endpoint)| async move {
+            McpServer::connect(config, endpoint)
                 .await
                 .map_err(|reason| CatalogError::Server {
                     name: config.name.clone(),

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 
 /// Replaces every `${NAME}` in `value` with the environment variable
 /// `NAME`. A variable that is not set (or not valid UTF-8) is an error that
@@ -67,19 +67,21 @@ impl SecretMap {
         self.0.is_empty()
     }
 
-    /// The entries as HTTP headers, each value marked sensitive. Errors
-    /// name the header, never its value.
-    pub fn to_headers(&self) -> Result<HeaderMap, String> {
-        let mut headers = HeaderMap::new();
-        for (name, value) in &self.0 {
-            let header_name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("headers: {name:?} is not a valid header name"))?;
-            let mut header_value = HeaderValue::from_str(value)
-                .map_err(|_| format!("headers.{name}: the value is not a valid header value"))?;
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
-        Ok(headers)
+    /// The entries as HTTP headers (collected into a `HeaderMap`, or any
+    /// collection of pairs), each value marked sensitive. Errors name the
+    /// header, never its value.
+    pub fn to_headers<C: FromIterator<(HeaderName, HeaderValue)>>(&self) -> Result<C, String> {
+        self.0
+            .iter()
+            .map(|(name, value)| {
+                let header_name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("headers: {name:?} is not a valid header name"))?;
+                let mut header_value = HeaderValue::from_str(value)
+                    .map_err(|_| format!("headers.{name}: the value is not a valid header value"))?;
+                header_value.set_sensitive(true);
+                Ok((header_name, header_value))
+            })
+            .collect()
     }
 }
 
@@ -94,6 +96,7 @@ impl fmt::Debug for SecretMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::header::HeaderMap;
 
     fn expand(value: &str) -> Result<String, String> {
         expand_with(value, |name| (name == "TOKEN").then(|| "s3cr3t".to_owned()))
@@ -118,16 +121,16 @@ mod tests {
     #[test]
     fn headers_are_sensitive_and_errors_name_only_the_header() {
         let map = SecretMap(BTreeMap::from([("X-Token".to_owned(), "s3cr3t".to_owned())]));
-        let headers = map.to_headers().unwrap();
+        let headers: HeaderMap = map.to_headers().unwrap();
         assert_eq!(headers.len(), 1);
         assert!(headers["x-token"].is_sensitive());
         assert_eq!(headers["x-token"], "s3cr3t");
 
         let bad_name = SecretMap(BTreeMap::from([("a b".to_owned(), "s3cr3t".to_owned())]));
-        let error = bad_name.to_headers().unwrap_err();
+        let error = bad_name.to_headers::<HeaderMap>().unwrap_err();
         assert_eq!(error, "headers: \"a b\" is not a valid header name");
         let bad_value = SecretMap(BTreeMap::from([("X-Token".to_owned(), "s3\ncr3t".to_owned())]));
-        let error = bad_value.to_headers().unwrap_err();
+        let error = bad_value.to_headers::<HeaderMap>().unwrap_err();
         assert_eq!(error, "headers.X-Token: the value is not a valid header value");
     }
 

@@ -62,7 +62,7 @@ impl HttpTool {
         if config.max_response_bytes == 0 {
             return Err("max_response_bytes: must be at least 1".into());
         }
-        let headers = SecretMap::resolve(&config.headers, "headers")?.to_headers()?;
+        let headers: HeaderMap = SecretMap::resolve(&config.headers, "headers")?.to_headers()?;
         Ok(Self {
             spec: ToolSpec {
                 name: config.name.clone(),

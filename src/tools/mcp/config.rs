@@ -3,10 +3,11 @@
 //! configuration's shape, defaults and checks live here; `Debug` never
 //! prints environment or header values, which may hold secrets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Duration;
 
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::Deserialize;
 
 use crate::tools::secrets::SecretMap;
@@ -84,7 +85,8 @@ pub enum Endpoint {
     },
     Http {
         url: String,
-        headers: SecretMap,
+        /// Sent with every request; values marked sensitive.
+        headers: HashMap<HeaderName, HeaderValue>,
     },
 }
 
@@ -133,7 +135,7 @@ impl McpServerConfig {
                 }
                 Ok(Endpoint::Http {
                     url: url.clone(),
-                    headers: SecretMap::resolve(&self.headers, "headers")?,
+                    headers: SecretMap::resolve(&self.headers, "headers")?.to_headers()?,
                 })
             }
             (Some(_), Some(_)) => {

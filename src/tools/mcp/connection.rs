@@ -5,7 +5,6 @@
 //! wait. Dropping the connection stops the supervisor (and a stdio server's
 //! process).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -143,12 +142,8 @@ pub(super) async fn connect(endpoint: &Endpoint) -> Result<Session, String> {
                 .map_err(|e| format!("handshake failed: {e}"))
         }
         Endpoint::Http { url, headers } => {
-            let custom: HashMap<_, _> = headers
-                .to_headers()?
-                .iter()
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect();
-            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers.clone());
             let transport = StreamableHttpClientTransport::from_config(config);
             client_config()
                 .serve(transport)

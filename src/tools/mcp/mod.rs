@@ -15,7 +15,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use config::{McpServerConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
+pub use config::{Endpoint, McpServerConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
 use connection::{CallError, Connection};
 
 use super::{Tool, ToolContext, ToolOutcome, ToolOutput, ToolSpec};
@@ -41,8 +41,8 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// Connects (retrying until the server's start-up timeout), lists its
     /// tools and keeps the connection supervised from then on.
-    pub async fn connect(config: &McpServerConfig) -> Result<Self, String> {
-        let endpoint = config.endpoint()?;
+    /// `endpoint` is `config`'s, checked.
+    pub async fn connect(config: &McpServerConfig, endpoint: Endpoint) -> Result<Self, String> {
         let session = connection::connect_within(&endpoint, config.startup_timeout()).await?;
         let listed = session
             .peer()

@@ -175,3 +175,25 @@ async fn an_agent_naming_an_unknown_server_or_tool_is_refused() {
     let error = start_error(vec![agent_with("a", &["mcp:other"])], &config).await;
     assert!(error.contains("unknown tool \"mcp:other\""), "{error}");
 }
+
+#[tokio::test]
+async fn a_header_that_is_not_a_header_stops_the_start_at_once() {
+    let started = std::time::Instant::now();
+    let error = start_error(
+        vec![agent_with("web", &["mcp:web"])],
+        r#"
+        [[mcp_servers]]
+        name = "web"
+        url = "http://127.0.0.1:9/mcp"
+        headers = { "not a header" = "x" }
+        startup_timeout_ms = 30000
+        "#,
+    )
+    .await;
+    assert!(
+        error.contains("MCP server web: headers: \"not a header\" is not a valid header name"),
+        "{error}"
+    );
+    // Refused with the configuration, not after trying to connect.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
