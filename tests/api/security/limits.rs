@@ -11,26 +11,11 @@ use serde_json::json;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
-use super::server::{KeyedClient, SecureServer};
-use crate::helpers::{collect, finish_reason, run_id, suspensions, tool_results};
+use super::server::{prompt, start, KeyedClient, SecureServer};
+use crate::helpers::{finish_reason, run_id, suspensions, tool_results};
 
 async fn server_with(limits: Limits) -> SecureServer {
     SecureServer::start(move |_, settings| settings.limits = limits).await
-}
-
-async fn start(
-    client: &mut KeyedClient,
-    request: pb::StreamAgentRequest,
-) -> Result<Vec<pb::AgentChunk>, Status> {
-    let stream = client.stream_agent(request).await?.into_inner();
-    collect(stream).await
-}
-
-fn prompt(text: String) -> pb::StreamAgentRequest {
-    pb::StreamAgentRequest {
-        prompt: text,
-        ..Default::default()
-    }
 }
 
 /// Asserts `status` is `code` for `limit`, with the field in a BadRequest.
@@ -189,7 +174,7 @@ async fn steps_per_run() {
     })
     .await;
     let mut client = server.client(None).await;
-    let chunks = start(&mut client, prompt("invalid".into())).await.unwrap();
+    let chunks = start(&mut client, prompt("invalid")).await.unwrap();
     assert_eq!(finish_reason(&chunks), pb::FinishReason::MaxSteps);
 }
 
@@ -301,9 +286,7 @@ async fn concurrent_streams_per_connection() {
     // a Resume, holding a stream open.
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let chunks = start(&mut client, prompt("Help me pick a plan".into()))
-            .await
-            .unwrap();
+        let chunks = start(&mut client, prompt("Help me pick a plan")).await.unwrap();
         runs.push((run_id(&chunks), chunks.last().unwrap().seq));
     }
     let mut held = Vec::new();

@@ -118,6 +118,23 @@ impl Drop for SecureServer {
     }
 }
 
+/// Starts a run as `client` and collects its stream to the end.
+pub async fn start(
+    client: &mut KeyedClient,
+    request: agentd::pb::StreamAgentRequest,
+) -> Result<Vec<agentd::pb::AgentChunk>, Status> {
+    let stream = client.stream_agent(request).await?.into_inner();
+    crate::helpers::collect(stream).await
+}
+
+/// A StreamAgent request with just a prompt.
+pub fn prompt(text: impl Into<String>) -> agentd::pb::StreamAgentRequest {
+    agentd::pb::StreamAgentRequest {
+        prompt: text.into(),
+        ..Default::default()
+    }
+}
+
 /// The agent service client on `channel`, sending `key`.
 pub fn keyed(channel: Channel, key: Option<&str>) -> KeyedClient {
     AgentServiceClient::with_interceptor(channel, Bearer(key.map(str::to_owned)))

@@ -11,23 +11,8 @@ use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
 use super::auth::{two_tenants, ACME_KEY, GLOBEX_KEY};
-use super::server::{write_file, KeyedClient, SecureServer};
+use super::server::{prompt, start, write_file, KeyedClient, SecureServer};
 use crate::helpers::{collect, finish_reason, run_id, status_of};
-
-async fn start(
-    client: &mut KeyedClient,
-    request: pb::StreamAgentRequest,
-) -> Result<Vec<pb::AgentChunk>, Status> {
-    let stream = client.stream_agent(request).await?.into_inner();
-    collect(stream).await
-}
-
-fn prompt(text: &str) -> pb::StreamAgentRequest {
-    pb::StreamAgentRequest {
-        prompt: text.into(),
-        ..Default::default()
-    }
-}
 
 async fn get_run(client: &mut KeyedClient, run_id: &str) -> Result<pb::Run, Status> {
     client
