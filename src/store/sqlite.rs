@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0004_tenants.sql"),
     include_str!("migrations/sqlite/0005_threads.sql"),
     include_str!("migrations/sqlite/0006_event_batches.sql"),
+    include_str!("migrations/sqlite/0007_live_run_indexes.sql"),
 ];
 
 /// The most writes committed in one transaction.

@@ -94,7 +94,8 @@ async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
 
 /// SQLite stores a write's chunks as one row; a store from before that
 /// (schema 5, one row per chunk in `events`) has its chunks moved into
-/// batches when it is opened, and they read back and count as stored.
+/// batches when it is opened, and they read back and count as stored. Its
+/// runs are in the partial indexes of live runs that came later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -105,11 +106,20 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
         let store = SqliteStore::open(&path).expect("open");
         store.create_run(&suspended, &first).await.expect("create");
     }
-    // Back to schema 5, with the same chunks as an older server stored them.
+    // Back to schema 5 (its event table and its indexes), with the same
+    // chunks as an older server stored them.
     {
         let conn = rusqlite::Connection::open(&path).expect("open");
         conn.execute_batch(
-            "DROP TABLE event_batches;
+            "DROP INDEX runs_suspended_by_expiry;
+             DROP INDEX runs_suspended_by_agent;
+             DROP INDEX runs_running_by_lease;
+             CREATE INDEX runs_by_status ON runs (status, id);
+             CREATE INDEX runs_by_agent ON runs (agent_id, id);
+             CREATE INDEX runs_by_status_agent ON runs (status, agent_id, id);
+             CREATE INDEX runs_by_expiry ON runs (status, expires_at);
+             CREATE INDEX runs_by_lease ON runs (status, lease_expires_at);
+             DROP TABLE event_batches;
              CREATE TABLE events (
                  run_id TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
                  chunk BLOB NOT NULL, PRIMARY KEY (run_id, seq)
@@ -132,6 +142,15 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
     }
     let store: Store = Arc::new(SqliteStore::open(&path).expect("open and migrate"));
     assert_eq!(events_of(&store, suspended.id).await, first);
+    let counted = store
+        .count_runs_by_agent(RunStatus::Suspended)
+        .await
+        .expect("count");
+    assert_eq!(
+        counted,
+        BTreeMap::from([("assistant".to_owned(), 1)]),
+        "the index of suspended runs holds the runs stored before it existed"
+    );
     let conn = rusqlite::Connection::open(&path).expect("open");
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'event%'")

@@ -6,7 +6,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{backend, to_i64};
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::run::{RunId, RunRecord};
 use crate::store::corrupt;
 use crate::store::StoreError;
 use crate::time::Timestamp;
@@ -65,9 +65,11 @@ pub(super) fn refusal(conn: &Connection, id: &str, expected_version: i64) -> Res
     })
 }
 
-pub(super) const EXPIRED_SQL: &str = "SELECT id FROM runs WHERE status = ?1 \
-     AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) \
-     ORDER BY lease_expires_at LIMIT ?3";
+/// The status is spelled out, not bound, so that SQLite can use the partial
+/// index of running runs (see migration 0007).
+pub(super) const EXPIRED_SQL: &str = "SELECT id FROM runs WHERE status = 'running' \
+     AND (lease_expires_at IS NULL OR lease_expires_at <= ?1) \
+     ORDER BY lease_expires_at LIMIT ?2";
 
 pub(super) fn expired_leases(
     conn: &Connection,
@@ -76,10 +78,9 @@ pub(super) fn expired_leases(
 ) -> Result<Vec<RunId>, StoreError> {
     let mut select = conn.prepare_cached(EXPIRED_SQL).map_err(backend)?;
     let rows = select
-        .query_map(
-            params![RunStatus::Running.as_str(), now.0, to_i64(limit as u64)],
-            |row| row.get::<_, String>(0),
-        )
+        .query_map(params![now.0, to_i64(limit as u64)], |row| {
+            row.get::<_, String>(0)
+        })
         .map_err(backend)?;
     rows.map(|id| {
         let id = id.map_err(backend)?;
