@@ -11,8 +11,7 @@ mod wire;
 use std::pin::Pin;
 use std::time::Instant;
 
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 use tracing::instrument;
 
@@ -59,10 +58,23 @@ impl AgentServiceImpl {
         deadline: Option<std::time::Duration>,
     ) -> Response<ChunkStream> {
         let run_id = stream.run_id.to_string();
-        let chunks =
-            ReceiverStream::new(stream.events).map(move |event| Ok(convert::event_to_proto(&run_id, event)));
+        let chunks = stream.map_events(move |event| Ok(convert::event_to_proto(&run_id, event)));
         let measured = self.runtime.metrics().measure_stream(rpc, requested, chunks);
         Response::new(Box::pin(self.gate.guard(Box::pin(measured), deadline)))
+    }
+}
+
+/// Waits for the first chunks of a stream whose run has just started or
+/// continued (they are stored within milliseconds), so that the response's
+/// headers go out with them in one write instead of alone; at most until
+/// the client's deadline, which then ends the stream.
+async fn with_first_chunks(stream: &mut RunStream, deadline: Option<std::time::Duration>) {
+    match deadline {
+        Some(deadline) => {
+            // Past the deadline the stream ends without them.
+            let _ = tokio::time::timeout(deadline, stream.first_chunks()).await;
+        }
+        None => stream.first_chunks().await,
     }
 }
 
@@ -84,7 +96,8 @@ impl AgentService for AgentServiceImpl {
         let request = request.into_inner();
         convert::check_start_request(self.runtime.limits(), &request)?;
         let start = convert::start_request(request)?;
-        let stream = self.runtime.start(&tenant, start).await?;
+        let mut stream = self.runtime.start(&tenant, start).await?;
+        with_first_chunks(&mut stream, deadline).await;
         Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, deadline))
     }
 
@@ -97,7 +110,8 @@ impl AgentService for AgentServiceImpl {
         let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
             self.runtime.metrics().resume_rejected(refused);
         })?;
-        let stream = self.runtime.resume(&tenant, resume).await?;
+        let mut stream = self.runtime.resume(&tenant, resume).await?;
+        with_first_chunks(&mut stream, deadline).await;
         Ok(self.chunk_stream(Rpc::Resume, requested, stream, deadline))
     }
 

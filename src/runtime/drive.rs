@@ -11,10 +11,11 @@ use tokio::sync::mpsc;
 use tracing::{instrument, Instrument};
 
 use super::live::LiveRun;
+use super::stream::Delivery;
 use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
-use crate::chunk::{Chunk, Event, FinishReason, RunFailure};
+use crate::chunk::{Chunk, FinishReason, RunFailure};
 use crate::run::{RunRecord, RunStatus, Waiting};
 use crate::store::StoreError;
 use crate::time::Timestamp;
@@ -43,7 +44,7 @@ enum Interrupted {
 }
 
 /// Resolves when the client's stream is gone (at once if there is none).
-async fn client_gone(client: Option<mpsc::Sender<Event>>) {
+async fn client_gone(client: Option<mpsc::Sender<Delivery>>) {
     if let Some(client) = client {
         client.closed().await;
     }

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
 use super::live::LiveRun;
+use super::stream::Delivery;
 use crate::agent::ChunkSink;
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunRecord, RunStatus};
@@ -46,7 +47,7 @@ const LINGER: Duration = Duration::from_millis(1);
 pub struct Emitter {
     live: Arc<LiveRun>,
     last_seq: u64,
-    client: Option<mpsc::Sender<Event>>,
+    client: Option<mpsc::Sender<Delivery>>,
     shared: Arc<Shared>,
     flusher: JoinHandle<()>,
 }
@@ -148,7 +149,7 @@ impl Emitter {
         standing: Standing,
         lease: LeaseSettings,
         owner: String,
-        client: Option<mpsc::Sender<Event>>,
+        client: Option<mpsc::Sender<Delivery>>,
     ) -> Self {
         let now = Instant::now();
         let first_write = |creates| {
@@ -205,7 +206,7 @@ impl Emitter {
     }
 
     /// The client's channel, to watch for it going away.
-    pub fn client(&self) -> Option<mpsc::Sender<Event>> {
+    pub(crate) fn client(&self) -> Option<mpsc::Sender<Delivery>> {
         self.client.clone()
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::drive::Execution;
 use super::emitter::Standing;
 use super::live::LiveRun;
+use super::stream::Delivery;
 use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner, RunStream, Runtime};
 use crate::agent::Agent;
@@ -99,7 +100,7 @@ impl Runtime {
         agent: Arc<Agent>,
         run: RunRecord,
         (work, standing): (Work, Standing),
-        client: Option<tokio::sync::mpsc::Sender<Event>>,
+        client: Option<tokio::sync::mpsc::Sender<Delivery>>,
         slot: Option<RunSlot>,
     ) {
         let emitter = Emitter::start(

@@ -19,6 +19,7 @@ mod periodic;
 mod recovery;
 mod resume;
 mod run_agent;
+mod stream;
 mod subscribe;
 mod tenant_runs;
 mod thread_read;
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tracing::instrument;
 
 pub use emitter::{Emitter, Staging};
@@ -38,11 +38,12 @@ pub use lease::{new_replica_id, LeaseSettings};
 pub use list::{ListRuns, RunPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 use live::LiveRuns;
 pub use resume::ResumeRun;
+pub use stream::{MapEvents, RunStream};
 use subscribe::Wanted;
 pub use thread_read::{ListThreads, ThreadPage, ThreadView};
 
 use crate::agent::{Agent, AgentRegistry, Message};
-use crate::chunk::{Chunk, Event};
+use crate::chunk::Chunk;
 use crate::limits::Limits;
 use crate::metrics::{MeasuredStore, Metrics};
 use crate::run::{AnswerVia, RunId, RunOptions, RunRecord, RunState, RunStatus, ThreadLink};
@@ -57,7 +58,9 @@ use crate::tools::{ToolContext, ToolDefinition, ToolOutcome, ToolOutput};
 pub struct RuntimeConfig {
     /// How long a suspended run waits for an answer before it expires.
     pub suspend_ttl: Duration,
-    /// Chunks buffered per client stream before the run waits for the client.
+    /// Deliveries (each the chunks of one stored write, or a replayed page)
+    /// buffered per client stream before its follower waits for the client;
+    /// the run itself never waits for a client.
     pub stream_buffer: usize,
     /// How often the expiry sweep looks for suspended runs past their time
     /// to live (see `Runtime::spawn_expiry_sweeper`); zero disables it.
@@ -118,12 +121,6 @@ pub struct StartRun {
     /// With `thread_id`: when the thread's latest run is suspended on an
     /// ask_user question, the last user message answers it instead.
     pub auto_resume: bool,
-}
-
-/// The chunks of one stream of a run, from `start` to `finish`.
-pub struct RunStream {
-    pub run_id: RunId,
-    pub events: mpsc::Receiver<Event>,
 }
 
 /// Starts, resumes and reads runs.

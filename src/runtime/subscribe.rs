@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 
 use super::live::{LiveRun, Signal};
-use super::{Inner, RunStream, Runtime, RuntimeError};
+use super::stream::{Delivery, RunStream};
+use super::{Inner, Runtime, RuntimeError};
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunId, RunStatus};
 use crate::tenant::Tenant;
@@ -99,7 +100,7 @@ impl Runtime {
                     follow,
                 };
                 tokio::spawn(forwarder.run(after_seq, replay, signals));
-                Ok(RunStream { run_id, events })
+                Ok(RunStream::new(run_id, events))
             }
             Err(error) => {
                 drop(live);
@@ -119,7 +120,7 @@ impl Runtime {
         live: &Arc<LiveRun>,
         after_seq: u64,
         first: Vec<Event>,
-    ) -> (RunStream, mpsc::Sender<Event>) {
+    ) -> (RunStream, mpsc::Sender<Delivery>) {
         let run_id = live.id();
         let signals = live.join();
         let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
@@ -130,7 +131,7 @@ impl Runtime {
             follow: Follow::UntilFinishAfter(after_seq),
         };
         tokio::spawn(forwarder.run(after_seq, first, signals));
-        (RunStream { run_id, events }, client)
+        (RunStream::new(run_id, events), client)
     }
 }
 
@@ -184,23 +185,15 @@ async fn plan(
 struct Forwarder {
     inner: Arc<Inner>,
     live: Arc<LiveRun>,
-    client: mpsc::Sender<Event>,
+    client: mpsc::Sender<Delivery>,
     follow: Follow,
 }
 
-/// Whether the subscription goes on after a chunk.
+/// Whether the subscription goes on after a delivery.
 enum Next {
     More,
     Done,
-}
-
-/// What delivering a broadcast batch came to.
-enum Batch {
-    /// Every new chunk of it was delivered; wait for the next.
-    Delivered,
-    /// The subscription ended.
-    Done,
-    /// It does not continue what was delivered: read the store.
+    /// What came does not continue what was delivered: read the store.
     Gap,
 }
 
@@ -215,21 +208,18 @@ impl Forwarder {
 
     async fn forward(&self, after_seq: u64, replay: Vec<Event>, mut signals: broadcast::Receiver<Signal>) {
         let mut last = after_seq;
-        for event in replay {
-            last = event.seq;
-            if let Next::Done = self.deliver(event).await {
-                return;
-            }
+        if let Next::Done = self.deliver(replay.into(), &mut last).await {
+            return;
         }
         if self.follow == Follow::ReplayOnly {
             return;
         }
         loop {
             match self.next_signal(&mut signals).await {
-                Ok(Signal::Chunks(events)) => match self.deliver_batch(&events, &mut last).await {
-                    Batch::Delivered => continue,
-                    Batch::Done => return,
-                    Batch::Gap => {}
+                Ok(Signal::Chunks(events)) => match self.deliver(events, &mut last).await {
+                    Next::More => continue,
+                    Next::Done => return,
+                    Next::Gap => {}
                 },
                 Ok(Signal::Closed) | Err(broadcast::error::RecvError::Closed) => return,
                 Ok(Signal::Recheck) | Err(broadcast::error::RecvError::Lagged(_)) => {}
@@ -243,22 +233,45 @@ impl Forwarder {
         }
     }
 
-    /// Delivers the chunks of a stored batch that follow `last`; chunks
+    /// Delivers, in one go, the chunks of `events` (in seq order) that
+    /// follow `last`, up to the one that ends the subscription; chunks
     /// already delivered are skipped, and a chunk past `last + 1` is a gap.
-    async fn deliver_batch(&self, events: &[Event], last: &mut u64) -> Batch {
-        for event in events {
-            if event.seq <= *last {
-                continue;
-            }
+    async fn deliver(&self, events: Arc<[Event]>, last: &mut u64) -> Next {
+        let first = events.partition_point(|event| event.seq <= *last);
+        let mut end = first;
+        let mut next = Next::More;
+        for event in &events[first..] {
             if event.seq != *last + 1 {
-                return Batch::Gap;
+                next = Next::Gap;
+                break;
             }
             *last = event.seq;
-            if let Next::Done = self.deliver(event.clone()).await {
-                return Batch::Done;
+            end += 1;
+            if self.ends_with(event) {
+                next = Next::Done;
+                break;
             }
         }
-        Batch::Delivered
+        if end > first {
+            let ends = matches!(next, Next::Done);
+            if self
+                .client
+                .send(Delivery::new(events, first..end, ends))
+                .await
+                .is_err()
+            {
+                return Next::Done;
+            }
+        }
+        next
+    }
+
+    /// Whether `event` is the last one this subscription delivers.
+    fn ends_with(&self, event: &Event) -> bool {
+        match self.follow {
+            Follow::UntilFinishAfter(after) => is_finish(event) && event.seq > after,
+            Follow::ReplayOnly => false,
+        }
     }
 
     /// The next signal; with a shared store, a `Recheck` after a quiet
@@ -289,11 +302,9 @@ impl Forwarder {
                 return Next::Done;
             }
         };
-        for event in contiguous(stored, *last) {
-            *last = event.seq;
-            if let Next::Done = self.deliver(event).await {
-                return Next::Done;
-            }
+        let stored = contiguous(stored, *last);
+        if let Next::Done = self.deliver(stored.into(), last).await {
+            return Next::Done;
         }
         match self.inner.store.load_run(run_id).await {
             Ok(run) if matches!(run.status, RunStatus::Running | RunStatus::Suspended) => Next::More,
@@ -303,21 +314,6 @@ impl Forwarder {
                 tracing::warn!(%error, "subscriber could not read the run");
                 Next::Done
             }
-        }
-    }
-
-    async fn deliver(&self, event: Event) -> Next {
-        let ends = match self.follow {
-            Follow::UntilFinishAfter(after) => is_finish(&event) && event.seq > after,
-            Follow::ReplayOnly => false,
-        };
-        if self.client.send(event).await.is_err() {
-            return Next::Done;
-        }
-        if ends {
-            Next::Done
-        } else {
-            Next::More
         }
     }
 }

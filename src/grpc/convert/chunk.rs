@@ -3,69 +3,69 @@
 use crate::chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 use crate::pb;
 use crate::pb::agent_chunk::Chunk as P;
-use crate::tools::{SelectionMode, SuspendPayload, ToolCall};
+use crate::tools::{SelectionMode, SuspendPayload};
 
 use super::value::{json_to_struct, timestamp};
 
-pub fn event_to_proto(run_id: &str, event: Event) -> pb::AgentChunk {
+pub fn event_to_proto(run_id: &str, event: &Event) -> pb::AgentChunk {
     pb::AgentChunk {
         run_id: run_id.to_owned(),
         seq: event.seq,
         time: Some(timestamp(event.time)),
-        chunk: Some(chunk_to_proto(event.chunk)),
+        chunk: Some(chunk_to_proto(&event.chunk)),
     }
 }
 
-fn chunk_to_proto(chunk: Chunk) -> P {
+fn chunk_to_proto(chunk: &Chunk) -> P {
     match chunk {
-        Chunk::Start { agent_id, resumed } => P::Start(pb::RunStarted { agent_id, resumed }),
-        Chunk::StepStart { step } => P::StepStart(pb::StepStarted { step }),
-        Chunk::TextDelta { text } => P::TextDelta(pb::TextDelta { text }),
-        Chunk::ToolCall { call } => {
-            let ToolCall { id, name, args } = call;
-            P::ToolCall(pb::ToolCall {
-                tool_call_id: id,
-                tool_name: name,
-                args: Some(json_to_struct(&args)),
-            })
-        }
+        Chunk::Start { agent_id, resumed } => P::Start(pb::RunStarted {
+            agent_id: agent_id.clone(),
+            resumed: *resumed,
+        }),
+        Chunk::StepStart { step } => P::StepStart(pb::StepStarted { step: *step }),
+        Chunk::TextDelta { text } => P::TextDelta(pb::TextDelta { text: text.clone() }),
+        Chunk::ToolCall { call } => P::ToolCall(pb::ToolCall {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: Some(json_to_struct(&call.args)),
+        }),
         Chunk::ToolResult {
             tool_call_id,
             tool_name,
             content,
             is_error,
         } => P::ToolResult(pb::ToolResult {
-            tool_call_id,
-            tool_name,
-            content,
-            is_error,
+            tool_call_id: tool_call_id.clone(),
+            tool_name: tool_name.clone(),
+            content: content.clone(),
+            is_error: *is_error,
         }),
         Chunk::ToolCallSuspended {
             call,
             payload,
             expires_at,
         } => P::ToolCallSuspended(pb::ToolCallSuspended {
-            suspend_payload: Some(payload_to_proto(&payload)),
+            suspend_payload: Some(payload_to_proto(payload)),
             expires_at: expires_at.map(timestamp),
             args: Some(json_to_struct(&call.args)),
-            tool_call_id: call.id,
-            tool_name: call.name,
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
         }),
         Chunk::ToolCallApproval { call } => P::ToolCallApproval(pb::ToolCallApproval {
             args: Some(json_to_struct(&call.args)),
-            tool_call_id: call.id,
-            tool_name: call.name,
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
         }),
         Chunk::StepFinish { step, usage } => P::StepFinish(pb::StepFinished {
-            step,
-            usage: Some(usage_to_proto(usage)),
+            step: *step,
+            usage: Some(usage_to_proto(*usage)),
         }),
         Chunk::Finish { reason, usage, text } => P::Finish(pb::RunFinished {
-            reason: finish_reason(reason) as i32,
-            usage: Some(usage_to_proto(usage)),
-            text,
+            reason: finish_reason(*reason) as i32,
+            usage: Some(usage_to_proto(*usage)),
+            text: text.clone(),
         }),
-        Chunk::Error(failure) => P::Error(failure_to_proto(failure)),
+        Chunk::Error(failure) => P::Error(failure_to_proto(failure.clone())),
     }
 }
 
