@@ -12,7 +12,6 @@ use tracing::{instrument, Instrument};
 
 use super::live::LiveRun;
 use super::stream::Delivery;
-use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
 use crate::chunk::{Chunk, FinishReason, RunFailure};
@@ -30,9 +29,6 @@ pub(super) struct Execution {
     emitter: Emitter,
     /// The history of the run's thread, read at the first step.
     earlier: Option<Vec<crate::agent::Message>>,
-    /// The tenant's slot this execution counts against (none for a
-    /// takeover); given back when it ends.
-    slot: Option<RunSlot>,
 }
 
 /// Why a step did not run to its end.
@@ -51,20 +47,13 @@ async fn client_gone(client: Option<mpsc::Sender<Delivery>>) {
 }
 
 impl Execution {
-    pub(super) fn new(
-        inner: Arc<Inner>,
-        agent: Arc<Agent>,
-        run: RunRecord,
-        emitter: Emitter,
-        slot: Option<RunSlot>,
-    ) -> Self {
+    pub(super) fn new(inner: Arc<Inner>, agent: Arc<Agent>, run: RunRecord, emitter: Emitter) -> Self {
         Self {
             inner,
             agent,
             run,
             emitter,
             earlier: None,
-            slot,
         }
     }
 
@@ -131,8 +120,13 @@ impl Execution {
                 tracing::error!(%error, "could not store the run; leaving it to recovery");
             }
         }
-        self.emitter.live().stop_executing();
-        self.slot = None;
+        self.emitter.hand_over_client();
+        if !self.emitter.finished() {
+            // Otherwise it ended with the write that finished the run, and
+            // another execution of the run may have begun since.
+            self.emitter.live().stop_executing();
+            self.emitter.release_slot();
+        }
         self.inner.live.release(self.run.id);
     }
 

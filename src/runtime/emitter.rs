@@ -1,8 +1,10 @@
 //! The emitter numbers a run's chunks and makes each durable before anybody
 //! sees it. Chunks emitted during a step are appended to the store by a
 //! flusher task of the execution, in batches (whatever accumulated while the
-//! previous append was in flight goes in the next one), and broadcast once
-//! stored; chunks that must come with a state change (suspensions,
+//! previous append was in flight goes in the next one), and released once
+//! stored: handed to the execution's own client straight from the write
+//! (see `stream.rs`), and broadcast to whoever else follows the run.
+//! Chunks that must come with a state change (suspensions,
 //! finishes) are held back and stored by the step's commit. So no client
 //! ever sees a chunk a crash could lose, and a replica that takes a run
 //! over continues its seq right after the last chunk anybody saw. A new run
@@ -26,7 +28,9 @@ use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
 use super::live::LiveRun;
-use super::stream::Delivery;
+use super::stream::{ClientFeed, Delivery};
+use super::tenant_runs::RunSlot;
+use super::RuntimeConfig;
 use crate::agent::ChunkSink;
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunRecord, RunStatus};
@@ -48,6 +52,11 @@ pub struct Emitter {
     live: Arc<LiveRun>,
     last_seq: u64,
     client: Option<mpsc::Sender<Delivery>>,
+    /// The tenant's slot the execution counts against (none for a
+    /// takeover).
+    slot: Option<RunSlot>,
+    /// The run left RUNNING by a write of this execution.
+    finished: bool,
     shared: Arc<Shared>,
     flusher: JoinHandle<()>,
 }
@@ -62,6 +71,8 @@ struct Shared {
     /// Held while writing, so that appends and commits go one at a time, in
     /// order, each with the version the previous one left.
     writer: tokio::sync::Mutex<Writer>,
+    /// The execution's own client, while it is fed from here.
+    feed: Mutex<Option<ClientFeed>>,
     /// Wakes the flusher: chunks are waiting.
     wake: Notify,
     /// Wakes emitters waiting for the flusher to catch up.
@@ -132,26 +143,29 @@ struct FirstWrite {
     creates: bool,
 }
 
-fn lock(unstored: &Mutex<Unstored>) -> MutexGuard<'_, Unstored> {
-    // Each critical section leaves the buffer consistent.
-    unstored.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each critical section leaves what it guards consistent.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Emitter {
     /// An emitter for an execution of `run` (standing in the store as
     /// `standing` says, with this replica's lease), continuing after its
-    /// `last_seq`. `client` is only watched for going away; clients get
-    /// their chunks by following the run.
-    pub(crate) fn start(
+    /// `last_seq`. `feed` is the execution's own client, which gets the
+    /// chunks of each write straight from here; other clients follow the
+    /// run.
+    pub(super) fn start(
         store: Arc<dyn RunStore>,
         live: Arc<LiveRun>,
         run: &RunRecord,
         standing: Standing,
-        lease: LeaseSettings,
-        owner: String,
-        client: Option<mpsc::Sender<Delivery>>,
+        config: &RuntimeConfig,
+        feed: Option<ClientFeed>,
+        slot: Option<RunSlot>,
     ) -> Self {
+        let lease = config.lease.clone();
         let now = Instant::now();
+        let client = feed.as_ref().map(ClientFeed::client);
         let first_write = |creates| {
             Some(FirstWrite {
                 run: run.clone(),
@@ -182,8 +196,9 @@ impl Emitter {
                 first,
             }),
             lease,
-            owner,
+            owner: config.replica_id.clone(),
             unstored: Mutex::new(unstored),
+            feed: Mutex::new(feed),
             wake: Notify::new(),
             drained: Notify::new(),
         });
@@ -192,6 +207,8 @@ impl Emitter {
             live,
             last_seq: run.last_seq,
             client,
+            slot,
+            finished: false,
             shared,
             flusher,
         }
@@ -205,9 +222,30 @@ impl Emitter {
         self.last_seq
     }
 
+    /// Whether a write of this execution took the run out of RUNNING
+    /// (which also ended the execution's hold on the run).
+    pub(crate) fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Gives back the tenant's slot the execution counts against.
+    pub(crate) fn release_slot(&mut self) {
+        self.slot = None;
+    }
+
     /// The client's channel, to watch for it going away.
     pub(crate) fn client(&self) -> Option<mpsc::Sender<Delivery>> {
         self.client.clone()
+    }
+
+    /// Leaves the execution's own client, if its stream has not ended, to a
+    /// follower of the run: the execution stops before the end (fenced, or
+    /// its writes refused), and the run goes on elsewhere or later. Call
+    /// before the run's live entry is released.
+    pub(crate) fn hand_over_client(&self) {
+        if let Some(feed) = lock(&self.shared.feed).take() {
+            feed.hand_over();
+        }
     }
 
     /// Records a chunk that the next commit stores with the run's state.
@@ -288,7 +326,16 @@ impl Emitter {
                 writer.fresh = true;
                 // Only a running run has a lease to renew or chunks to add.
                 writer.stopped = run.status != RunStatus::Running;
-                shared.live.release_stored(events);
+                if writer.stopped {
+                    // The execution's hold on the run ends before anybody
+                    // sees that it left RUNNING, so that an answer to the
+                    // suspension it stored, or another run of its tenant,
+                    // is taken at once.
+                    self.finished = true;
+                    shared.live.stop_executing();
+                    self.slot = None;
+                }
+                shared.release(events);
                 shared.drained.notify_waiters();
                 Ok(())
             }
@@ -301,7 +348,7 @@ impl Emitter {
                     // (it was not created, or the claim was not stored):
                     // nobody will continue this execution.
                     writer.fence(&shared.live);
-                    shared.live.close();
+                    shared.close();
                 }
                 Err(error)
             }
@@ -329,6 +376,7 @@ fn fenced_error(version: u64) -> StoreError {
 impl Drop for Emitter {
     fn drop(&mut self) {
         self.flusher.abort();
+        self.hand_over_client();
     }
 }
 
@@ -346,6 +394,30 @@ impl Writer {
 }
 
 impl Shared {
+    /// Releases chunks just stored, in the order they were stored (the
+    /// caller holds the writer): to the execution's own client, then to
+    /// whoever follows the run here.
+    fn release(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        let events: Arc<[Event]> = events.into();
+        {
+            let mut feed = lock(&self.feed);
+            if let Some(client) = feed.take() {
+                *feed = client.deliver(Arc::clone(&events));
+            }
+        }
+        self.live.release_stored(events);
+    }
+
+    /// The run was never stored as this execution made it: whoever waits on
+    /// it stops waiting, and the execution's own stream ends.
+    fn close(&self) {
+        self.live.close();
+        lock(&self.feed).take();
+    }
+
     /// Stores `run` whole, with `events`: creates it, or commits it over the
     /// stored `version`. `run.version` becomes the version it is stored at.
     async fn store_run(
@@ -428,7 +500,7 @@ impl Shared {
                 writer.stored(&self.lease);
                 writer.fresh = false;
                 lock(&self.unstored).in_flight = 0;
-                self.live.release_stored(batch);
+                self.release(batch);
                 self.drained.notify_waiters();
                 true
             }
@@ -444,7 +516,7 @@ impl Shared {
                     writer.fence(&self.live);
                     if writer.first.is_some() {
                         // Nothing of this execution was ever stored.
-                        self.live.close();
+                        self.close();
                     }
                     self.drained.notify_waiters();
                     return false;

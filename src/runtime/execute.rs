@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::drive::Execution;
 use super::emitter::Standing;
 use super::live::LiveRun;
-use super::stream::Delivery;
+use super::stream::ClientFeed;
 use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner, RunStream, Runtime};
 use crate::agent::Agent;
@@ -46,9 +46,9 @@ impl Runtime {
     /// `slot` is given back when the execution ends.
     pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord, slot: RunSlot) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
-        let (stream, client) = self.stream_from(&live, 0, Vec::new());
+        let (stream, feed) = self.execution_stream(&live, 0, Vec::new());
         let work = (Work::Start, Standing::New);
-        self.spawn_execution(live, agent, run, work, Some(client), Some(slot));
+        self.spawn_execution(live, agent, run, work, feed, Some(slot));
         stream
     }
 
@@ -74,15 +74,14 @@ impl Runtime {
             None => {
                 let live = self.inner.live.start_execution(run.id);
                 // Whoever waits on the run (a subscriber of a suspended run)
-                // gets the first chunks too; released before this stream
-                // joins, which replays them instead (so they are copied only
-                // for others).
+                // gets the first chunks too (copied only for them); this
+                // stream starts with them.
                 live.release_stored(first.as_slice());
                 (live, first, Standing::Stored)
             }
         };
-        let (stream, client) = self.stream_from(&live, after_seq, replay);
-        self.spawn_execution(live, agent, run, (work, standing), Some(client), Some(slot));
+        let (stream, feed) = self.execution_stream(&live, after_seq, replay);
+        self.spawn_execution(live, agent, run, (work, standing), feed, Some(slot));
         stream
     }
 
@@ -100,7 +99,7 @@ impl Runtime {
         agent: Arc<Agent>,
         run: RunRecord,
         (work, standing): (Work, Standing),
-        client: Option<tokio::sync::mpsc::Sender<Delivery>>,
+        feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
     ) {
         let emitter = Emitter::start(
@@ -108,11 +107,11 @@ impl Runtime {
             live,
             &run,
             standing,
-            self.inner.config.lease.clone(),
-            self.inner.config.replica_id.clone(),
-            client,
+            &self.inner.config,
+            feed,
+            slot,
         );
-        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter, slot);
+        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
         match work {
             Work::Start => tokio::spawn(execution.start_run()),
             Work::Steps => tokio::spawn(execution.run_steps()),

@@ -13,7 +13,7 @@ use std::task::{ready, Context, Poll};
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 
-use crate::chunk::Event;
+use crate::chunk::{Chunk, Event};
 use crate::run::RunId;
 
 /// Chunks handed to a stream together: `events[range]`, in seq order.
@@ -27,6 +27,81 @@ pub(crate) struct Delivery {
 impl Delivery {
     pub(crate) fn new(events: Arc<[Event]>, range: Range<usize>, ends: bool) -> Self {
         Self { events, range, ends }
+    }
+}
+
+/// Hands a follower of the run the client of a stream that its execution
+/// can no longer feed, with the last seq delivered to it.
+pub(crate) type HandOver = Box<dyn FnOnce(mpsc::Sender<Delivery>, u64) + Send>;
+
+/// The client of an execution's own stream, fed straight from each write
+/// of the execution, in order, without a task of its own in between. When
+/// the client falls behind (its channel is full), or the execution stops
+/// before the stream's end (fenced, or its writes refused), the client is
+/// handed over to a follower of the run, which goes on from the store after
+/// the last chunk delivered.
+pub(crate) struct ClientFeed {
+    client: mpsc::Sender<Delivery>,
+    /// A `finish` after this seq ends the stream.
+    after: u64,
+    /// The last seq delivered.
+    last: u64,
+    hand_over: HandOver,
+}
+
+impl ClientFeed {
+    pub(crate) fn new(client: mpsc::Sender<Delivery>, after: u64, hand_over: HandOver) -> Self {
+        Self {
+            client,
+            after,
+            last: after,
+            hand_over,
+        }
+    }
+
+    /// The client's channel, to watch for it going away.
+    pub(crate) fn client(&self) -> mpsc::Sender<Delivery> {
+        self.client.clone()
+    }
+
+    /// Delivers chunks just stored (in seq order), up to the one that ends
+    /// the stream. The feed, unless that ended it: the stream ended, the
+    /// client went away, or it was handed over.
+    pub(crate) fn deliver(mut self, events: Arc<[Event]>) -> Option<Self> {
+        let first = events.partition_point(|event| event.seq <= self.last);
+        if first == events.len() {
+            return Some(self);
+        }
+        if events[first].seq != self.last + 1 {
+            // Not what follows the last chunk delivered: the store has it.
+            self.hand_over();
+            return None;
+        }
+        let finish = events[first..]
+            .iter()
+            .position(|event| matches!(event.chunk, Chunk::Finish { .. }) && event.seq > self.after);
+        let (end, ends) = match finish {
+            Some(index) => (first + index + 1, true),
+            None => (events.len(), false),
+        };
+        let last = events[end - 1].seq;
+        match self.client.try_send(Delivery::new(events, first..end, ends)) {
+            Ok(()) if ends => None,
+            Ok(()) => {
+                self.last = last;
+                Some(self)
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => None,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.hand_over();
+                None
+            }
+        }
+    }
+
+    /// Leaves the client to a follower of the run.
+    pub(crate) fn hand_over(self) {
+        (self.hand_over)(self.client, self.last);
     }
 }
 
@@ -172,6 +247,50 @@ mod tests {
             .expect("the stream ends after its ending chunk, with its follower still there");
         assert_eq!(seqs, [2, 3, 4, 5]);
         drop(sender);
+    }
+
+    /// A feed whose hand-overs are recorded as the last seq delivered.
+    fn recorded_feed(
+        capacity: usize,
+        after: u64,
+    ) -> (ClientFeed, RunStream, Arc<std::sync::Mutex<Vec<u64>>>) {
+        let (client, deliveries) = mpsc::channel(capacity);
+        let handed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = Arc::clone(&handed);
+        let hand_over: HandOver = Box::new(move |_client, last| record.lock().unwrap().push(last));
+        let feed = ClientFeed::new(client, after, hand_over);
+        (feed, RunStream::new(RunId::new(), deliveries), handed)
+    }
+
+    #[tokio::test]
+    async fn a_feed_ends_at_the_finish_after_its_start_and_hands_over_a_client_behind() {
+        let (feed, stream, handed) = recorded_feed(8, 2);
+        let feed = feed
+            .deliver(vec![delta(1), delta(2), delta(3)].into())
+            .expect("goes on");
+        // The finish of the segment the stream follows ends it; what comes
+        // after it in the same write is not this stream's.
+        assert!(feed.deliver(vec![delta(4), finish(5), delta(6)].into()).is_none());
+        let seqs: Vec<u64> = stream.map_events(|event| event.seq).collect().await;
+        assert_eq!(seqs, [3, 4, 5]);
+        assert!(handed.lock().unwrap().is_empty());
+
+        let (feed, _stream, handed) = recorded_feed(1, 0);
+        let feed = feed.deliver(vec![delta(1)].into()).expect("goes on");
+        assert!(
+            feed.deliver(vec![delta(2)].into()).is_none(),
+            "the client is behind"
+        );
+        assert_eq!(*handed.lock().unwrap(), [1]);
+
+        let (feed, _stream, handed) = recorded_feed(4, 0);
+        assert!(feed.deliver(vec![delta(2)].into()).is_none(), "a gap");
+        assert_eq!(*handed.lock().unwrap(), [0]);
+
+        let (feed, stream, handed) = recorded_feed(4, 0);
+        drop(stream);
+        assert!(feed.deliver(vec![delta(1)].into()).is_none(), "the client left");
+        assert!(handed.lock().unwrap().is_empty());
     }
 
     #[tokio::test]

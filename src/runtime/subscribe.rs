@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 
 use super::live::{LiveRun, Signal};
-use super::stream::{Delivery, RunStream};
+use super::stream::{ClientFeed, Delivery, RunStream};
 use super::{Inner, Runtime, RuntimeError};
 use crate::chunk::{Chunk, Event};
 use crate::run::{RunId, RunStatus};
@@ -112,26 +112,41 @@ impl Runtime {
 
     /// The stream of an execution about to start here, of the chunks after
     /// `after_seq`: `first`, the events its starting commit stored (if
-    /// any), then what the execution stores. Joined before the execution
-    /// spawns, so nothing is missed. Returns the stream, and the client's
-    /// sender, which the execution only watches for the client going away.
-    pub(super) fn stream_from(
+    /// any), then what the execution stores, which its emitter hands the
+    /// stream straight from each write (see [`ClientFeed`]). Returns the
+    /// stream and that feed (none if `first` ended the stream already).
+    pub(super) fn execution_stream(
         &self,
         live: &Arc<LiveRun>,
         after_seq: u64,
         first: Vec<Event>,
-    ) -> (RunStream, mpsc::Sender<Delivery>) {
-        let run_id = live.id();
-        let signals = live.join();
+    ) -> (RunStream, Option<ClientFeed>) {
         let (client, events) = mpsc::channel(self.inner.config.stream_buffer);
-        let forwarder = Forwarder {
-            inner: Arc::clone(&self.inner),
-            live: Arc::clone(live),
-            client: client.clone(),
-            follow: Follow::UntilFinishAfter(after_seq),
+        let inner = Arc::clone(&self.inner);
+        let follower_live = Arc::clone(live);
+        let hand_over = Box::new(move |client, last| {
+            // Joined at once, so that the run's live entry stays while the
+            // follower starts.
+            let signals = follower_live.join();
+            let forwarder = Forwarder {
+                inner,
+                live: follower_live,
+                client,
+                follow: Follow::UntilFinishAfter(after_seq),
+            };
+            // Only a runtime being shut down has none: nobody to follow for.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(forwarder.run_from_store(last, signals));
+            }
+        });
+        let feed = ClientFeed::new(client, after_seq, hand_over);
+        // The channel is new and empty: `first` cannot find it full.
+        let feed = if first.is_empty() {
+            Some(feed)
+        } else {
+            feed.deliver(first.into())
         };
-        tokio::spawn(forwarder.run(after_seq, first, signals));
-        (RunStream::new(run_id, events), client)
+        (RunStream::new(live.id(), events), feed)
     }
 }
 
@@ -206,7 +221,19 @@ impl Forwarder {
         inner.live.release(run_id);
     }
 
-    async fn forward(&self, after_seq: u64, replay: Vec<Event>, mut signals: broadcast::Receiver<Signal>) {
+    /// Follows the run from the store on, after `last`: for a client whose
+    /// stream an execution fed until it could not any more.
+    async fn run_from_store(self, mut last: u64, signals: broadcast::Receiver<Signal>) {
+        let run_id = self.live.id();
+        if let Next::More = self.catch_up(&mut last).await {
+            self.follow_live(last, signals).await;
+        }
+        let Forwarder { inner, live, .. } = self;
+        drop(live);
+        inner.live.release(run_id);
+    }
+
+    async fn forward(&self, after_seq: u64, replay: Vec<Event>, signals: broadcast::Receiver<Signal>) {
         let mut last = after_seq;
         if let Next::Done = self.deliver(replay.into(), &mut last).await {
             return;
@@ -214,6 +241,12 @@ impl Forwarder {
         if self.follow == Follow::ReplayOnly {
             return;
         }
+        self.follow_live(last, signals).await;
+    }
+
+    /// Delivers the chunks after `last` as they are stored, until the
+    /// subscription ends.
+    async fn follow_live(&self, mut last: u64, mut signals: broadcast::Receiver<Signal>) {
         loop {
             match self.next_signal(&mut signals).await {
                 Ok(Signal::Chunks(events)) => match self.deliver(events, &mut last).await {

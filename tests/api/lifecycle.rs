@@ -1,11 +1,15 @@
 //! A run outlives its streams: replay and live subscription, disconnects,
 //! cancellation, and idempotent retries of StreamAgent and Resume.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use agentd::agent::{AgentRegistry, AgentSpec};
 
 use agentd::pb::agent_chunk::Chunk;
 use agentd::pb::resume_request::Answer;
 use agentd::pb::{self, AgentChunk, FinishReason, RunStatus};
+use agentd::runtime::{Runtime, RuntimeConfig};
 use tonic::{Code, Streaming};
 
 use crate::helpers::*;
@@ -135,6 +139,60 @@ async fn subscribers_joining_mid_step_see_every_chunk_once() {
             seen[after as usize..].to_vec(),
             "subscriber after {after}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_still_gets_every_chunk_once_in_order() {
+    // A stream buffers two writes' chunks: the run stores far more while
+    // its client reads nothing, and the client gets the rest from the store.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let store = agentd::store::SqliteStore::open(temp.path().join("agentd.sqlite3")).expect("store");
+    let agents = AgentRegistry::from_specs(&[AgentSpec::assistant()]).expect("agents");
+    let config = RuntimeConfig {
+        stream_buffer: 2,
+        ..RuntimeConfig::default()
+    };
+    let server = TestServer::serve(Runtime::new(agents, Arc::new(store), config)).await;
+    let (mut starter, mut seen) = start_and_read(&server, prompt("stream 100000"), 10).await;
+    let id = run_id(&seen);
+    wait_for_status(&server, &id, RunStatus::Completed).await;
+    while let Some(chunk) = starter.message().await.unwrap() {
+        seen.push(chunk);
+    }
+    assert_eq!(finish_reason(&seen), FinishReason::Stop);
+    assert_eq!(seqs(&seen), (1..=seen.len() as u64).collect::<Vec<_>>());
+    assert_eq!(text(&seen).split_whitespace().count(), 100_000);
+    assert_eq!(seen, replay(&server, &id, 0).await);
+}
+
+#[tokio::test]
+async fn a_suspension_is_answered_at_once_by_a_client_that_just_read_it() {
+    let server = TestServer::start().await;
+    for _ in 0..30 {
+        // Read up to the suspension's finish, and answer without waiting
+        // for anything else (the end of the stream included).
+        let mut stream = server
+            .client()
+            .stream_agent(prompt("pick a plan"))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut chunks = Vec::new();
+        while !matches!(
+            chunks.last(),
+            Some(AgentChunk {
+                chunk: Some(Chunk::Finish(_)),
+                ..
+            })
+        ) {
+            chunks.push(stream.message().await.unwrap().expect("a chunk up to the finish"));
+        }
+        assert_eq!(finish_reason(&chunks), FinishReason::Suspended);
+        let continuation = server.resume_text(&run_id(&chunks), "Basic").await;
+        let continuation = continuation.expect("the answer is taken");
+        assert_eq!(finish_reason(&continuation), FinishReason::Stop);
+        assert_eq!(stream.message().await.unwrap(), None);
     }
 }
 
