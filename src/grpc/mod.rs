@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
-use tracing::instrument;
 
 use crate::metrics::Rpc;
 use crate::pb;
@@ -84,7 +83,6 @@ impl AgentService for AgentServiceImpl {
     type ResumeStream = ChunkStream;
     type SubscribeRunStream = ChunkStream;
 
-    #[instrument(skip_all)]
     async fn stream_agent(
         &self,
         request: Request<pb::StreamAgentRequest>,
@@ -101,7 +99,6 @@ impl AgentService for AgentServiceImpl {
         Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, deadline))
     }
 
-    #[instrument(skip_all)]
     async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
         self.gate.admit()?;
@@ -115,7 +112,6 @@ impl AgentService for AgentServiceImpl {
         Ok(self.chunk_stream(Rpc::Resume, requested, stream, deadline))
     }
 
-    #[instrument(skip_all)]
     async fn subscribe_run(
         &self,
         request: Request<pb::SubscribeRunRequest>,
@@ -130,7 +126,6 @@ impl AgentService for AgentServiceImpl {
         Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, deadline))
     }
 
-    #[instrument(skip_all)]
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
         let tenant = tenant_of(&request);
         let pb::GetRunRequest { run_id } = request.into_inner();
@@ -141,7 +136,6 @@ impl AgentService for AgentServiceImpl {
         Ok(Response::new(convert::run_to_proto(&run)))
     }
 
-    #[instrument(skip_all)]
     async fn list_runs(
         &self,
         request: Request<pb::ListRunsRequest>,
@@ -152,7 +146,6 @@ impl AgentService for AgentServiceImpl {
         Ok(Response::new(convert::run_page_to_proto(&page)))
     }
 
-    #[instrument(skip_all)]
     async fn cancel_run(&self, request: Request<pb::CancelRunRequest>) -> Result<Response<pb::Run>, Status> {
         let tenant = tenant_of(&request);
         let pb::CancelRunRequest { run_id, reason } = request.into_inner();
@@ -176,7 +169,6 @@ impl AgentService for AgentServiceImpl {
         Ok(Response::new(pb::ListAgentsResponse { agents }))
     }
 
-    #[instrument(skip_all)]
     async fn execute_tool(
         &self,
         request: Request<pb::ExecuteToolRequest>,
@@ -201,7 +193,6 @@ impl AgentService for AgentServiceImpl {
         }))
     }
 
-    #[instrument(skip_all)]
     async fn get_thread(
         &self,
         request: Request<pb::GetThreadRequest>,
@@ -213,7 +204,6 @@ impl AgentService for AgentServiceImpl {
         Ok(Response::new(convert::thread_to_proto(&view)))
     }
 
-    #[instrument(skip_all)]
     async fn list_threads(
         &self,
         request: Request<pb::ListThreadsRequest>,
@@ -224,7 +214,6 @@ impl AgentService for AgentServiceImpl {
         Ok(Response::new(convert::thread_page_to_proto(&page)))
     }
 
-    #[instrument(skip_all)]
     async fn delete_thread(
         &self,
         request: Request<pb::DeleteThreadRequest>,
