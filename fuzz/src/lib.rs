@@ -389,7 +389,7 @@ pub fn check_resume_answer(data: &[u8]) {
             let call = ToolCall {
                 id: "call_1".into(),
                 name: "ask_user".into(),
-                args,
+                args: args.into(),
             };
             (
                 call,
@@ -408,7 +408,7 @@ pub fn check_resume_answer(data: &[u8]) {
             let call = ToolCall {
                 id: "call_1".into(),
                 name: "human_review".into(),
-                args,
+                args: args.into(),
             };
             (call, Waiting::Suspended { payload })
         }
@@ -416,7 +416,7 @@ pub fn check_resume_answer(data: &[u8]) {
             let call = ToolCall {
                 id: "call_1".into(),
                 name: "ask_user".into(),
-                args: json!({"question": "Q?"}),
+                args: json!({"question": "Q?"}).into(),
             };
             (call, Waiting::Approval)
         }
@@ -641,7 +641,7 @@ pub fn check_resume_request(data: &[u8]) {
                 call: ToolCall {
                     id: "call_1".into(),
                     name: "ask_user".into(),
-                    args: json!({}),
+                    args: json!({}).into(),
                 },
                 waiting: Waiting::Suspended {
                     payload: SuspendPayload::AskUser(question.clone()),

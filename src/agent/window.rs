@@ -149,7 +149,7 @@ mod tests {
                 .map(|id| ToolCall {
                     id: (*id).to_owned(),
                     name: "ask_user".to_owned(),
-                    args: json!({"question": "?"}),
+                    args: json!({"question": "?"}).into(),
                 })
                 .collect(),
         }

@@ -17,6 +17,7 @@ mod scripted;
 pub mod sse;
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_stream::Stream;
@@ -71,16 +72,20 @@ impl ModelEvent {
             return Self::ToolCall(ToolCall {
                 id,
                 name,
-                args: blank(),
+                args: blank().into(),
             });
         }
         match serde_json::from_str(&json) {
-            Ok(args) => Self::ToolCall(ToolCall { id, name, args }),
+            Ok(args) => Self::ToolCall(ToolCall {
+                id,
+                name,
+                args: Arc::new(args),
+            }),
             Err(error) => Self::InvalidToolCall {
                 call: ToolCall {
                     id,
                     name,
-                    args: serde_json::Value::String(json),
+                    args: serde_json::Value::String(json).into(),
                 },
                 error: error.to_string(),
             },
@@ -126,7 +131,7 @@ mod tests {
         ModelEvent::ToolCall(ToolCall {
             id: "c1".into(),
             name: "f".into(),
-            args,
+            args: args.into(),
         })
     }
 
@@ -139,7 +144,7 @@ mod tests {
         let ModelEvent::InvalidToolCall { call, error } = from(r#"{"a": "#) else {
             panic!("not an invalid call");
         };
-        assert_eq!(call.args, json!(r#"{"a": "#));
+        assert_eq!(*call.args, json!(r#"{"a": "#));
         assert!(!error.is_empty());
     }
 }

@@ -320,7 +320,7 @@ impl LanguageModel for Scripted {
                         ModelEvent::ToolCall(ToolCall {
                             id: format!("call_{step}_{}", i + 1),
                             name,
-                            args,
+                            args: args.into(),
                         })
                     })
                     .collect();
@@ -417,7 +417,7 @@ mod tests {
                 tool_calls: vec![ToolCall {
                     id: "call_1_1".into(),
                     name: ASK_USER.into(),
-                    args: json!({}),
+                    args: json!({}).into(),
                 }],
             },
             Message::tool("call_1_1", ASK_USER, "User answered: Pro", false),

@@ -97,7 +97,7 @@ mod tests {
         ToolCall {
             id: id.into(),
             name: "human_review".into(),
-            args: serde_json::json!({}),
+            args: serde_json::json!({}).into(),
         }
     }
 

@@ -193,7 +193,7 @@ mod tests {
         ToolCall {
             id: id.to_owned(),
             name: "ask_user".to_owned(),
-            args: json!({"question": "?"}),
+            args: json!({"question": "?"}).into(),
         }
     }
 

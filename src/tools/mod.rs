@@ -12,6 +12,8 @@ mod registry;
 mod secrets;
 mod suspend;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -29,8 +31,9 @@ pub struct ToolCall {
     /// Unique within the run.
     pub id: String,
     pub name: String,
-    /// A JSON object.
-    pub args: Value,
+    /// A JSON object; shared, since a call is kept in the conversation, in
+    /// its pending entry and in its chunks, and cloned with each.
+    pub args: Arc<Value>,
 }
 
 /// A tool as the model (and ListAgents) sees it.

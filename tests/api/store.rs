@@ -733,7 +733,8 @@ fn ask_user_call() -> ToolCall {
             "question": "Which plan should I set up for you?",
             "options": [{"label": "Basic"}, {"label": "Pro"}, {"label": "Enterprise"}],
             "selectionMode": "single_select",
-        }),
+        })
+        .into(),
     }
 }
 

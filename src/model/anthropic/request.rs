@@ -45,7 +45,7 @@ fn messages(messages: &[Message]) -> Value {
                 let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
                 blocks.extend(tool_calls.iter().map(|call| {
                     let input = if call.args.is_object() {
-                        call.args.clone()
+                        Value::clone(&call.args)
                     } else {
                         // Arguments that were not valid JSON; the call's
                         // error result tells the model what went wrong.
@@ -120,12 +120,12 @@ mod tests {
                     ToolCall {
                         id: "toolu_a".into(),
                         name: "ask_user".into(),
-                        args: json!({"question": "Which?"}),
+                        args: json!({"question": "Which?"}).into(),
                     },
                     ToolCall {
                         id: "toolu_b".into(),
                         name: "ask_user".into(),
-                        args: json!("{\"q"),
+                        args: json!("{\"q").into(),
                     },
                 ],
             },

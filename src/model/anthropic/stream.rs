@@ -304,12 +304,12 @@ mod tests {
                 ModelEvent::ToolCall(ToolCall {
                     id: "toolu_1".into(),
                     name: "ask_user".into(),
-                    args: json!({"question": "Which?"})
+                    args: json!({"question": "Which?"}).into()
                 }),
                 ModelEvent::ToolCall(ToolCall {
                     id: "toolu_2".into(),
                     name: "now".into(),
-                    args: json!({})
+                    args: json!({}).into()
                 }),
                 ModelEvent::Finish(StopReason::ToolCalls),
                 ModelEvent::Usage(Usage {
@@ -331,7 +331,7 @@ mod tests {
         ])
         .unwrap();
         assert!(
-            matches!(&events[0], ModelEvent::InvalidToolCall { call, .. } if call.args == json!("{\"question\": \"Wh")),
+            matches!(&events[0], ModelEvent::InvalidToolCall { call, .. } if *call.args == json!("{\"question\": \"Wh")),
             "{events:?}"
         );
     }

@@ -109,12 +109,12 @@ mod tests {
                     ToolCall {
                         id: "call_a".into(),
                         name: "ask_user".into(),
-                        args: json!({"question": "Which?"}),
+                        args: json!({"question": "Which?"}).into(),
                     },
                     ToolCall {
                         id: "call_b".into(),
                         name: "ask_user".into(),
-                        args: json!("{\"question\": "),
+                        args: json!("{\"question\": ").into(),
                     },
                 ],
             },

@@ -258,12 +258,12 @@ mod tests {
                 ModelEvent::ToolCall(ToolCall {
                     id: "call_a".into(),
                     name: "ask_user".into(),
-                    args: json!({"question": "Hi?"})
+                    args: json!({"question": "Hi?"}).into()
                 }),
                 ModelEvent::ToolCall(ToolCall {
                     id: "call_b".into(),
                     name: "lookup".into(),
-                    args: json!({"q": 1})
+                    args: json!({"q": 1}).into()
                 }),
                 ModelEvent::Finish(StopReason::ToolCalls),
                 ModelEvent::Usage(Usage {
@@ -305,7 +305,7 @@ mod tests {
         else {
             panic!("{events:?}");
         };
-        assert_eq!(call.args, json!("{\"question\": \"Wh"));
+        assert_eq!(*call.args, json!("{\"question\": \"Wh"));
         assert!(error.contains("EOF"), "{error}");
     }
 
