@@ -3,6 +3,8 @@
 //! exported over OTLP (gRPC) to a collector. Set up once, by the binary;
 //! the library itself only emits through `tracing`.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -51,7 +53,10 @@ pub fn init(options: TelemetryOptions) -> Result<Telemetry, TelemetryError> {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&options.default_filter));
     let lines: Box<dyn Layer<Registry> + Send + Sync> = match options.format {
+        // Styled only for a terminal: a log file or a collector gets
+        // plain lines (and the server does not style every span's fields).
         LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::stderr().is_terminal())
             .with_writer(std::io::stderr)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
