@@ -1,18 +1,22 @@
 //! The gate of the streaming RPCs: it admits new streams while the server
 //! serves and refuses them (UNAVAILABLE) once it drains; it counts the open
-//! streams so the drain can wait for them; and it ends a stream with a
+//! streams, from their admission on (before the run behind one has stored
+//! anything), so the drain can wait for them; and it ends a stream with a
 //! status when its client's deadline (`grpc-timeout`) passes
 //! (DEADLINE_EXCEEDED) or when the drain period is over (UNAVAILABLE). A
 //! stream it ends is only dropped: the run behind it does what its
 //! `on_disconnect` says, as when a client leaves.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::wrappers::WatchStream;
+use tokio_stream::Stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
@@ -53,11 +57,12 @@ impl StreamGate {
         *self.phase.borrow()
     }
 
-    /// Whether a new stream may start now: UNAVAILABLE (retry elsewhere)
-    /// once the server drains.
-    pub fn admit(&self) -> Result<(), Status> {
+    /// Admits a new stream, counted among the open ones from now until its
+    /// guard (see [`StreamGate::guard`]) is dropped; UNAVAILABLE (retry
+    /// elsewhere) once the server drains.
+    pub fn admit(&self) -> Result<OpenStream, Status> {
         match self.phase() {
-            Phase::Serving => Ok(()),
+            Phase::Serving => Ok(OpenStream::new(Arc::clone(&self.open))),
             Phase::Draining | Phase::Closed => Err(unavailable(
                 "SERVER_DRAINING",
                 "the server is shutting down and takes no new streams; retry on another server",
@@ -93,70 +98,68 @@ impl StreamGate {
         let _ = open.wait_for(|count| *count == 0).await;
     }
 
-    /// `stream`, counted among the open streams, ended with a status at
-    /// `deadline` or when the gate closes.
-    pub fn guard<S, T>(
-        &self,
-        stream: S,
-        deadline: Option<Duration>,
-    ) -> impl Stream<Item = Result<T, Status>> + Send
-    where
-        S: Stream<Item = Result<T, Status>> + Send + Unpin + 'static,
-        T: Send + 'static,
-    {
-        let state = Guarded {
+    /// `stream`, admitted as `open`, ended with a status at `deadline` or
+    /// when the gate closes.
+    pub fn guard<S>(&self, stream: S, open: OpenStream, deadline: Option<Duration>) -> Guarded<S> {
+        Guarded {
             inner: stream,
             deadline: deadline.map(|after| Box::pin(tokio::time::sleep_until(Instant::now() + after))),
-            phase: self.phase.subscribe(),
-            _open: OpenStream::new(Arc::clone(&self.open)),
+            phase: WatchStream::new(self.phase.subscribe()),
+            _open: open,
             ended: false,
-        };
-        futures_util::stream::unfold(state, |mut state| async move {
-            if state.ended {
-                return None;
-            }
-            let ending = tokio::select! {
-                biased;
-                () = passed(&mut state.deadline) => Status::deadline_exceeded(
-                    "the deadline (grpc-timeout) passed before the stream ended",
-                ),
-                () = closed(&mut state.phase) => unavailable(
-                    "SERVER_SHUTDOWN",
-                    "the server shut down before the stream ended; follow the run with SubscribeRun",
-                ),
-                item = state.inner.next() => return item.map(|item| (item, state)),
-            };
-            state.ended = true;
-            Some((Err(ending), state))
-        })
+        }
     }
 }
 
-/// The state of one guarded stream.
-struct Guarded<S> {
+/// A stream the gate ends: checked, in this order, before each item of the
+/// stream it guards.
+pub struct Guarded<S> {
     inner: S,
     deadline: Option<Pin<Box<Sleep>>>,
-    phase: watch::Receiver<Phase>,
+    phase: WatchStream<Phase>,
     _open: OpenStream,
     ended: bool,
 }
 
-async fn passed(deadline: &mut Option<Pin<Box<Sleep>>>) {
-    match deadline {
-        Some(sleep) => sleep.as_mut().await,
-        None => std::future::pending().await,
+impl<S, T> Stream for Guarded<S>
+where
+    S: Stream<Item = Result<T, Status>> + Unpin,
+{
+    type Item = Result<T, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        if let Some(Poll::Ready(())) = self.deadline.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
+            return self.end(Status::deadline_exceeded(
+                "the deadline (grpc-timeout) passed before the stream ended",
+            ));
+        }
+        // Every change of phase since the last poll; the gate is gone with
+        // the server when it ends, and then nothing closes the stream.
+        while let Poll::Ready(Some(phase)) = Pin::new(&mut self.phase).poll_next(cx) {
+            if phase == Phase::Closed {
+                return self.end(unavailable(
+                    "SERVER_SHUTDOWN",
+                    "the server shut down before the stream ended; follow the run with SubscribeRun",
+                ));
+            }
+        }
+        Pin::new(&mut self.inner).poll_next(cx)
     }
 }
 
-async fn closed(phase: &mut watch::Receiver<Phase>) {
-    if phase.wait_for(|phase| *phase == Phase::Closed).await.is_err() {
-        // The gate is gone with the server: nothing will close the stream.
-        std::future::pending::<()>().await;
+impl<S> Guarded<S> {
+    fn end<T>(&mut self, status: Status) -> Poll<Option<Result<T, Status>>> {
+        self.ended = true;
+        Poll::Ready(Some(Err(status)))
     }
 }
 
-/// Counts one open stream for as long as it lives.
-struct OpenStream(Arc<watch::Sender<usize>>);
+/// An admitted stream: counted among the open ones for as long as it lives.
+#[derive(Debug)]
+pub struct OpenStream(Arc<watch::Sender<usize>>);
 
 impl OpenStream {
     fn new(open: Arc<watch::Sender<usize>>) -> Self {
@@ -200,6 +203,8 @@ pub fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    use tokio_stream::StreamExt;
+
     use super::*;
 
     fn timeout_of(value: &str) -> Option<Duration> {
@@ -223,8 +228,9 @@ mod tests {
     #[tokio::test]
     async fn admits_until_drained_and_counts_open_streams() {
         let gate = StreamGate::new();
-        assert!(gate.admit().is_ok());
-        let stream = gate.guard(tokio_stream::pending::<Result<u8, Status>>(), None);
+        let open = gate.admit().expect("admitted");
+        assert_eq!(gate.open_streams(), 1, "counted from its admission");
+        let stream = gate.guard(tokio_stream::pending::<Result<u8, Status>>(), open, None);
         assert_eq!(gate.open_streams(), 1);
         gate.drain();
         assert_eq!(gate.admit().unwrap_err().code(), Code::Unavailable);
@@ -242,7 +248,8 @@ mod tests {
     async fn a_passed_deadline_ends_even_a_busy_stream() {
         let gate = StreamGate::new();
         let busy = tokio_stream::iter(std::iter::repeat_with(|| Ok::<_, Status>(1u8)));
-        let stream = gate.guard(busy, Some(Duration::from_millis(20)));
+        let open = gate.admit().expect("admitted");
+        let stream = gate.guard(busy, open, Some(Duration::from_millis(20)));
         let mut stream = Box::pin(stream);
         let ended = loop {
             match stream.next().await {

@@ -20,7 +20,7 @@ use crate::pb::agent_service_server::AgentService;
 use crate::runtime::{RunStream, Runtime};
 
 pub use auth::{tenant_of, Authenticator};
-pub use gate::StreamGate;
+pub use gate::{OpenStream, StreamGate};
 pub use wire::WireErrors;
 
 /// A stream of chunks as tonic sends it.
@@ -54,12 +54,14 @@ impl AgentServiceImpl {
         rpc: Rpc,
         requested: Instant,
         stream: RunStream,
-        deadline: Option<std::time::Duration>,
+        (open, deadline): (OpenStream, Option<std::time::Duration>),
     ) -> Response<ChunkStream> {
         let run_id = stream.run_id.to_string();
         let chunks = stream.map_events(move |event| Ok(convert::event_to_proto(&run_id, event)));
         let measured = self.runtime.metrics().measure_stream(rpc, requested, chunks);
-        Response::new(Box::pin(self.gate.guard(Box::pin(measured), deadline)))
+        // What is left of the client's deadline.
+        let deadline = deadline.map(|deadline| deadline.saturating_sub(requested.elapsed()));
+        Response::new(Box::pin(self.gate.guard(measured, open, deadline)))
     }
 }
 
@@ -88,7 +90,7 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::StreamAgentRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
-        self.gate.admit()?;
+        let open = self.gate.admit()?;
         let deadline = gate::client_timeout(request.metadata());
         let tenant = tenant_of(&request);
         let request = request.into_inner();
@@ -96,12 +98,12 @@ impl AgentService for AgentServiceImpl {
         let start = convert::start_request(request)?;
         let mut stream = self.runtime.start(&tenant, start).await?;
         with_first_chunks(&mut stream, deadline).await;
-        Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, deadline))
+        Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, (open, deadline)))
     }
 
     async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
-        self.gate.admit()?;
+        let open = self.gate.admit()?;
         let deadline = gate::client_timeout(request.metadata());
         let tenant = tenant_of(&request);
         let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
@@ -109,7 +111,7 @@ impl AgentService for AgentServiceImpl {
         })?;
         let mut stream = self.runtime.resume(&tenant, resume).await?;
         with_first_chunks(&mut stream, deadline).await;
-        Ok(self.chunk_stream(Rpc::Resume, requested, stream, deadline))
+        Ok(self.chunk_stream(Rpc::Resume, requested, stream, (open, deadline)))
     }
 
     async fn subscribe_run(
@@ -117,13 +119,13 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::SubscribeRunRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
-        self.gate.admit()?;
+        let open = self.gate.admit()?;
         let deadline = gate::client_timeout(request.metadata());
         let tenant = tenant_of(&request);
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
         let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
-        Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, deadline))
+        Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, (open, deadline)))
     }
 
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
