@@ -24,10 +24,48 @@ pub(crate) struct Delivery {
     ends: bool,
 }
 
-impl Delivery {
-    pub(crate) fn new(events: Arc<[Event]>, range: Range<usize>, ends: bool) -> Self {
-        Self { events, range, ends }
+/// How a stream goes on after a delivery.
+pub(crate) enum Next {
+    /// Wait for the next stored chunks.
+    More,
+    /// The stream ended.
+    Done,
+    /// What came does not continue what was delivered: the store has it.
+    Gap,
+}
+
+/// The part of `events` (stored chunks, in seq order) that continues a
+/// stream whose last delivered seq is `*last`: the chunks after it, without
+/// a gap, up to the `finish` after `ends_after` (if any), which ends the
+/// stream. Advances `*last` over them.
+pub(crate) fn continuation(
+    events: Arc<[Event]>,
+    last: &mut u64,
+    ends_after: Option<u64>,
+) -> (Option<Delivery>, Next) {
+    let first = events.partition_point(|event| event.seq <= *last);
+    let mut end = first;
+    let mut next = Next::More;
+    for event in &events[first..] {
+        if event.seq != *last + 1 {
+            next = Next::Gap;
+            break;
+        }
+        *last = event.seq;
+        end += 1;
+        let finish = matches!(event.chunk, Chunk::Finish { .. });
+        if finish && ends_after.is_some_and(|after| event.seq > after) {
+            next = Next::Done;
+            break;
+        }
     }
+    let ends = matches!(next, Next::Done);
+    let delivery = (end > first).then_some(Delivery {
+        events,
+        range: first..end,
+        ends,
+    });
+    (delivery, next)
 }
 
 /// Hands a follower of the run the client of a stream that its execution
@@ -64,35 +102,27 @@ impl ClientFeed {
         self.client.clone()
     }
 
-    /// Delivers chunks just stored (in seq order), up to the one that ends
-    /// the stream. The feed, unless that ended it: the stream ended, the
-    /// client went away, or it was handed over.
+    /// Delivers chunks just stored (see [`continuation`]). The feed, unless
+    /// that ended it: the stream ended, the client went away, or it was
+    /// handed over.
     pub(crate) fn deliver(mut self, events: Arc<[Event]>) -> Option<Self> {
-        let first = events.partition_point(|event| event.seq <= self.last);
-        if first == events.len() {
-            return Some(self);
-        }
-        if events[first].seq != self.last + 1 {
-            // Not what follows the last chunk delivered: the store has it.
-            self.hand_over();
-            return None;
-        }
-        let finish = events[first..]
-            .iter()
-            .position(|event| matches!(event.chunk, Chunk::Finish { .. }) && event.seq > self.after);
-        let (end, ends) = match finish {
-            Some(index) => (first + index + 1, true),
-            None => (events.len(), false),
-        };
-        let last = events[end - 1].seq;
-        match self.client.try_send(Delivery::new(events, first..end, ends)) {
-            Ok(()) if ends => None,
-            Ok(()) => {
-                self.last = last;
-                Some(self)
+        let delivered = self.last;
+        let (delivery, next) = continuation(events, &mut self.last, Some(self.after));
+        if let Some(delivery) = delivery {
+            match self.client.try_send(delivery) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Closed(_)) => return None,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    self.last = delivered;
+                    self.hand_over();
+                    return None;
+                }
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => None,
-            Err(mpsc::error::TrySendError::Full(_)) => {
+        }
+        match next {
+            Next::More => Some(self),
+            Next::Done => None,
+            Next::Gap => {
                 self.hand_over();
                 None
             }
@@ -235,10 +265,20 @@ mod tests {
         let (sender, receiver) = mpsc::channel(4);
         let events: Arc<[Event]> = vec![delta(1), delta(2), delta(3)].into();
         sender
-            .try_send(Delivery::new(Arc::clone(&events), 1..3, false))
+            .try_send(Delivery {
+                events: Arc::clone(&events),
+                range: 1..3,
+                ends: false,
+            })
             .unwrap();
         let ending: Arc<[Event]> = vec![delta(4), finish(5)].into();
-        sender.try_send(Delivery::new(ending, 0..2, true)).unwrap();
+        sender
+            .try_send(Delivery {
+                events: ending,
+                range: 0..2,
+                ends: true,
+            })
+            .unwrap();
         let mut stream = RunStream::new(RunId::new(), receiver);
         stream.first_chunks().await;
         let seqs = stream.map_events(|event| event.seq).collect::<Vec<u64>>();
@@ -287,6 +327,13 @@ mod tests {
         assert!(feed.deliver(vec![delta(2)].into()).is_none(), "a gap");
         assert_eq!(*handed.lock().unwrap(), [0]);
 
+        // What continues the stream before a gap is delivered first.
+        let (feed, stream, handed) = recorded_feed(4, 0);
+        assert!(feed.deliver(vec![delta(1), delta(3)].into()).is_none(), "a gap");
+        assert_eq!(*handed.lock().unwrap(), [1]);
+        let seqs: Vec<u64> = stream.map_events(|event| event.seq).collect().await;
+        assert_eq!(seqs, [1]);
+
         let (feed, stream, handed) = recorded_feed(4, 0);
         drop(stream);
         assert!(feed.deliver(vec![delta(1)].into()).is_none(), "the client left");
@@ -297,7 +344,13 @@ mod tests {
     async fn ends_when_the_follower_goes_away() {
         let (sender, receiver) = mpsc::channel(4);
         let events: Arc<[Event]> = vec![delta(1)].into();
-        sender.try_send(Delivery::new(events, 0..1, false)).unwrap();
+        sender
+            .try_send(Delivery {
+                events,
+                range: 0..1,
+                ends: false,
+            })
+            .unwrap();
         drop(sender);
         let seqs: Vec<u64> = RunStream::new(RunId::new(), receiver)
             .map_events(|event| event.seq)

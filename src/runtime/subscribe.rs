@@ -10,9 +10,9 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 
 use super::live::{LiveRun, Signal};
-use super::stream::{ClientFeed, Delivery, RunStream};
+use super::stream::{continuation, ClientFeed, Delivery, Next, RunStream};
 use super::{Inner, Runtime, RuntimeError};
-use crate::chunk::{Chunk, Event};
+use crate::chunk::Event;
 use crate::run::{RunId, RunStatus};
 use crate::tenant::Tenant;
 
@@ -38,10 +38,6 @@ pub(super) enum Wanted {
     /// One stream of the run (a start or a continuation) from its first seq
     /// to its `finish`.
     Segment { first_seq: u64 },
-}
-
-fn is_finish(event: &Event) -> bool {
-    matches!(event.chunk, Chunk::Finish { .. })
 }
 
 /// The events that continue `after` without a gap.
@@ -204,14 +200,6 @@ struct Forwarder {
     follow: Follow,
 }
 
-/// Whether the subscription goes on after a delivery.
-enum Next {
-    More,
-    Done,
-    /// What came does not continue what was delivered: read the store.
-    Gap,
-}
-
 impl Forwarder {
     async fn run(self, after_seq: u64, replay: Vec<Event>, signals: broadcast::Receiver<Signal>) {
         let run_id = self.live.id();
@@ -266,45 +254,20 @@ impl Forwarder {
         }
     }
 
-    /// Delivers, in one go, the chunks of `events` (in seq order) that
-    /// follow `last`, up to the one that ends the subscription; chunks
-    /// already delivered are skipped, and a chunk past `last + 1` is a gap.
+    /// Delivers, in one go, what of `events` continues the subscription
+    /// (see [`continuation`]).
     async fn deliver(&self, events: Arc<[Event]>, last: &mut u64) -> Next {
-        let first = events.partition_point(|event| event.seq <= *last);
-        let mut end = first;
-        let mut next = Next::More;
-        for event in &events[first..] {
-            if event.seq != *last + 1 {
-                next = Next::Gap;
-                break;
-            }
-            *last = event.seq;
-            end += 1;
-            if self.ends_with(event) {
-                next = Next::Done;
-                break;
-            }
-        }
-        if end > first {
-            let ends = matches!(next, Next::Done);
-            if self
-                .client
-                .send(Delivery::new(events, first..end, ends))
-                .await
-                .is_err()
-            {
+        let ends_after = match self.follow {
+            Follow::UntilFinishAfter(after) => Some(after),
+            Follow::ReplayOnly => None,
+        };
+        let (delivery, next) = continuation(events, last, ends_after);
+        if let Some(delivery) = delivery {
+            if self.client.send(delivery).await.is_err() {
                 return Next::Done;
             }
         }
         next
-    }
-
-    /// Whether `event` is the last one this subscription delivers.
-    fn ends_with(&self, event: &Event) -> bool {
-        match self.follow {
-            Follow::UntilFinishAfter(after) => is_finish(event) && event.seq > after,
-            Follow::ReplayOnly => false,
-        }
     }
 
     /// The next signal; with a shared store, a `Recheck` after a quiet
