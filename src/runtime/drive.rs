@@ -121,12 +121,7 @@ impl Execution {
             }
         }
         self.emitter.hand_over_client();
-        if !self.emitter.finished() {
-            // Otherwise it ended with the write that finished the run, and
-            // another execution of the run may have begun since.
-            self.emitter.live().stop_executing();
-            self.emitter.release_slot();
-        }
+        self.emitter.release_hold();
         self.inner.live.release(self.run.id);
     }
 

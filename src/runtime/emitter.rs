@@ -52,13 +52,27 @@ pub struct Emitter {
     live: Arc<LiveRun>,
     last_seq: u64,
     client: Option<mpsc::Sender<Delivery>>,
-    /// The tenant's slot the execution counts against (none for a
-    /// takeover).
-    slot: Option<RunSlot>,
-    /// The run left RUNNING by a write of this execution.
-    finished: bool,
+    hold: Hold,
     shared: Arc<Shared>,
     flusher: JoinHandle<()>,
+}
+
+/// The execution's hold on its run here: the run's executing mark and the
+/// tenant's slot it counts against (none for a takeover).
+struct Hold {
+    held: bool,
+    slot: Option<RunSlot>,
+}
+
+impl Hold {
+    /// Ends the hold, once: after that another execution of the run may
+    /// begin here, whose mark must stay.
+    fn release(&mut self, live: &LiveRun) {
+        if std::mem::take(&mut self.held) {
+            live.stop_executing();
+            self.slot = None;
+        }
+    }
 }
 
 /// What the emitter and its flusher share.
@@ -207,8 +221,7 @@ impl Emitter {
             live,
             last_seq: run.last_seq,
             client,
-            slot,
-            finished: false,
+            hold: Hold { held: true, slot },
             shared,
             flusher,
         }
@@ -222,15 +235,10 @@ impl Emitter {
         self.last_seq
     }
 
-    /// Whether a write of this execution took the run out of RUNNING
-    /// (which also ended the execution's hold on the run).
-    pub(crate) fn finished(&self) -> bool {
-        self.finished
-    }
-
-    /// Gives back the tenant's slot the execution counts against.
-    pub(crate) fn release_slot(&mut self) {
-        self.slot = None;
+    /// Ends the execution's hold on the run here, unless the write that
+    /// took the run out of RUNNING ended it already.
+    pub(crate) fn release_hold(&mut self) {
+        self.hold.release(&self.live);
     }
 
     /// The client's channel, to watch for it going away.
@@ -331,9 +339,7 @@ impl Emitter {
                     // sees that it left RUNNING, so that an answer to the
                     // suspension it stored, or another run of its tenant,
                     // is taken at once.
-                    self.finished = true;
-                    shared.live.stop_executing();
-                    self.slot = None;
+                    self.hold.release(&shared.live);
                 }
                 shared.release(events);
                 shared.drained.notify_waiters();
@@ -562,5 +568,69 @@ impl ChunkSink for Staging {
 impl ChunkSink for Emitter {
     async fn emit(&mut self, chunk: Chunk) {
         self.emit_now(chunk).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::chunk::{FinishReason, Usage};
+    use crate::runtime::live::LiveRuns;
+    use crate::runtime::stream::ClientFeed;
+    use crate::store::MemoryStore;
+
+    /// A run that an execution starts, not stored yet, with two chunks
+    /// before it (from a stream its client did not see).
+    fn new_run() -> RunRecord {
+        let json = json!({
+            "id": crate::run::RunId::new(), "agent_id": "a", "status": "running", "version": 1,
+            "last_seq": 2, "created_at": 0, "updated_at": 0, "expires_at": null,
+            "request_id": null, "metadata": {}, "options": {"max_steps": 1,
+            "require_tool_approval": false, "cancel_on_disconnect": false,
+            "suspend_ttl": {"secs": 1, "nanos": 0}},
+            "state": {"messages": [], "pending": [], "steps": 0,
+            "usage": {"input_tokens": 0, "output_tokens": 0}, "final_text": "", "failure": null},
+        });
+        serde_json::from_value(json).expect("a run")
+    }
+
+    #[tokio::test]
+    async fn the_write_that_suspends_a_run_ends_its_hold_before_releasing_its_chunks() {
+        let runs = LiveRuns::default();
+        let mut run = new_run();
+        let live = runs.start_execution(run.id);
+        // A client that saw nothing of the run cannot take the chunks after
+        // seq 2: the feed hands it over in the middle of their release, and
+        // the hand-over looks at the run then.
+        let (client, _stream) = mpsc::channel(4);
+        let executing_then = Arc::new(Mutex::new(None));
+        let (seen, watched) = (Arc::clone(&executing_then), Arc::clone(&live));
+        let hand_over = Box::new(move |_, _| *lock(&seen) = Some(watched.is_executing()));
+        let feed = ClientFeed::new(client, 0, hand_over);
+        let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+        let config = RuntimeConfig::default();
+        let mut emitter = Emitter::start(
+            store,
+            Arc::clone(&live),
+            &run,
+            Standing::New,
+            &config,
+            Some(feed),
+            None,
+        );
+        emitter.hold(Chunk::Finish {
+            reason: FinishReason::Suspended,
+            usage: Usage::default(),
+            text: String::new(),
+        });
+        run.status = RunStatus::Suspended;
+        emitter.commit(&mut run).await.expect("stored");
+        assert_eq!(
+            *lock(&executing_then),
+            Some(false),
+            "released while the run still executed here"
+        );
     }
 }
