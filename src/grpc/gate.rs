@@ -100,10 +100,10 @@ impl StreamGate {
 
     /// `stream`, admitted as `open`, ended with a status at `deadline` or
     /// when the gate closes.
-    pub fn guard<S>(&self, stream: S, open: OpenStream, deadline: Option<Duration>) -> Guarded<S> {
+    pub fn guard<S>(&self, stream: S, open: OpenStream, deadline: Option<Instant>) -> Guarded<S> {
         Guarded {
             inner: stream,
-            deadline: deadline.map(|after| Box::pin(tokio::time::sleep_until(Instant::now() + after))),
+            deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
             phase: WatchStream::new(self.phase.subscribe()),
             _open: open,
             ended: false,
@@ -178,9 +178,15 @@ fn unavailable(reason: &str, message: &str) -> Status {
     Status::with_error_details(Code::Unavailable, message, super::status::info(reason, &[]))
 }
 
-/// The client's deadline from `grpc-timeout` (`<up to 8 digits><H|M|S|m|u|n>`);
+/// The deadline of a call that came in at `requested`, from its
+/// `grpc-timeout`.
+pub fn client_deadline(metadata: &MetadataMap, requested: Instant) -> Option<Instant> {
+    client_timeout(metadata).map(|timeout| requested + timeout)
+}
+
+/// The client's timeout from `grpc-timeout` (`<up to 8 digits><H|M|S|m|u|n>`);
 /// a header that does not parse is ignored.
-pub fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
+fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
     let value = metadata.get("grpc-timeout")?.to_str().ok()?;
     if value.len() < 2 || value.len() > 9 {
         return None;
@@ -249,7 +255,7 @@ mod tests {
         let gate = StreamGate::new();
         let busy = tokio_stream::iter(std::iter::repeat_with(|| Ok::<_, Status>(1u8)));
         let open = gate.admit().expect("admitted");
-        let stream = gate.guard(busy, open, Some(Duration::from_millis(20)));
+        let stream = gate.guard(busy, open, Some(Instant::now() + Duration::from_millis(20)));
         let mut stream = Box::pin(stream);
         let ended = loop {
             match stream.next().await {

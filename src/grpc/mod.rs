@@ -9,7 +9,7 @@ mod status;
 mod wire;
 
 use std::pin::Pin;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -54,13 +54,15 @@ impl AgentServiceImpl {
         rpc: Rpc,
         requested: Instant,
         stream: RunStream,
-        (open, deadline): (OpenStream, Option<std::time::Duration>),
+        open: OpenStream,
+        deadline: Option<Instant>,
     ) -> Response<ChunkStream> {
         let run_id = stream.run_id.to_string();
         let chunks = stream.map_events(move |event| Ok(convert::event_to_proto(&run_id, event)));
-        let measured = self.runtime.metrics().measure_stream(rpc, requested, chunks);
-        // What is left of the client's deadline.
-        let deadline = deadline.map(|deadline| deadline.saturating_sub(requested.elapsed()));
+        let measured = self
+            .runtime
+            .metrics()
+            .measure_stream(rpc, requested.into_std(), chunks);
         Response::new(Box::pin(self.gate.guard(measured, open, deadline)))
     }
 }
@@ -69,11 +71,11 @@ impl AgentServiceImpl {
 /// continued (they are stored within milliseconds), so that the response's
 /// headers go out with them in one write instead of alone; at most until
 /// the client's deadline, which then ends the stream.
-async fn with_first_chunks(stream: &mut RunStream, deadline: Option<std::time::Duration>) {
+async fn with_first_chunks(stream: &mut RunStream, deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => {
             // Past the deadline the stream ends without them.
-            let _ = tokio::time::timeout(deadline, stream.first_chunks()).await;
+            let _ = tokio::time::timeout_at(deadline, stream.first_chunks()).await;
         }
         None => stream.first_chunks().await,
     }
@@ -91,27 +93,27 @@ impl AgentService for AgentServiceImpl {
     ) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
         let open = self.gate.admit()?;
-        let deadline = gate::client_timeout(request.metadata());
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
         let request = request.into_inner();
         convert::check_start_request(self.runtime.limits(), &request)?;
         let start = convert::start_request(request)?;
         let mut stream = self.runtime.start(&tenant, start).await?;
         with_first_chunks(&mut stream, deadline).await;
-        Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, (open, deadline)))
+        Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, open, deadline))
     }
 
     async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
         let open = self.gate.admit()?;
-        let deadline = gate::client_timeout(request.metadata());
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
         let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
             self.runtime.metrics().resume_rejected(refused);
         })?;
         let mut stream = self.runtime.resume(&tenant, resume).await?;
         with_first_chunks(&mut stream, deadline).await;
-        Ok(self.chunk_stream(Rpc::Resume, requested, stream, (open, deadline)))
+        Ok(self.chunk_stream(Rpc::Resume, requested, stream, open, deadline))
     }
 
     async fn subscribe_run(
@@ -120,12 +122,12 @@ impl AgentService for AgentServiceImpl {
     ) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
         let open = self.gate.admit()?;
-        let deadline = gate::client_timeout(request.metadata());
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
         let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
-        Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, (open, deadline)))
+        Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, open, deadline))
     }
 
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
