@@ -69,12 +69,7 @@ async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
         suspended
     );
 
-    let completed = completed_from(&suspended, "Pro");
-    let second = resumption_events(suspended.last_seq + 1, "Pro");
-    store
-        .commit(&completed, suspended.version, &second)
-        .await
-        .expect("commit");
+    let (completed, _) = answer(&store, &suspended, "Pro").await;
     assert_eq!(store.load_run(completed.id).await.expect("read"), completed);
 
     // Suspended again, then moved on before anybody read it.
@@ -169,12 +164,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
         matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
         "a seq moved from a row of its own is taken: {again:?}"
     );
-    let completed = completed_from(&suspended, "Pro");
-    let second = resumption_events(suspended.last_seq + 1, "Pro");
-    store
-        .commit(&completed, suspended.version, &second)
-        .await
-        .expect("commit");
+    let (completed, second) = answer(&store, &suspended, "Pro").await;
     assert_eq!(events_of(&store, completed.id).await, concat(&first, &second));
     let after = first.len() as u64 - 1;
     assert_eq!(
@@ -347,12 +337,7 @@ async fn commit_replaces_record_and_appends_events(store: &Store) {
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
 
-    let completed = completed_from(&run, "Pro");
-    let second = resumption_events(run.last_seq + 1, "Pro");
-    store
-        .commit(&completed, run.version, &second)
-        .await
-        .expect("commit");
+    let (completed, second) = answer(store, &run, "Pro").await;
     assert_eq!(store.load_run(run.id).await.expect("load"), completed);
     assert_eq!(events_of(store, run.id).await, concat(&first, &second));
 
@@ -373,12 +358,7 @@ async fn stale_commit_changes_nothing(store: &Store) {
     let run = suspended_run("assistant");
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
-    let completed = completed_from(&run, "Pro");
-    let second = resumption_events(run.last_seq + 1, "Pro");
-    store
-        .commit(&completed, run.version, &second)
-        .await
-        .expect("commit");
+    let (completed, second) = answer(store, &run, "Pro").await;
     let log = concat(&first, &second);
 
     // Someone who read version 1 writes after the run moved to version 2.
@@ -458,12 +438,7 @@ async fn read_events_after_seq(store: &Store) {
     let run = suspended_run("assistant");
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
-    let completed = completed_from(&run, "Pro");
-    let second = resumption_events(run.last_seq + 1, "Pro");
-    store
-        .commit(&completed, run.version, &second)
-        .await
-        .expect("commit");
+    let (completed, second) = answer(store, &run, "Pro").await;
     let log = concat(&first, &second);
     assert_eq!(log.last().map(|e| e.seq), Some(completed.last_seq));
 
@@ -798,6 +773,18 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
 }
 
 /// `run` answered with `answer` and completed: version + 1, pending cleared.
+/// Commits `run` answered with `answer` (see [`completed_from`]) and the
+/// chunks of its continuation; returns both.
+async fn answer(store: &Store, run: &RunRecord, answer: &str) -> (RunRecord, Vec<Event>) {
+    let completed = completed_from(run, answer);
+    let events = resumption_events(run.last_seq + 1, answer);
+    store
+        .commit(&completed, run.version, &events)
+        .await
+        .expect("commit");
+    (completed, events)
+}
+
 fn completed_from(run: &RunRecord, answer: &str) -> RunRecord {
     let mut next = run.clone();
     next.status = RunStatus::Completed;
