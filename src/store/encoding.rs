@@ -22,10 +22,46 @@ const HEADER: usize = 1 + 4;
 /// Below this size compression rarely pays for its header.
 const MIN_COMPRESSED: usize = 192;
 
+/// Scratch buffers reused by every encoding on a thread: the JSON grows in
+/// place instead of through a chain of reallocations, and LZ4 writes into a
+/// buffer that is already there (and already zeroed); what is returned is
+/// one allocation of the final size.
+struct Scratch {
+    json: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
+/// A scratch buffer that grew past this (a very long conversation) is let
+/// go after use rather than kept for the thread's lifetime.
+const MAX_KEPT: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = const {
+        std::cell::RefCell::new(Scratch { json: Vec::new(), compressed: Vec::new() })
+    };
+}
+
 /// `value` as JSON, compressed if that is smaller.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    let json = serde_json::to_vec(value).map_err(corrupt)?;
-    Ok(compress(json))
+    SCRATCH.with(|scratch| {
+        let Ok(mut scratch) = scratch.try_borrow_mut() else {
+            // Only a `Serialize` that encodes for the store itself gets
+            // here; it gets buffers of its own.
+            let json = serde_json::to_vec(value).map_err(corrupt)?;
+            return Ok(compress(&json, &mut Vec::new()));
+        };
+        let Scratch { json, compressed } = &mut *scratch;
+        json.clear();
+        let encoded = serde_json::to_writer(&mut *json, value)
+            .map_err(corrupt)
+            .map(|()| compress(json, compressed));
+        for buffer in [json, compressed] {
+            if buffer.capacity() > MAX_KEPT {
+                *buffer = Vec::new();
+            }
+        }
+        encoded
+    })
 }
 
 /// `value` as plain JSON: for what is overwritten soon anyway (the record
@@ -35,25 +71,27 @@ pub(crate) fn encode_plain<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreErro
     serde_json::to_vec(value).map_err(corrupt)
 }
 
-/// `json` compressed, if that makes it smaller.
-fn compress(json: Vec<u8>) -> Vec<u8> {
+/// `json` compressed if that makes it smaller, else as it is; `scratch`
+/// is where LZ4 writes.
+fn compress(json: &[u8], scratch: &mut Vec<u8>) -> Vec<u8> {
     if json.len() < MIN_COMPRESSED {
-        return json;
+        return json.to_vec();
     }
-    // One buffer: the marker, the size `decompress_size_prepended` reads
-    // (little-endian u32), then the block compressed in place.
+    // The marker, the size `decompress_size_prepended` reads (little-endian
+    // u32), then the block.
     let Ok(size) = u32::try_from(json.len()) else {
-        return json;
+        return json.to_vec();
     };
-    let mut compressed = vec![0; HEADER + lz4_flex::block::get_maximum_output_size(json.len())];
-    compressed[0] = LZ4_JSON;
-    compressed[1..HEADER].copy_from_slice(&size.to_le_bytes());
-    match lz4_flex::block::compress_into(&json, &mut compressed[HEADER..]) {
-        Ok(written) if HEADER + written < json.len() => {
-            compressed.truncate(HEADER + written);
-            compressed
-        }
-        _ => json,
+    let room = HEADER + lz4_flex::block::get_maximum_output_size(json.len());
+    if scratch.len() < room {
+        scratch.resize(room, 0);
+    }
+    let block = &mut scratch[..room];
+    block[0] = LZ4_JSON;
+    block[1..HEADER].copy_from_slice(&size.to_le_bytes());
+    match lz4_flex::block::compress_into(json, &mut block[HEADER..]) {
+        Ok(written) if HEADER + written < json.len() => block[..HEADER + written].to_vec(),
+        _ => json.to_vec(),
     }
 }
 
@@ -93,6 +131,23 @@ mod tests {
         let mut stored = vec![LZ4_JSON];
         stored.extend(lz4_flex::block::compress_prepend_size(&json));
         assert_eq!(bytes, stored);
+    }
+
+    #[test]
+    fn each_encoding_stands_alone_though_buffers_are_reused() {
+        // Longest first: what follows must not carry its bytes.
+        let values: Vec<Chunk> = [400, 12, 60, 2, 200]
+            .into_iter()
+            .map(|words| Chunk::TextDelta {
+                text: (0..words).map(|i| format!("w{} ", i % 7)).collect(),
+            })
+            .collect();
+        for value in &values {
+            let bytes = encode(value).unwrap();
+            assert_eq!(&decode::<Chunk>(&bytes).unwrap(), value);
+            let plain = serde_json::to_vec(value).unwrap();
+            assert!(bytes.len() <= plain.len(), "never larger than the JSON");
+        }
     }
 
     #[test]
