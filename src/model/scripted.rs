@@ -19,6 +19,8 @@
 
 mod call_directive;
 
+use std::sync::{Arc, LazyLock};
+
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio_stream::StreamExt;
@@ -26,7 +28,7 @@ use tokio_stream::StreamExt;
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 use crate::agent::Message;
 use crate::chunk::Usage;
-use crate::tools::ToolCall;
+use crate::tools::{json_len, ToolCall};
 
 const ASK_USER: &str = "ask_user";
 const ANSWER_PREFIX: &str = "User answered: ";
@@ -41,11 +43,11 @@ enum Script {
     Stream(usize, Option<std::time::Duration>),
     Say(String),
     /// Tool calls: tool name and arguments.
-    Call(Vec<(String, Value)>),
+    Call(Vec<(String, Arc<Value>)>),
 }
 
 /// Calls of ask_user with these arguments.
-fn ask(questions: Vec<Value>) -> Script {
+fn ask(questions: Vec<Arc<Value>>) -> Script {
     Script::Call(
         questions
             .into_iter()
@@ -57,7 +59,12 @@ fn ask(questions: Vec<Value>) -> Script {
 /// What a prompt with `call` directives asks for.
 fn call_directives(prompt: &str) -> Option<Script> {
     Some(match call_directive::parse(prompt)? {
-        Ok(directives) => Script::Call(directives.into_iter().map(|d| (d.name, d.args)).collect()),
+        Ok(directives) => Script::Call(
+            directives
+                .into_iter()
+                .map(|d| (d.name, Arc::new(d.args)))
+                .collect(),
+        ),
         Err(reason) => Script::Say(format!(
             "I did not call any tool: the call directive is invalid: {reason}. \
              Write it as call TOOL_NAME {{\"key\": \"value\"}}."
@@ -65,23 +72,27 @@ fn call_directives(prompt: &str) -> Option<Script> {
     })
 }
 
-fn free_text_question() -> Value {
-    json!({"question": "What should I call you?"})
+/// The questions the model asks, built once: every call shares its
+/// arguments.
+struct Questions {
+    free_text: Arc<Value>,
+    single_select: Arc<Value>,
+    multi_select: Arc<Value>,
+    /// `selectionMode` but no options: an error.
+    invalid: Arc<Value>,
 }
 
-fn single_select_question() -> Value {
-    json!({
+static QUESTIONS: LazyLock<Questions> = LazyLock::new(|| Questions {
+    free_text: Arc::new(json!({"question": "What should I call you?"})),
+    single_select: Arc::new(json!({
         "question": "Which plan should I set up for you?",
         "options": [
             {"label": "Basic", "description": "One project, community support"},
             {"label": "Pro", "description": "Unlimited projects, email support"},
             {"label": "Enterprise", "description": "SSO, audit logs and a dedicated engineer"}
         ]
-    })
-}
-
-fn multi_select_question() -> Value {
-    json!({
+    })),
+    multi_select: Arc::new(json!({
         "question": "Which toppings do you want on your pizza?",
         "options": [
             {"label": "Mushrooms", "description": "Roasted chestnut mushrooms"},
@@ -90,12 +101,9 @@ fn multi_select_question() -> Value {
             {"label": "Basil", "description": "Fresh basil leaves, added after baking"}
         ],
         "selectionMode": "multi_select"
-    })
-}
-
-fn invalid_question() -> Value {
-    json!({"question": "Which toppings do you want?", "selectionMode": "multi_select"})
-}
+    })),
+    invalid: Arc::new(json!({"question": "Which toppings do you want?", "selectionMode": "multi_select"})),
+});
 
 /// The number after the word `stream`, if the prompt asks for a stream.
 /// The pause of `every M ms` in a stream prompt, if any.
@@ -137,16 +145,17 @@ fn first_step(prompt: &str, messages: &[Message], can_ask: bool) -> Script {
             prompt.trim()
         ));
     }
+    let q = &*QUESTIONS;
     ask(if prompt.contains("invalid") {
-        vec![invalid_question()]
+        vec![Arc::clone(&q.invalid)]
     } else if prompt.contains("two questions") {
-        vec![free_text_question(), single_select_question()]
+        vec![Arc::clone(&q.free_text), Arc::clone(&q.single_select)]
     } else if prompt.contains("multi") {
-        vec![multi_select_question()]
+        vec![Arc::clone(&q.multi_select)]
     } else if prompt.contains("free") {
-        vec![free_text_question()]
+        vec![Arc::clone(&q.free_text)]
     } else {
-        vec![single_select_question()]
+        vec![Arc::clone(&q.single_select)]
     })
 }
 
@@ -316,11 +325,11 @@ impl LanguageModel for Scripted {
                     .into_iter()
                     .enumerate()
                     .map(|(i, (name, args))| {
-                        output_chars += args.to_string().len();
+                        output_chars += json_len(&args);
                         ModelEvent::ToolCall(ToolCall {
                             id: format!("call_{step}_{}", i + 1),
                             name,
-                            args: args.into(),
+                            args,
                         })
                     })
                     .collect();
@@ -439,7 +448,10 @@ mod tests {
         else {
             panic!("expected calls");
         };
-        assert_eq!(calls, [("human_review".to_owned(), json!({"draft": "multi"}))]);
+        assert_eq!(
+            calls,
+            [("human_review".to_owned(), Arc::new(json!({"draft": "multi"})))]
+        );
         let Script::Say(text) = first_step("call human_review {draft}", &[], true) else {
             panic!("expected a plain answer");
         };

@@ -36,6 +36,23 @@ pub struct ToolCall {
     pub args: Arc<Value>,
 }
 
+/// The length of `value` written as compact JSON, without writing it out.
+pub fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    serde_json::to_writer(&mut counter, value).map_or(0, |()| counter.0)
+}
+
 /// A tool as the model (and ListAgents) sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSpec {
@@ -113,5 +130,23 @@ pub trait Tool: Send + Sync + 'static {
     /// a rejected answer leaves the run as it was.
     fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
         suspend::resume_with_data(payload, answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::json_len;
+
+    #[test]
+    fn json_len_is_the_length_of_the_compact_json() {
+        for value in [
+            json!({}),
+            json!({"question": "Which plan?", "options": [{"label": "Pro", "description": "Ünlimited \"projects\"\n"}]}),
+            json!([1, 2.5, null, true, "tab\there"]),
+        ] {
+            assert_eq!(json_len(&value), value.to_string().len());
+        }
     }
 }
