@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
-use tracing::{instrument, Instrument};
+use tracing::Instrument;
 
 use super::live::LiveRun;
 use super::stream::Delivery;
@@ -62,7 +62,6 @@ impl Execution {
     }
 
     /// Starts a new run: its `start` chunk, then steps.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant))]
     pub(super) async fn start_run(mut self) {
         let start = Chunk::Start {
             agent_id: self.run.agent_id.clone(),
@@ -74,7 +73,6 @@ impl Execution {
     }
 
     /// Steps until the run suspends or finishes.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant, thread_id = self.thread_id()))]
     pub(super) async fn run_steps(mut self) {
         let outcome = self.step_loop().await;
         self.settle(outcome).await;
@@ -83,7 +81,6 @@ impl Execution {
     /// Continues after a Resume claimed a suspension (or after a takeover):
     /// runs the calls that were approved and have not run yet, then suspends
     /// again while calls are pending, or steps on.
-    #[instrument(skip_all, fields(run_id = %self.run.id, agent = %self.run.agent_id, tenant = %self.run.tenant, thread_id = self.thread_id()))]
     pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
         for call in approved {
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
@@ -123,10 +120,6 @@ impl Execution {
         self.emitter.hand_over_client();
         self.emitter.release_hold();
         self.inner.live.release(self.run.id);
-    }
-
-    fn thread_id(&self) -> &str {
-        self.run.thread.as_ref().map_or("", |link| link.id.as_str())
     }
 
     async fn step_loop(&mut self) -> Result<(), StoreError> {

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use super::drive::Execution;
 use super::emitter::Standing;
 use super::live::LiveRun;
@@ -48,7 +50,8 @@ impl Runtime {
         let live = self.inner.live.start_execution(run.id);
         let (stream, feed) = self.execution_stream(&live, 0, Vec::new());
         let work = (Work::Start, Standing::New);
-        self.spawn_execution(live, agent, run, work, feed, Some(slot));
+        let span = tracing::Span::current();
+        self.spawn_execution(live, agent, run, work, (feed, span), Some(slot));
         stream
     }
 
@@ -81,7 +84,8 @@ impl Runtime {
             }
         };
         let (stream, feed) = self.execution_stream(&live, after_seq, replay);
-        self.spawn_execution(live, agent, run, (work, standing), feed, Some(slot));
+        let span = tracing::Span::current();
+        self.spawn_execution(live, agent, run, (work, standing), (feed, span), Some(slot));
         stream
     }
 
@@ -90,16 +94,26 @@ impl Runtime {
     pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
-        self.spawn_execution(live, agent, run, (work, Standing::Stored), None, None);
+        let span = tracing::info_span!(
+            "execution",
+            run_id = %run.id,
+            agent = %run.agent_id,
+            tenant = %run.tenant,
+            thread_id = run.thread.as_ref().map_or("", |link| link.id.as_str()),
+        );
+        self.spawn_execution(live, agent, run, (work, Standing::Stored), (None, span), None);
     }
 
+    /// Spawns the execution, in `span`: the request's that gives it a
+    /// client (a start, a Resume: its fields name the run, and the trace of
+    /// the call covers what it set going), or one of its own.
     fn spawn_execution(
         &self,
         live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
         (work, standing): (Work, Standing),
-        feed: Option<ClientFeed>,
+        (feed, span): (Option<ClientFeed>, tracing::Span),
         slot: Option<RunSlot>,
     ) {
         let emitter = Emitter::start(
@@ -113,9 +127,11 @@ impl Runtime {
         );
         let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
         match work {
-            Work::Start => tokio::spawn(execution.start_run()),
-            Work::Steps => tokio::spawn(execution.run_steps()),
-            Work::Continue(approved) => tokio::spawn(execution.continue_after_resume(approved)),
+            Work::Start => tokio::spawn(execution.start_run().instrument(span)),
+            Work::Steps => tokio::spawn(execution.run_steps().instrument(span)),
+            Work::Continue(approved) => {
+                tokio::spawn(execution.continue_after_resume(approved).instrument(span))
+            }
         };
     }
 }

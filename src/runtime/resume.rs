@@ -59,7 +59,7 @@ impl Runtime {
     /// `request_id` used before, replays that Resume's continuation instead
     /// (or refuses, if the answer differs).
     /// Only `tenant`'s runs can be resumed; another tenant's is not found.
-    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, tool_call_id, thread_id))]
+    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, agent, tool_call_id, thread_id))]
     pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
         self.resume_via(tenant, request, None, AnswerVia::Resume).await
     }
@@ -115,6 +115,7 @@ impl Runtime {
             None => None,
         };
         let agent = self.inner.agent_for_run(&run)?;
+        tracing::Span::current().record("agent", run.agent_id.as_str());
         let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
         tracing::Span::current().record("tool_call_id", run.state.pending[index].call.id.as_str());
         let resolution = agent.resolve(&run.state.pending[index], &request.answer)?;
