@@ -10,7 +10,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::live::LiveRun;
+use super::live::{Interruption, LiveRun};
 use super::stream::Delivery;
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
@@ -147,8 +147,10 @@ impl Execution {
                         .step(&mut self.run.state, &self.run.options, earlier, &mut self.emitter);
                 tokio::select! {
                     biased;
-                    () = live.fenced() => Err(Interrupted::Fenced),
-                    reason = live.cancelled() => Err(Interrupted::Cancelled(reason)),
+                    interruption = live.interrupted() => Err(match interruption {
+                        Interruption::Fenced => Interrupted::Fenced,
+                        Interruption::Cancelled(reason) => Interrupted::Cancelled(reason),
+                    }),
                     () = client_gone(client), if watch_client => Err(Interrupted::ClientLeft),
                     step = step => Ok(step),
                 }

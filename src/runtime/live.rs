@@ -7,7 +7,7 @@
 //! `feed.rs`). Holds no run state of its own: the store stays the truth.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::{broadcast, watch};
 
@@ -41,14 +41,32 @@ pub(crate) struct LiveRuns {
 
 pub(crate) struct LiveRun {
     id: RunId,
-    signals: broadcast::Sender<Signal>,
-    /// `Some(reason)` once cancellation is requested.
-    cancel: watch::Sender<Option<String>>,
-    executing: watch::Sender<bool>,
-    /// Set when the execution here lost the run: another writer moved it
-    /// (a takeover after the lease expired, or a cancel), or the store kept
+    /// Made when the first subscriber joins: most runs have none but
+    /// their execution's own client, which is fed from the execution.
+    signals: OnceLock<broadcast::Sender<Signal>>,
+    execution: watch::Sender<ExecutionState>,
+}
+
+/// Where the execution of a live run stands, as one value: one channel
+/// for every change of it, and one wait for whatever interrupts a step.
+#[derive(Clone, Debug, Default)]
+struct ExecutionState {
+    executing: bool,
+    /// The execution here lost the run: another writer moved it (a
+    /// takeover after the lease expired, or a cancel), or the store kept
     /// refusing its writes.
-    fenced: watch::Sender<bool>,
+    fenced: bool,
+    /// `Some(reason)` once cancellation is requested.
+    cancel: Option<String>,
+}
+
+/// What cuts an execution's step short.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Interruption {
+    /// The execution lost the run: it must stop without writing.
+    Fenced,
+    /// Cancellation was requested, for this reason.
+    Cancelled(String),
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -100,7 +118,7 @@ impl LiveRuns {
     pub(crate) fn release(&self, id: RunId) {
         let mut runs = lock(&self.runs);
         if let Some(run) = runs.get(&id) {
-            if !run.is_executing() && run.signals.receiver_count() == 0 {
+            if !run.is_executing() && !run.has_subscribers() {
                 runs.remove(&id);
             }
         }
@@ -116,10 +134,8 @@ impl LiveRun {
     fn new(id: RunId) -> Self {
         Self {
             id,
-            signals: broadcast::channel(BROADCAST_CAPACITY).0,
-            cancel: watch::channel(None).0,
-            executing: watch::channel(false).0,
-            fenced: watch::channel(false).0,
+            signals: OnceLock::new(),
+            execution: watch::Sender::new(ExecutionState::default()),
         }
     }
 
@@ -128,22 +144,30 @@ impl LiveRun {
     }
 
     fn begin_execution(&self) {
-        self.cancel.send_replace(None);
-        self.fenced.send_replace(false);
-        self.executing.send_replace(true);
+        self.execution.send_replace(ExecutionState {
+            executing: true,
+            fenced: false,
+            cancel: None,
+        });
+    }
+
+    fn has_subscribers(&self) -> bool {
+        self.signals
+            .get()
+            .is_some_and(|signals| signals.receiver_count() > 0)
     }
 
     /// Tells subscribers; call only once what it announces is stored.
     pub(crate) fn broadcast(&self, signal: Signal) {
-        if self.signals.receiver_count() > 0 {
+        if let Some(signals) = self.signals.get() {
             // Nobody listening is not an error.
-            let _ = self.signals.send(signal);
+            let _ = signals.send(signal);
         }
     }
 
     /// Tells subscribers of stored events, as one batch.
     pub(crate) fn release_stored(&self, events: impl Into<Arc<[Event]>>) {
-        if self.signals.receiver_count() == 0 {
+        if !self.has_subscribers() {
             return;
         }
         let events = events.into();
@@ -155,7 +179,9 @@ impl LiveRun {
     /// Joins as a subscriber: every signal from now on. Join before reading
     /// the store, and whatever the read misses arrives here.
     pub(crate) fn join(&self) -> broadcast::Receiver<Signal> {
-        self.signals.subscribe()
+        self.signals
+            .get_or_init(|| broadcast::channel(BROADCAST_CAPACITY).0)
+            .subscribe()
     }
 
     /// Tells waiting subscribers the run closed without a chunk.
@@ -165,53 +191,85 @@ impl LiveRun {
 
     /// The execution here ended.
     pub(crate) fn stop_executing(&self) {
-        self.cancel.send_replace(None);
-        self.executing.send_replace(false);
+        self.execution.send_modify(|state| {
+            state.executing = false;
+            state.cancel = None;
+        });
     }
 
     pub(crate) fn is_executing(&self) -> bool {
-        *self.executing.borrow()
+        self.execution.borrow().executing
     }
 
     /// Waits until no execution of the run is going on here.
     pub(crate) async fn idle(&self) {
-        let mut executing = self.executing.subscribe();
+        let mut execution = self.execution.subscribe();
         // The sender lives in `self`, so the wait cannot fail.
-        let _ = executing.wait_for(|running| !running).await;
+        let _ = execution.wait_for(|state| !state.executing).await;
     }
 
     /// Asks the execution to stop at once.
     pub(crate) fn request_cancel(&self, reason: String) {
-        self.cancel.send_replace(Some(reason));
-    }
-
-    /// Resolves with the reason once cancellation is requested.
-    pub(crate) async fn cancelled(&self) -> String {
-        let mut cancel = self.cancel.subscribe();
-        loop {
-            if let Some(reason) = cancel.borrow_and_update().clone() {
-                return reason;
-            }
-            if cancel.changed().await.is_err() {
-                // The sender lives in `self`: it cannot be gone.
-                return std::future::pending().await;
-            }
-        }
+        self.execution.send_modify(|state| state.cancel = Some(reason));
     }
 
     /// The execution here lost the run: it must stop without writing.
     pub(crate) fn fence(&self) {
-        self.fenced.send_replace(true);
+        self.execution.send_modify(|state| state.fenced = true);
     }
 
     pub(crate) fn is_fenced(&self) -> bool {
-        *self.fenced.borrow()
+        self.execution.borrow().fenced
     }
 
-    /// Resolves once the execution here has lost the run.
-    pub(crate) async fn fenced(&self) {
-        let mut fenced = self.fenced.subscribe();
+    /// Resolves once the execution here is fenced or asked to cancel
+    /// (fenced first, when both).
+    pub(crate) async fn interrupted(&self) -> Interruption {
+        let mut execution = self.execution.subscribe();
+        let interrupted = |state: &ExecutionState| state.fenced || state.cancel.is_some();
         // The sender lives in `self`, so the wait cannot fail.
-        let _ = fenced.wait_for(|fenced| *fenced).await;
+        let interruption = match execution.wait_for(interrupted).await.as_deref() {
+            Ok(ExecutionState { fenced: true, .. }) | Err(_) => Interruption::Fenced,
+            Ok(ExecutionState { cancel, .. }) => Interruption::Cancelled(cancel.clone().unwrap_or_default()),
+        };
+        interruption
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_step_is_interrupted_by_a_fence_or_a_cancel_and_a_new_execution_starts_clean() {
+        let runs = LiveRuns::default();
+        let run = runs.start_execution(RunId::new());
+        run.request_cancel("enough".into());
+        assert_eq!(run.interrupted().await, Interruption::Cancelled("enough".into()));
+        run.fence();
+        assert_eq!(
+            run.interrupted().await,
+            Interruption::Fenced,
+            "a fence comes first"
+        );
+
+        run.stop_executing();
+        assert!(!run.is_executing());
+        let again = runs.start_execution(run.id());
+        assert!(again.is_executing() && !again.is_fenced());
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(20), again.interrupted());
+        assert!(waiting.await.is_err(), "nothing interrupts a new execution");
+    }
+
+    #[tokio::test]
+    async fn signals_reach_only_those_who_joined_before() {
+        let runs = LiveRuns::default();
+        let run = runs.entry(RunId::new());
+        // Nobody has joined: nothing is kept for later.
+        run.broadcast(Signal::Recheck);
+        let mut joined = run.join();
+        run.close();
+        assert!(matches!(joined.recv().await, Ok(Signal::Closed)));
+        assert!(joined.try_recv().is_err());
     }
 }
