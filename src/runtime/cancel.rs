@@ -36,8 +36,8 @@ impl Runtime {
     ) -> Result<RunRecord, RuntimeError> {
         let mut interrupted = false;
         for _ in 0..ATTEMPTS {
-            let run = self.inner.load_run_of(tenant, run_id).await?;
-            let run = self.inner.expire_if_due(run).await?;
+            let mut run = self.inner.load_run_of(tenant, run_id).await?;
+            self.inner.expire_if_due(&mut run).await?;
             let executing_here = self.inner.live.get(run_id).filter(|live| live.is_executing());
             let outcome = match (run.status, executing_here) {
                 // Suspended in the store and executing here: a Resume

@@ -88,7 +88,8 @@ impl Inner {
     /// means a Resume or another replica moved the run first: what they
     /// stored stands.
     async fn expire(&self, id: RunId) -> Result<bool, RuntimeError> {
-        let run = self.store.load_run(id).await?;
-        Ok(self.expire_if_due(run).await?.status == RunStatus::Expired)
+        let mut run = self.store.load_run(id).await?;
+        self.expire_if_due(&mut run).await?;
+        Ok(run.status == RunStatus::Expired)
     }
 }

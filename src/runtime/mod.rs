@@ -235,22 +235,21 @@ impl Runtime {
                 .find_run_by_request_id(tenant, request_id)
                 .await?
             {
-                return self
-                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
-                    .await;
+                let replay = self.follow(tenant, existing, Wanted::Segment { first_seq: 1 });
+                return Box::pin(replay).await;
             }
         }
         let mut previous = None;
         if let Some(thread_id) = &request.thread_id {
-            match self.thread_turn(tenant, thread_id, &request).await? {
+            match Box::pin(self.thread_turn(tenant, thread_id, &request)).await? {
                 threads::Turn::Start(after) => previous = after,
                 threads::Turn::Answer { resume, run } => {
-                    return self
-                        .resume_via(tenant, resume, Some(*run), AnswerVia::AutoResume)
-                        .await
+                    let answer = self.resume_via(tenant, resume, Some(run), AnswerVia::AutoResume);
+                    return Box::pin(answer).await;
                 }
                 threads::Turn::Replay { run_id, first_seq } => {
-                    return self.follow(tenant, run_id, Wanted::Segment { first_seq }).await
+                    let replay = self.follow(tenant, run_id, Wanted::Segment { first_seq });
+                    return Box::pin(replay).await;
                 }
             }
         } else if request.auto_resume {
@@ -293,14 +292,13 @@ impl Runtime {
                     .find_run_by_request_id(tenant, &request_id)
                     .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
-                return self
-                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
-                    .await;
+                let replay = self.follow(tenant, existing, Wanted::Segment { first_seq: 1 });
+                return Box::pin(replay).await;
             }
             // Another start on the thread won the race.
             Err(StoreError::ThreadMoved) => {
                 return Err(match &thread_id {
-                    Some(thread_id) => self.thread_taken(tenant, thread_id).await,
+                    Some(thread_id) => Box::pin(self.thread_taken(tenant, thread_id)).await,
                     None => StoreError::ThreadMoved.into(),
                 });
             }
@@ -314,8 +312,9 @@ impl Runtime {
     /// as expired); another tenant's run is not found.
     #[instrument(skip_all, fields(%tenant, run_id = %id))]
     pub async fn get_run(&self, tenant: &Tenant, id: RunId) -> Result<RunRecord, RuntimeError> {
-        let run = self.inner.load_run_of(tenant, id).await?;
-        self.inner.expire_if_due(run).await
+        let mut run = self.inner.load_run_of(tenant, id).await?;
+        self.inner.expire_if_due(&mut run).await?;
+        Ok(run)
     }
 
     /// Runs one tool outside any run, for `tenant`: no suspension is
@@ -407,41 +406,51 @@ impl Inner {
         Ok(run)
     }
 
-    /// Marks a suspended run whose time to live has passed as expired,
-    /// unless a Resume claimed it in this process: its execution is about
-    /// to store the claim, and the answer came in time.
-    async fn expire_if_due(&self, run: RunRecord) -> Result<RunRecord, RuntimeError> {
+    /// Marks a suspended run whose time to live has passed as expired (`run`
+    /// becomes what the store holds then), unless a Resume claimed it in
+    /// this process: its execution is about to store the claim, and the
+    /// answer came in time.
+    async fn expire_if_due(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         if self.live.get(run.id).is_some_and(|live| live.is_executing()) {
-            return Ok(run);
+            return Ok(());
         }
         self.expire_unclaimed(run).await
     }
 
     /// [`Inner::expire_if_due`] whoever holds a claim: for the Resume that
     /// holds it.
-    async fn expire_unclaimed(&self, mut run: RunRecord) -> Result<RunRecord, RuntimeError> {
+    async fn expire_unclaimed(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         let due = run.status == RunStatus::Suspended
             && run.expires_at.is_some_and(|expires| expires <= Timestamp::now());
         if !due {
-            return Ok(run);
+            return Ok(());
         }
+        // Rare: boxed, so that the future of every caller stays small.
+        Box::pin(self.store_expiry(run)).await
+    }
+
+    /// Stores a suspended run past its time to live as expired.
+    async fn store_expiry(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         let expected = run.version;
         let suspended_since = run.updated_at;
         run.version += 1;
         run.status = RunStatus::Expired;
         run.updated_at = Timestamp::now();
-        match self.store.commit(&run, expected, &[]).await {
+        match self.store.commit(run, expected, &[]).await {
             Ok(()) => {
                 tracing::info!(run_id = %run.id, "suspended run expired");
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);
                 if let Some(live) = self.live.get(run.id) {
                     live.close();
                 }
-                Ok(run)
+                Ok(())
             }
             // Somebody else moved it first (a Resume, or another expiry):
             // what they stored is the truth.
-            Err(StoreError::VersionConflict { .. }) => Ok(self.store.load_run(run.id).await?),
+            Err(StoreError::VersionConflict { .. }) => {
+                *run = self.store.load_run(run.id).await?;
+                Ok(())
+            }
             Err(other) => Err(other.into()),
         }
     }

@@ -71,7 +71,7 @@ impl Runtime {
         &self,
         tenant: &Tenant,
         request: ResumeRun,
-        loaded: Option<RunRecord>,
+        loaded: Option<Box<RunRecord>>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
         let resumed = self.try_resume(tenant, request, loaded, via).await;
@@ -85,13 +85,13 @@ impl Runtime {
         &self,
         tenant: &Tenant,
         request: ResumeRun,
-        loaded: Option<RunRecord>,
+        loaded: Option<Box<RunRecord>>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
         let claim = self.claim_here(request.run_id);
         let run = match loaded {
             // A run read before the claim may be stale: read it again.
-            Some(run) if claim.is_none() => run,
+            Some(run) if claim.is_none() => *run,
             _ => self.inner.load_run_of(tenant, request.run_id).await?,
         };
         if let Some(link) = &run.thread {
@@ -99,13 +99,15 @@ impl Runtime {
         }
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
-            return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
+            let replay = self.follow(tenant, run.id, Wanted::Segment { first_seq });
+            return Box::pin(replay).await;
         }
-        let mut run: RunRecord = match &claim {
+        let mut run = run;
+        match &claim {
             // The claim is this Resume's own.
-            Some(Claim::Held(_)) => self.inner.expire_unclaimed(run).await?,
-            _ => self.inner.expire_if_due(run).await?,
-        };
+            Some(Claim::Held(_)) => self.inner.expire_unclaimed(&mut run).await?,
+            _ => self.inner.expire_if_due(&mut run).await?,
+        }
         if run.status != RunStatus::Suspended {
             return Err(RuntimeError::NotSuspended(run.status));
         }

@@ -163,8 +163,8 @@ async fn plan(
     wanted: Wanted,
     signals: broadcast::Receiver<Signal>,
 ) -> Result<Plan, RuntimeError> {
-    let run = inner.load_run_of(tenant, run_id).await?;
-    let run = inner.expire_if_due(run).await?;
+    let mut run = inner.load_run_of(tenant, run_id).await?;
+    inner.expire_if_due(&mut run).await?;
     let after_seq = match wanted {
         Wanted::Subscription { after_seq } => after_seq,
         Wanted::Segment { first_seq } => first_seq.saturating_sub(1),

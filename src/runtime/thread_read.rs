@@ -62,9 +62,9 @@ impl Runtime {
         let thread = store.load_thread(tenant, thread_id).await.map_err(not_found)?;
         let runs = store.thread_runs(tenant, thread_id).await?;
         let mut runs = in_thread_order(runs, thread.latest_run);
-        if let Some(latest) = runs.pop() {
+        if let Some(latest) = runs.last_mut() {
             // A suspended latest run past its time to live reads as expired.
-            runs.push(self.inner.expire_if_due(latest).await?);
+            self.inner.expire_if_due(latest).await?;
         }
         Ok(ThreadView { thread, runs })
     }

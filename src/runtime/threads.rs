@@ -42,7 +42,10 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         };
         let latest = match self.inner.store.load_run(record.latest_run).await {
-            Ok(run) => self.inner.expire_if_due(run).await?,
+            Ok(mut run) => {
+                self.inner.expire_if_due(&mut run).await?;
+                run
+            }
             // Gone from under the thread: nothing to wait for.
             Err(StoreError::NotFound) => return Ok(Turn::Start(Some(record.latest_run))),
             Err(other) => return Err(other.into()),
