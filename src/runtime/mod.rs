@@ -207,7 +207,7 @@ impl Runtime {
     /// continuation instead.
     #[instrument(skip_all, fields(
         %tenant,
-        agent = %request.agent_id,
+        agent = tracing::field::Empty,
         thread_id = request.thread_id.as_ref().map_or("", ThreadId::as_str),
         run_id = tracing::field::Empty,
     ))]
@@ -218,6 +218,8 @@ impl Runtime {
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?
             .clone();
+        // The agent the run gets (the default one, if the request names none).
+        tracing::Span::current().record("agent", agent.id.as_str());
         let agent = run_agent::with_run_tools(agent, &request.tools)?;
         if request.messages.is_empty() {
             return Err(RuntimeError::InvalidRequest {
