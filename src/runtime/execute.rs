@@ -32,6 +32,18 @@ pub(super) enum Work {
     Continue(Vec<ToolCall>),
 }
 
+/// The span an execution runs in, made once with every field its log lines
+/// carry: the run, its agent, tenant and thread, and for the continuation
+/// of a Resume the call it answered.
+pub(super) fn execution_span(run: &RunRecord, answered: Option<&str>) -> tracing::Span {
+    let thread_id = run.thread.as_ref().map_or("", |link| link.id.as_str());
+    let (run_id, agent, tenant) = (run.id, run.agent_id.as_str(), run.tenant.as_str());
+    match answered {
+        None => tracing::info_span!("run", %run_id, agent, tenant, thread_id),
+        Some(tool_call_id) => tracing::info_span!("run", %run_id, agent, tenant, thread_id, tool_call_id),
+    }
+}
+
 impl Inner {
     /// A lease on a run for this replica, from now.
     pub(super) fn new_lease(&self) -> Lease {
@@ -49,9 +61,15 @@ impl Runtime {
     pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord, slot: RunSlot) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
         let (stream, feed) = self.execution_stream(&live, 0, Vec::new());
-        let work = (Work::Start, Standing::New);
-        let span = tracing::Span::current();
-        self.spawn_execution(live, agent, run, work, (feed, span), Some(slot));
+        let span = execution_span(&run, None);
+        self.spawn_execution(
+            live,
+            agent,
+            run,
+            (Work::Start, Standing::New, span),
+            feed,
+            Some(slot),
+        );
         stream
     }
 
@@ -67,7 +85,7 @@ impl Runtime {
         agent: Arc<Agent>,
         run: RunRecord,
         first: Vec<Event>,
-        work: Work,
+        (work, span): (Work, tracing::Span),
         slot: RunSlot,
         claimed: Option<Arc<LiveRun>>,
     ) -> RunStream {
@@ -84,8 +102,7 @@ impl Runtime {
             }
         };
         let (stream, feed) = self.execution_stream(&live, after_seq, replay);
-        let span = tracing::Span::current();
-        self.spawn_execution(live, agent, run, (work, standing), (feed, span), Some(slot));
+        self.spawn_execution(live, agent, run, (work, standing, span), feed, Some(slot));
         stream
     }
 
@@ -94,26 +111,18 @@ impl Runtime {
     pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
-        let span = tracing::info_span!(
-            "execution",
-            run_id = %run.id,
-            agent = %run.agent_id,
-            tenant = %run.tenant,
-            thread_id = run.thread.as_ref().map_or("", |link| link.id.as_str()),
-        );
-        self.spawn_execution(live, agent, run, (work, Standing::Stored), (None, span), None);
+        let span = execution_span(&run, None);
+        self.spawn_execution(live, agent, run, (work, Standing::Stored, span), None, None);
     }
 
-    /// Spawns the execution, in `span`: the request's that gives it a
-    /// client (a start, a Resume: its fields name the run, and the trace of
-    /// the call covers what it set going), or one of its own.
+    /// Spawns the execution, in `span` (see [`execution_span`]).
     fn spawn_execution(
         &self,
         live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
-        (work, standing): (Work, Standing),
-        (feed, span): (Option<ClientFeed>, tracing::Span),
+        (work, standing, span): (Work, Standing, tracing::Span),
+        feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
     ) {
         let emitter = Emitter::start(

@@ -205,12 +205,6 @@ impl Runtime {
     /// refused while the thread's latest run is running or suspended,
     /// unless `auto_resume` answers that run's question, which streams its
     /// continuation instead.
-    #[instrument(skip_all, fields(
-        %tenant,
-        agent = tracing::field::Empty,
-        thread_id = request.thread_id.as_ref().map_or("", ThreadId::as_str),
-        run_id = tracing::field::Empty,
-    ))]
     pub async fn start(&self, tenant: &Tenant, request: StartRun) -> Result<RunStream, RuntimeError> {
         let agent = self
             .inner
@@ -218,8 +212,6 @@ impl Runtime {
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?
             .clone();
-        // The agent the run gets (the default one, if the request names none).
-        tracing::Span::current().record("agent", agent.id.as_str());
         let agent = run_agent::with_run_tools(agent, &request.tools)?;
         if request.messages.is_empty() {
             return Err(RuntimeError::InvalidRequest {
@@ -267,7 +259,6 @@ impl Runtime {
         let thread_id = request.thread_id.clone();
         let mut run = new_run(tenant, &agent, request, &self.inner.config);
         run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
-        tracing::Span::current().record("run_id", tracing::field::display(run.id));
         if run.request_id.is_none() && run.thread.is_none() {
             // No key and no thread another request could race for, and a
             // fresh id: the execution's first write creates the run (with
@@ -307,7 +298,9 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot, None))
+        let span = execute::execution_span(&run, None);
+        let work = (execute::Work::Steps, span);
+        Ok(self.execute(agent, run, first.events, work, slot, None))
     }
 
     /// Reads a run of `tenant` (a suspended run past its time to live reads

@@ -11,10 +11,8 @@
 //! client sees a chunk before it is stored, an answer that any client saw
 //! taken is never lost.
 
-use tracing::instrument;
-
 use super::emitter::Staging;
-use super::execute::Work;
+use super::execute::{execution_span, Work};
 use super::live::{LiveRun, LiveRuns};
 use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
@@ -59,7 +57,6 @@ impl Runtime {
     /// `request_id` used before, replays that Resume's continuation instead
     /// (or refuses, if the answer differs).
     /// Only `tenant`'s runs can be resumed; another tenant's is not found.
-    #[instrument(skip_all, fields(%tenant, run_id = %request.run_id, agent, tool_call_id, thread_id))]
     pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
         self.resume_via(tenant, request, None, AnswerVia::Resume).await
     }
@@ -94,9 +91,6 @@ impl Runtime {
             Some(run) if claim.is_none() => *run,
             _ => self.inner.load_run_of(tenant, request.run_id).await?,
         };
-        if let Some(link) = &run.thread {
-            tracing::Span::current().record("thread_id", link.id.as_str());
-        }
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
             let replay = self.follow(tenant, run.id, Wanted::Segment { first_seq });
@@ -117,9 +111,7 @@ impl Runtime {
             None => None,
         };
         let agent = self.inner.agent_for_run(&run)?;
-        tracing::Span::current().record("agent", run.agent_id.as_str());
         let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
-        tracing::Span::current().record("tool_call_id", run.state.pending[index].call.id.as_str());
         let resolution = agent.resolve(&run.state.pending[index], &request.answer)?;
         let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
@@ -127,6 +119,7 @@ impl Runtime {
         // The answer fits: claim the suspension. The answer is stored with
         // the claim, so an acknowledged answer is never lost.
         let answered = run.state.pending.remove(index);
+        let span = execution_span(&run, Some(&answered.call.id));
         run.state.answers.push(AnswerRecord {
             tool_call_id: answered.call.id.clone(),
             answer: request.answer.clone(),
@@ -175,7 +168,7 @@ impl Runtime {
         };
         let metrics = &self.inner.config.metrics;
         metrics.run_resumed(&run.agent_id, suspended_since);
-        let work = Work::Continue(approved.into_iter().collect());
+        let work = (Work::Continue(approved.into_iter().collect()), span);
         Ok(self.execute(agent, run, first.events, work, slot, claimed))
     }
 
