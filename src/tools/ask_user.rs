@@ -73,7 +73,8 @@ impl AskUser {
     /// is the text the model gets back.
     pub fn parse(&self, args: &Value) -> Result<AskUserPayload, String> {
         check_shape(args).map_err(|reason| format!("Failed to ask user: {reason}."))?;
-        let input: Input = serde_json::from_value(args.clone())
+        // Read from the arguments in place: no copy of them first.
+        let input = Input::deserialize(args)
             .map_err(|e| format!("Failed to ask user: {}.", clip(e.to_string(), MAX_QUOTED)))?;
         input
             .validate(&self.limits)

@@ -49,6 +49,10 @@ impl RegisteredTool {
 
     /// Checks `args` against the input schema, naming every violation.
     pub fn validate(&self, args: &Value) -> Result<(), String> {
+        // The common case, without collecting errors.
+        if self.validator.is_valid(args) {
+            return Ok(());
+        }
         let problems: Vec<String> = violations(&self.validator, args)
             .map(|(path, error)| {
                 let at = if path.is_empty() { "input" } else { path.as_str() };
@@ -73,6 +77,9 @@ impl RegisteredTool {
         let Some(validator) = &self.resume_validator else {
             return Ok(());
         };
+        if validator.is_valid(data) {
+            return Ok(());
+        }
         let problems: Vec<String> = violations(validator, data)
             .map(|(path, error)| format!("data{path}: {error}"))
             .collect();
