@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::{json_len, ToolCall};
+use crate::tools::ToolCall;
 
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,7 +62,7 @@ impl Message {
                 content.len()
             }
             Message::Assistant { content, tool_calls } => {
-                content.len() + tool_calls.iter().map(|c| json_len(&c.args)).sum::<usize>()
+                content.len() + tool_calls.iter().map(|c| c.args.json_len()).sum::<usize>()
             }
         }
     }

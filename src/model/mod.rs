@@ -17,7 +17,6 @@ mod scripted;
 pub mod sse;
 
 use std::pin::Pin;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_stream::Stream;
@@ -75,11 +74,11 @@ impl ModelEvent {
                 args: blank().into(),
             });
         }
-        match serde_json::from_str(&json) {
+        match serde_json::from_str::<serde_json::Value>(&json) {
             Ok(args) => Self::ToolCall(ToolCall {
                 id,
                 name,
-                args: Arc::new(args),
+                args: args.into(),
             }),
             Err(error) => Self::InvalidToolCall {
                 call: ToolCall {

@@ -19,16 +19,16 @@
 
 mod call_directive;
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_stream::StreamExt;
 
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 use crate::agent::Message;
 use crate::chunk::Usage;
-use crate::tools::{json_len, ToolCall};
+use crate::tools::{Args, ToolCall};
 
 const ASK_USER: &str = "ask_user";
 const ANSWER_PREFIX: &str = "User answered: ";
@@ -43,11 +43,11 @@ enum Script {
     Stream(usize, Option<std::time::Duration>),
     Say(String),
     /// Tool calls: tool name and arguments.
-    Call(Vec<(String, Arc<Value>)>),
+    Call(Vec<(String, Args)>),
 }
 
 /// Calls of ask_user with these arguments.
-fn ask(questions: Vec<Arc<Value>>) -> Script {
+fn ask(questions: Vec<Args>) -> Script {
     Script::Call(
         questions
             .into_iter()
@@ -62,7 +62,7 @@ fn call_directives(prompt: &str) -> Option<Script> {
         Ok(directives) => Script::Call(
             directives
                 .into_iter()
-                .map(|d| (d.name, Arc::new(d.args)))
+                .map(|d| (d.name, Args::new(d.args)))
                 .collect(),
         ),
         Err(reason) => Script::Say(format!(
@@ -75,16 +75,16 @@ fn call_directives(prompt: &str) -> Option<Script> {
 /// The questions the model asks, built once: every call shares its
 /// arguments.
 struct Questions {
-    free_text: Arc<Value>,
-    single_select: Arc<Value>,
-    multi_select: Arc<Value>,
+    free_text: Args,
+    single_select: Args,
+    multi_select: Args,
     /// `selectionMode` but no options: an error.
-    invalid: Arc<Value>,
+    invalid: Args,
 }
 
 static QUESTIONS: LazyLock<Questions> = LazyLock::new(|| Questions {
-    free_text: Arc::new(json!({"question": "What should I call you?"})),
-    single_select: Arc::new(json!({
+    free_text: Args::new(json!({"question": "What should I call you?"})),
+    single_select: Args::new(json!({
         "question": "Which plan should I set up for you?",
         "options": [
             {"label": "Basic", "description": "One project, community support"},
@@ -92,7 +92,7 @@ static QUESTIONS: LazyLock<Questions> = LazyLock::new(|| Questions {
             {"label": "Enterprise", "description": "SSO, audit logs and a dedicated engineer"}
         ]
     })),
-    multi_select: Arc::new(json!({
+    multi_select: Args::new(json!({
         "question": "Which toppings do you want on your pizza?",
         "options": [
             {"label": "Mushrooms", "description": "Roasted chestnut mushrooms"},
@@ -102,7 +102,7 @@ static QUESTIONS: LazyLock<Questions> = LazyLock::new(|| Questions {
         ],
         "selectionMode": "multi_select"
     })),
-    invalid: Arc::new(json!({"question": "Which toppings do you want?", "selectionMode": "multi_select"})),
+    invalid: Args::new(json!({"question": "Which toppings do you want?", "selectionMode": "multi_select"})),
 });
 
 /// The number after the word `stream`, if the prompt asks for a stream.
@@ -147,15 +147,15 @@ fn first_step(prompt: &str, messages: &[Message], can_ask: bool) -> Script {
     }
     let q = &*QUESTIONS;
     ask(if prompt.contains("invalid") {
-        vec![Arc::clone(&q.invalid)]
+        vec![Args::clone(&q.invalid)]
     } else if prompt.contains("two questions") {
-        vec![Arc::clone(&q.free_text), Arc::clone(&q.single_select)]
+        vec![Args::clone(&q.free_text), Args::clone(&q.single_select)]
     } else if prompt.contains("multi") {
-        vec![Arc::clone(&q.multi_select)]
+        vec![Args::clone(&q.multi_select)]
     } else if prompt.contains("free") {
-        vec![Arc::clone(&q.free_text)]
+        vec![Args::clone(&q.free_text)]
     } else {
-        vec![Arc::clone(&q.single_select)]
+        vec![Args::clone(&q.single_select)]
     })
 }
 
@@ -325,7 +325,7 @@ impl LanguageModel for Scripted {
                     .into_iter()
                     .enumerate()
                     .map(|(i, (name, args))| {
-                        output_chars += json_len(&args);
+                        output_chars += args.json_len();
                         ModelEvent::ToolCall(ToolCall {
                             id: format!("call_{step}_{}", i + 1),
                             name,
@@ -450,7 +450,7 @@ mod tests {
         };
         assert_eq!(
             calls,
-            [("human_review".to_owned(), Arc::new(json!({"draft": "multi"})))]
+            [("human_review".to_owned(), Args::new(json!({"draft": "multi"})))]
         );
         let Script::Say(text) = first_step("call human_review {draft}", &[], true) else {
             panic!("expected a plain answer");

@@ -2,6 +2,7 @@
 //! or it suspends the run with a payload — never an exception. Tools do no
 //! persistence of their own; the runtime stores what they return.
 
+mod args;
 mod ask_user;
 mod catalog;
 pub mod client;
@@ -12,12 +13,11 @@ mod registry;
 mod secrets;
 mod suspend;
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use args::Args;
 pub use ask_user::{AskUser, AskUserLimits};
 pub use catalog::{mcp_reference, CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
 pub use client::{ClientTool, ToolDefinition};
@@ -31,26 +31,8 @@ pub struct ToolCall {
     /// Unique within the run.
     pub id: String,
     pub name: String,
-    /// A JSON object; shared, since a call is kept in the conversation, in
-    /// its pending entry and in its chunks, and cloned with each.
-    pub args: Arc<Value>,
-}
-
-/// The length of `value` written as compact JSON, without writing it out.
-pub fn json_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Writing a `Value` to a writer that never fails cannot fail.
-    serde_json::to_writer(&mut counter, value).map_or(0, |()| counter.0)
+    /// A JSON object.
+    pub args: Args,
 }
 
 /// A tool as the model (and ListAgents) sees it.
@@ -130,23 +112,5 @@ pub trait Tool: Send + Sync + 'static {
     /// a rejected answer leaves the run as it was.
     fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
         suspend::resume_with_data(payload, answer)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::json_len;
-
-    #[test]
-    fn json_len_is_the_length_of_the_compact_json() {
-        for value in [
-            json!({}),
-            json!({"question": "Which plan?", "options": [{"label": "Pro", "description": "Ünlimited \"projects\"\n"}]}),
-            json!([1, 2.5, null, true, "tab\there"]),
-        ] {
-            assert_eq!(json_len(&value), value.to_string().len());
-        }
     }
 }
