@@ -36,12 +36,10 @@ pub(super) enum Work {
 /// carry: the run, its agent, tenant and thread, and for the continuation
 /// of a Resume the call it answered.
 pub(super) fn execution_span(run: &RunRecord, answered: Option<&str>) -> tracing::Span {
-    let thread_id = run.thread.as_ref().map_or("", |link| link.id.as_str());
+    // Absent fields (no thread, no call answered) are left out.
+    let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let (run_id, agent, tenant) = (run.id, run.agent_id.as_str(), run.tenant.as_str());
-    match answered {
-        None => tracing::info_span!("run", %run_id, agent, tenant, thread_id),
-        Some(tool_call_id) => tracing::info_span!("run", %run_id, agent, tenant, thread_id, tool_call_id),
-    }
+    tracing::info_span!("run", %run_id, agent, tenant, thread_id, tool_call_id = answered)
 }
 
 impl Inner {
