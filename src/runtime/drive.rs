@@ -33,10 +33,10 @@ pub(super) struct Execution {
 
 /// Why a step did not run to its end.
 enum Interrupted {
-    Cancelled(String),
+    /// Fenced (another writer moved the run: this execution must not
+    /// write), or cancelled.
+    Live(Interruption),
     ClientLeft,
-    /// Another replica wrote the run: this execution must not.
-    Fenced,
 }
 
 /// Resolves when the client's stream is gone (at once if there is none).
@@ -147,10 +147,7 @@ impl Execution {
                         .step(&mut self.run.state, &self.run.options, earlier, &mut self.emitter);
                 tokio::select! {
                     biased;
-                    interruption = live.interrupted() => Err(match interruption {
-                        Interruption::Fenced => Interrupted::Fenced,
-                        Interruption::Cancelled(reason) => Interrupted::Cancelled(reason),
-                    }),
+                    interruption = live.interrupted() => Err(Interrupted::Live(interruption)),
                     () = client_gone(client), if watch_client => Err(Interrupted::ClientLeft),
                     step = step => Ok(step),
                 }
@@ -170,8 +167,8 @@ impl Execution {
                     };
                     return self.fail(failure).await;
                 }
-                Err(Interrupted::Cancelled(reason)) => return self.cancel(reason).await,
-                Err(Interrupted::Fenced) => {
+                Err(Interrupted::Live(Interruption::Cancelled(reason))) => return self.cancel(reason).await,
+                Err(Interrupted::Live(Interruption::Fenced)) => {
                     return Err(StoreError::VersionConflict {
                         expected: self.run.version,
                         actual: self.run.version + 1,

@@ -228,11 +228,11 @@ impl LiveRun {
         let mut execution = self.execution.subscribe();
         let interrupted = |state: &ExecutionState| state.fenced || state.cancel.is_some();
         // The sender lives in `self`, so the wait cannot fail.
-        let interruption = match execution.wait_for(interrupted).await.as_deref() {
-            Ok(ExecutionState { fenced: true, .. }) | Err(_) => Interruption::Fenced,
-            Ok(ExecutionState { cancel, .. }) => Interruption::Cancelled(cancel.clone().unwrap_or_default()),
+        let cancel = match execution.wait_for(interrupted).await {
+            Ok(state) if !state.fenced => state.cancel.clone(),
+            _ => None,
         };
-        interruption
+        cancel.map_or(Interruption::Fenced, Interruption::Cancelled)
     }
 }
 
