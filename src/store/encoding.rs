@@ -43,18 +43,28 @@ thread_local! {
 
 /// `value` as JSON, compressed if that is smaller.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    SCRATCH.with(|scratch| {
-        let Ok(mut scratch) = scratch.try_borrow_mut() else {
-            // Only a `Serialize` that encodes for the store itself gets
-            // here; it gets buffers of its own.
-            let json = serde_json::to_vec(value).map_err(corrupt)?;
-            return Ok(compress(&json, &mut Vec::new()));
-        };
-        let Scratch { json, compressed } = &mut *scratch;
+    with_json(value, compress)
+}
+
+/// `value` as plain JSON: for what is overwritten soon anyway (the record
+/// of a run while it runs), where compressing would cost more than it
+/// saves.
+pub(crate) fn encode_plain<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    with_json(value, |json, _| json.to_vec())
+}
+
+/// `value` written as JSON into this thread's scratch buffer, then made
+/// into the bytes to store by `finish` (given the LZ4 scratch buffer too).
+/// Never called again from inside `value`'s serialisation.
+fn with_json<T: Serialize>(
+    value: &T,
+    finish: impl FnOnce(&[u8], &mut Vec<u8>) -> Vec<u8>,
+) -> Result<Vec<u8>, StoreError> {
+    SCRATCH.with_borrow_mut(|Scratch { json, compressed }| {
         json.clear();
         let encoded = serde_json::to_writer(&mut *json, value)
             .map_err(corrupt)
-            .map(|()| compress(json, compressed));
+            .map(|()| finish(json, compressed));
         for buffer in [json, compressed] {
             if buffer.capacity() > MAX_KEPT {
                 *buffer = Vec::new();
@@ -62,13 +72,6 @@ pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
         }
         encoded
     })
-}
-
-/// `value` as plain JSON: for what is overwritten soon anyway (the record
-/// of a run while it runs), where compressing would cost more than it
-/// saves.
-pub(crate) fn encode_plain<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(value).map_err(corrupt)
 }
 
 /// `json` compressed if that makes it smaller, else as it is; `scratch`
@@ -147,6 +150,7 @@ mod tests {
             assert_eq!(&decode::<Chunk>(&bytes).unwrap(), value);
             let plain = serde_json::to_vec(value).unwrap();
             assert!(bytes.len() <= plain.len(), "never larger than the JSON");
+            assert_eq!(encode_plain(value).unwrap(), plain);
         }
     }
 
