@@ -32,10 +32,18 @@ pub(super) enum Work {
     Continue(Vec<ToolCall>),
 }
 
-/// The span an execution runs in, made once with every field its log lines
-/// carry: the run, its agent, tenant and thread, and for the continuation
-/// of a Resume the call it answered.
-pub(super) fn execution_span(run: &RunRecord, answered: Option<&str>) -> tracing::Span {
+/// The span an execution doing `work` runs in, made once with every field
+/// its log lines carry: the run, its agent, tenant and thread, and for a
+/// continuation the call whose answer it follows (the run's latest).
+fn execution_span(run: &RunRecord, work: &Work) -> tracing::Span {
+    let answered = match work {
+        Work::Continue(_) => run
+            .state
+            .answers
+            .last()
+            .map(|answer| answer.tool_call_id.as_str()),
+        Work::Start | Work::Steps => None,
+    };
     // Absent fields (no thread, no call answered) are left out.
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let (run_id, agent, tenant) = (run.id, run.agent_id.as_str(), run.tenant.as_str());
@@ -59,15 +67,8 @@ impl Runtime {
     pub(super) fn execute_new(&self, agent: Arc<Agent>, run: RunRecord, slot: RunSlot) -> RunStream {
         let live = self.inner.live.start_execution(run.id);
         let (stream, feed) = self.execution_stream(&live, 0, Vec::new());
-        let span = execution_span(&run, None);
-        self.spawn_execution(
-            live,
-            agent,
-            run,
-            (Work::Start, Standing::New, span),
-            feed,
-            Some(slot),
-        );
+        let work = (Work::Start, Standing::New);
+        self.spawn_execution(live, agent, run, work, feed, Some(slot));
         stream
     }
 
@@ -83,7 +84,7 @@ impl Runtime {
         agent: Arc<Agent>,
         run: RunRecord,
         first: Vec<Event>,
-        (work, span): (Work, tracing::Span),
+        work: Work,
         slot: RunSlot,
         claimed: Option<Arc<LiveRun>>,
     ) -> RunStream {
@@ -100,7 +101,7 @@ impl Runtime {
             }
         };
         let (stream, feed) = self.execution_stream(&live, after_seq, replay);
-        self.spawn_execution(live, agent, run, (work, standing, span), feed, Some(slot));
+        self.spawn_execution(live, agent, run, (work, standing), feed, Some(slot));
         stream
     }
 
@@ -109,17 +110,16 @@ impl Runtime {
     pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
-        let span = execution_span(&run, None);
-        self.spawn_execution(live, agent, run, (work, Standing::Stored, span), None, None);
+        self.spawn_execution(live, agent, run, (work, Standing::Stored), None, None);
     }
 
-    /// Spawns the execution, in `span` (see [`execution_span`]).
+    /// Spawns the execution, in its span (see [`execution_span`]).
     fn spawn_execution(
         &self,
         live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
-        (work, standing, span): (Work, Standing, tracing::Span),
+        (work, standing): (Work, Standing),
         feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
     ) {
@@ -132,6 +132,7 @@ impl Runtime {
             feed,
             slot,
         );
+        let span = execution_span(&run, &work);
         let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
         match work {
             Work::Start => tokio::spawn(execution.start_run().instrument(span)),

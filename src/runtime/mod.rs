@@ -229,8 +229,9 @@ impl Runtime {
                 .find_run_by_request_id(tenant, request_id)
                 .await?
             {
-                let replay = self.follow(tenant, existing, Wanted::Segment { first_seq: 1 });
-                return Box::pin(replay).await;
+                return self
+                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
+                    .await;
             }
         }
         let mut previous = None;
@@ -242,8 +243,7 @@ impl Runtime {
                     return Box::pin(answer).await;
                 }
                 threads::Turn::Replay { run_id, first_seq } => {
-                    let replay = self.follow(tenant, run_id, Wanted::Segment { first_seq });
-                    return Box::pin(replay).await;
+                    return self.follow(tenant, run_id, Wanted::Segment { first_seq }).await
                 }
             }
         } else if request.auto_resume {
@@ -285,8 +285,9 @@ impl Runtime {
                     .find_run_by_request_id(tenant, &request_id)
                     .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
-                let replay = self.follow(tenant, existing, Wanted::Segment { first_seq: 1 });
-                return Box::pin(replay).await;
+                return self
+                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
+                    .await;
             }
             // Another start on the thread won the race.
             Err(StoreError::ThreadMoved) => {
@@ -298,9 +299,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        let span = execute::execution_span(&run, None);
-        let work = (execute::Work::Steps, span);
-        Ok(self.execute(agent, run, first.events, work, slot, None))
+        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot, None))
     }
 
     /// Reads a run of `tenant` (a suspended run past its time to live reads

@@ -12,7 +12,7 @@
 //! taken is never lost.
 
 use super::emitter::Staging;
-use super::execute::{execution_span, Work};
+use super::execute::Work;
 use super::live::{LiveRun, LiveRuns};
 use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
@@ -86,17 +86,15 @@ impl Runtime {
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
         let claim = self.claim_here(request.run_id);
-        let run = match loaded {
+        let mut run = match loaded {
             // A run read before the claim may be stale: read it again.
             Some(run) if claim.is_none() => *run,
             _ => self.inner.load_run_of(tenant, request.run_id).await?,
         };
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
-            let replay = self.follow(tenant, run.id, Wanted::Segment { first_seq });
-            return Box::pin(replay).await;
+            return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
         }
-        let mut run = run;
         match &claim {
             // The claim is this Resume's own.
             Some(Claim::Held(_)) => self.inner.expire_unclaimed(&mut run).await?,
@@ -119,7 +117,6 @@ impl Runtime {
         // The answer fits: claim the suspension. The answer is stored with
         // the claim, so an acknowledged answer is never lost.
         let answered = run.state.pending.remove(index);
-        let span = execution_span(&run, Some(&answered.call.id));
         run.state.answers.push(AnswerRecord {
             tool_call_id: answered.call.id.clone(),
             answer: request.answer.clone(),
@@ -168,7 +165,7 @@ impl Runtime {
         };
         let metrics = &self.inner.config.metrics;
         metrics.run_resumed(&run.agent_id, suspended_since);
-        let work = (Work::Continue(approved.into_iter().collect()), span);
+        let work = Work::Continue(approved.into_iter().collect());
         Ok(self.execute(agent, run, first.events, work, slot, claimed))
     }
 

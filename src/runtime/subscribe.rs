@@ -81,7 +81,9 @@ impl Runtime {
         // Join before reading the store: whatever the store misses, the
         // broadcast has.
         let joined = live.join();
-        match plan(&self.inner, tenant, run_id, wanted, joined).await {
+        // Boxed: a follow is rare on the paths that call it (replays of
+        // StartRun and Resume), whose futures stay small.
+        match Box::pin(plan(&self.inner, tenant, run_id, wanted, joined)).await {
             Ok(Plan {
                 after_seq,
                 replay,
