@@ -3,8 +3,8 @@
 //! and its `tool_call_suspended` chunk repeat the question and its options
 //! several times (the call's arguments, the payload, the conversation), and
 //! every record and chunk spells out the same field names, so compression
-//! against a dictionary of those names (`lz4_dictionary.txt`) about thirds
-//! them, for a few microseconds. Fewer bytes per write is what makes a
+//! against a dictionary of those names (`lz4_dictionary.txt`) brings them
+//! down to about a third of their JSON, for a few microseconds. Fewer bytes per write is what makes a
 //! commit cheap: the store writes, checksums and syncs whole pages. Plain
 //! JSON, as stored before compression existed, and LZ4 without the
 //! dictionary, as stored before it did, read back unchanged: the three are
