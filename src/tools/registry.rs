@@ -49,24 +49,13 @@ impl RegisteredTool {
 
     /// Checks `args` against the input schema, naming every violation.
     pub fn validate(&self, args: &Value) -> Result<(), String> {
-        // The common case, without collecting errors.
-        if self.validator.is_valid(args) {
-            return Ok(());
-        }
-        let problems: Vec<String> = violations(&self.validator, args)
-            .map(|(path, error)| {
-                let at = if path.is_empty() { "input" } else { path.as_str() };
-                format!("{at}: {error}")
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "Invalid arguments for {}: {}",
-                self.spec().name,
-                problems.join("; ")
-            ))
+        let describe = |path: String, error: String| {
+            let at = if path.is_empty() { "input" } else { path.as_str() };
+            format!("{at}: {error}")
+        };
+        match violations(&self.validator, args, describe) {
+            None => Ok(()),
+            Some(problems) => Err(format!("Invalid arguments for {}: {problems}", self.spec().name)),
         }
     }
 
@@ -77,41 +66,45 @@ impl RegisteredTool {
         let Some(validator) = &self.resume_validator else {
             return Ok(());
         };
-        if validator.is_valid(data) {
-            return Ok(());
-        }
-        let problems: Vec<String> = violations(validator, data)
-            .map(|(path, error)| format!("data{path}: {error}"))
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(AnswerError::new(
+        let describe = |path: String, error: String| format!("data{path}: {error}");
+        match violations(validator, data, describe) {
+            None => Ok(()),
+            Some(problems) => Err(AnswerError::new(
                 "data",
                 format!(
-                    "does not match the resume schema of {}: {}",
-                    self.spec().name,
-                    problems.join("; ")
+                    "does not match the resume schema of {}: {problems}",
+                    self.spec().name
                 ),
-            ))
+            )),
         }
     }
 }
 
-/// The first violations of `validator` by `value` (at most
-/// [`MAX_VIOLATIONS`]), as the JSON pointer of the offending part (empty
-/// for `value` itself) and what is wrong with it, each clipped: the
-/// messages quote the input, which may be hostile and huge.
-fn violations<'a>(
-    validator: &'a jsonschema::Validator,
-    value: &'a Value,
-) -> impl Iterator<Item = (String, String)> + 'a {
-    validator.iter_errors(value).take(MAX_VIOLATIONS).map(|error| {
-        (
-            clip(error.instance_path().to_string(), MAX_POINTER),
-            clip(error.to_string(), MAX_MESSAGE),
-        )
-    })
+/// `None` if `value` satisfies `validator`; else its first violations (at
+/// most [`MAX_VIOLATIONS`]), each described by `describe` from the JSON
+/// pointer of the offending part (empty for `value` itself) and what is
+/// wrong with it, joined by `; `. Both are clipped: the messages quote the
+/// input, which may be hostile and huge.
+fn violations(
+    validator: &jsonschema::Validator,
+    value: &Value,
+    describe: impl Fn(String, String) -> String,
+) -> Option<String> {
+    // The common case, without collecting errors.
+    if validator.is_valid(value) {
+        return None;
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .take(MAX_VIOLATIONS)
+        .map(|error| {
+            describe(
+                clip(error.instance_path().to_string(), MAX_POINTER),
+                clip(error.to_string(), MAX_MESSAGE),
+            )
+        })
+        .collect();
+    (!problems.is_empty()).then(|| problems.join("; "))
 }
 
 /// How many violations an error lists.
