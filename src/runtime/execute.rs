@@ -46,8 +46,14 @@ fn execution_span(run: &RunRecord, work: &Work) -> tracing::Span {
     };
     // Absent fields (no thread, no call answered) are left out.
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
-    let (run_id, agent, tenant) = (run.id, run.agent_id.as_str(), run.tenant.as_str());
-    tracing::info_span!("run", %run_id, agent, tenant, thread_id, tool_call_id = answered)
+    tracing::info_span!(
+        "run",
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id,
+        tool_call_id = answered
+    )
 }
 
 impl Inner {
