@@ -4,11 +4,12 @@
 //! several times (the call's arguments, the payload, the conversation), and
 //! every record and chunk spells out the same field names, so compression
 //! against a dictionary of those names (`lz4_dictionary.txt`) brings them
-//! down to about a third of their JSON, for a few microseconds. Fewer bytes per write is what makes a
-//! commit cheap: the store writes, checksums and syncs whole pages. Plain
-//! JSON, as stored before compression existed, and LZ4 without the
-//! dictionary, as stored before it did, read back unchanged: the three are
-//! told apart by the first byte.
+//! down to about a third of their JSON, for a few microseconds. Fewer
+//! bytes per write is what makes a commit cheap: the store writes,
+//! checksums and syncs whole pages. Plain JSON, as stored before
+//! compression existed, and LZ4 without the dictionary, as stored before
+//! it did, read back unchanged: the three are told apart by the first
+//! byte.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -191,8 +192,13 @@ mod tests {
 
     #[test]
     fn the_dictionary_never_changes() {
-        // Stored with the first dictionary: a single byte changed in it
-        // would read this back wrong, or not at all.
+        // Every byte of it, by length and FNV-1a hash: values stored with
+        // it would read back wrong, or not at all, after any change.
+        let fnv1a = DICTIONARY.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+        assert_eq!((DICTIONARY.len(), fnv1a), (2610, 0x4268_3e2f_a3da_e794));
+        // And a value stored with it reads back.
         let stored = "02a3000000135b76001637f000ee393630363634353438373733333284000f8c010f\
                       34315f31ae070f8f01183c50726f92015073657d7d5d";
         let bytes: Vec<u8> = (0..stored.len())
