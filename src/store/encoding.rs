@@ -11,6 +11,8 @@
 //! it did, read back unchanged: the three are told apart by the first
 //! byte.
 
+mod lz4;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -39,7 +41,7 @@ const MIN_COMPRESSED: usize = 192;
 
 /// Scratch buffers reused by every encoding on a thread: the JSON grows in
 /// place instead of through a chain of reallocations, and LZ4 writes into a
-/// buffer that is already there (and already zeroed); what is returned is
+/// buffer that is already there; what is returned is
 /// one allocation of the final size.
 struct Scratch {
     json: Vec<u8>,
@@ -100,16 +102,24 @@ fn compress(json: &[u8], scratch: &mut Vec<u8>) -> Vec<u8> {
     let Ok(size) = u32::try_from(json.len()) else {
         return json.to_vec();
     };
-    let room = HEADER + lz4_flex::block::get_maximum_output_size(json.len());
-    if scratch.len() < room {
-        scratch.resize(room, 0);
+    scratch.clear();
+    scratch.reserve(HEADER + lz4_flex::block::get_maximum_output_size(json.len()));
+    scratch.push(LZ4_DICT_JSON);
+    scratch.extend_from_slice(&size.to_le_bytes());
+    if lz4::STORE.fits(json.len()) {
+        lz4::STORE.compress(json, scratch);
+    } else {
+        // Too long for 16-bit positions: the general compressor.
+        scratch.resize(scratch.capacity(), 0);
+        match lz4_flex::block::compress_into_with_dict(json, &mut scratch[HEADER..], DICTIONARY) {
+            Ok(written) => scratch.truncate(HEADER + written),
+            Err(_) => return json.to_vec(),
+        }
     }
-    let block = &mut scratch[..room];
-    block[0] = LZ4_DICT_JSON;
-    block[1..HEADER].copy_from_slice(&size.to_le_bytes());
-    match lz4_flex::block::compress_into_with_dict(json, &mut block[HEADER..], DICTIONARY) {
-        Ok(written) if HEADER + written < json.len() => block[..HEADER + written].to_vec(),
-        _ => json.to_vec(),
+    if scratch.len() < json.len() {
+        scratch.to_vec()
+    } else {
+        json.to_vec()
     }
 }
 
@@ -144,13 +154,12 @@ mod tests {
         assert_eq!(bytes.first(), Some(&LZ4_DICT_JSON));
         assert!(bytes.len() < serde_json::to_vec(&large).unwrap().len() / 2);
         assert_eq!(decode::<Chunk>(&bytes).unwrap(), large);
-        // The layout: the marker, then lz4_flex's block with its size
-        // prepended, compressed against the dictionary.
+        // The layout: the marker, the JSON's size, then an LZ4 block that
+        // a general decoder reads with the dictionary.
         let json = serde_json::to_vec(&large).unwrap();
-        let mut stored = vec![LZ4_DICT_JSON];
-        stored.extend((json.len() as u32).to_le_bytes());
-        stored.extend(lz4_flex::block::compress_with_dict(&json, DICTIONARY));
-        assert_eq!(bytes, stored);
+        assert_eq!(bytes[1..HEADER], (json.len() as u32).to_le_bytes());
+        let block = lz4_flex::block::decompress_with_dict(&bytes[HEADER..], json.len(), DICTIONARY);
+        assert_eq!(block.unwrap(), json);
     }
 
     #[test]
@@ -177,6 +186,19 @@ mod tests {
             bytes.len()
         );
         assert_eq!(decode::<Vec<crate::chunk::Event>>(&bytes).unwrap(), events);
+    }
+
+    #[test]
+    fn values_too_long_for_the_prepared_compressor_shrink_too() {
+        let long = Chunk::TextDelta {
+            text: "Which plan should I set up for you? ".repeat(3000),
+        };
+        let json = serde_json::to_vec(&long).unwrap();
+        assert!(!lz4::STORE.fits(json.len()));
+        let bytes = encode(&long).unwrap();
+        assert_eq!(bytes.first(), Some(&LZ4_DICT_JSON));
+        assert!(bytes.len() < json.len() / 10);
+        assert_eq!(decode::<Chunk>(&bytes).unwrap(), long);
     }
 
     #[test]
