@@ -11,6 +11,7 @@
 //! decoder sees them: an offset reaches back from the input into the
 //! dictionary's end.
 
+use std::ops::Range;
 use std::sync::LazyLock;
 
 /// Bits of a hash: the table has 2^12 entries.
@@ -65,6 +66,12 @@ impl DictCompressor {
         debug_assert!(self.fits(input.len()));
         let base = self.dict.len();
         let mut table: Table = *self.table;
+        let block_start = out.len();
+        out.resize(block_start + bound(input.len()), 0);
+        let mut block = Block {
+            buf: &mut out[block_start..],
+            len: 0,
+        };
         // Matches end before the last literals, and start early enough.
         let match_end_limit = input.len().saturating_sub(LAST_LITERALS);
         let last_start = input.len().saturating_sub(MF_LIMIT);
@@ -97,7 +104,7 @@ impl DictCompressor {
                 len += 1;
             }
             let offset = (base + start - from) as u16;
-            push_sequence(out, &input[anchor..start], Some((offset, len)));
+            block.sequence(input, anchor..start, Some((offset, len)));
             at = start + len;
             anchor = at;
             attempts = 1 << SKIP_TRIGGER;
@@ -105,7 +112,9 @@ impl DictCompressor {
             // the next one (a match ends 5 bytes before the input's end).
             table[hash(read_u32(input, at - 2))] = (base + at - 2) as u16;
         }
-        push_sequence(out, &input[anchor..], None);
+        block.sequence(input, anchor..input.len(), None);
+        let written = block.len;
+        out.truncate(block_start + written);
     }
 
     /// Whether position `candidate` holds the 4 bytes `sequence`, all of
@@ -157,30 +166,66 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     len
 }
 
-/// One sequence: a token, the literals' length beyond 15, the literals,
-/// then (but for the last sequence) the match's offset and its length
-/// beyond 4 + 15.
-fn push_sequence(out: &mut Vec<u8>, literals: &[u8], matched: Option<(u16, usize)>) {
-    let match_code = matched.map_or(0, |(_, len)| len - MIN_MATCH);
-    out.push(((literals.len().min(15) as u8) << 4) | match_code.min(15) as u8);
-    if literals.len() >= 15 {
-        push_length(out, literals.len() - 15);
-    }
-    out.extend_from_slice(literals);
-    if let Some((offset, _)) = matched {
-        out.extend_from_slice(&offset.to_le_bytes());
-        if match_code >= 15 {
-            push_length(out, match_code - 15);
-        }
-    }
+/// The most a block of `input_len` bytes can take: incompressible input
+/// costs one length byte per 255 literals, and the token.
+fn bound(input_len: usize) -> usize {
+    input_len + input_len / 255 + 16
 }
 
-fn push_length(out: &mut Vec<u8>, mut rest: usize) {
-    while rest >= 255 {
-        out.push(255);
-        rest -= 255;
+/// Where a block is written: a buffer sized for the worst case (see
+/// [`bound`]), so that writing never grows it.
+struct Block<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Block<'_> {
+    /// One sequence: a token, the literals' length beyond 15, the
+    /// literals (`input[literals]`), then, but for the last sequence, the
+    /// match's offset and its length beyond 4 + 15.
+    fn sequence(&mut self, input: &[u8], literals: Range<usize>, matched: Option<(u16, usize)>) {
+        let literal_len = literals.len();
+        let match_code = matched.map_or(0, |(_, len)| len - MIN_MATCH);
+        self.byte(((literal_len.min(15) as u8) << 4) | match_code.min(15) as u8);
+        if literal_len >= 15 {
+            self.length(literal_len - 15);
+        }
+        // Most literal runs are short: copy a fixed 16 bytes (one move)
+        // when both sides have them, and count only the run's own.
+        let fixed = literals.start + 16;
+        if literal_len <= 16 && fixed <= input.len() && self.len + 16 <= self.buf.len() {
+            self.buf[self.len..self.len + 16].copy_from_slice(&input[literals.start..fixed]);
+            self.len += literal_len;
+        } else {
+            self.bytes(&input[literals]);
+        }
+        if let Some((offset, _)) = matched {
+            let [low, high] = offset.to_le_bytes();
+            self.byte(low);
+            self.byte(high);
+            if match_code >= 15 {
+                self.length(match_code - 15);
+            }
+        }
     }
-    out.push(rest as u8);
+
+    fn length(&mut self, mut rest: usize) {
+        while rest >= 255 {
+            self.byte(255);
+            rest -= 255;
+        }
+        self.byte(rest as u8);
+    }
+
+    fn byte(&mut self, byte: u8) {
+        self.buf[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
 }
 
 #[cfg(test)]
