@@ -1,8 +1,8 @@
 //! LZ4 block compression against one fixed dictionary, with the hash table
 //! of the dictionary built once. A general compressor hashes the whole
-//! dictionary into a fresh table on every call: for the few hundred bytes
-//! of a record or a step's chunks, that was most of the work. Here each
-//! call starts from a copy of the prepared table.
+//! dictionary into a fresh table on every call: for the one or two
+//! kilobytes of a record or a step's chunks, that setup was a large share
+//! of each call. Here each call starts from a copy of the prepared table.
 //!
 //! The output is a plain LZ4 block (see the format's specification,
 //! `lz4_Block_format.md`), so any decoder given the same dictionary reads
@@ -23,9 +23,9 @@ const MIN_MATCH: usize = 4;
 /// the end of the block, and the last 5 bytes are literals.
 const MF_LIMIT: usize = 12;
 const LAST_LITERALS: usize = 5;
-/// After this many misses in a row the search steps 2 bytes at a time,
-/// after twice as many 3, and so on (LZ4's own acceleration): text with
-/// nothing to refer back to is passed over quickly.
+/// After 2^6 = 64 misses in a row the search steps 2 bytes at a time,
+/// after 64 more 3, and so on (LZ4's own acceleration): text with nothing
+/// to refer back to is passed over quickly.
 const SKIP_TRIGGER: u32 = 6;
 
 /// Where the last 4-byte sequence of each hash was seen, as a position in
