@@ -41,8 +41,8 @@ const MIN_COMPRESSED: usize = 192;
 
 /// Scratch buffers reused by every encoding on a thread: the JSON grows in
 /// place instead of through a chain of reallocations, and LZ4 writes into a
-/// buffer that is already there; what is returned is
-/// one allocation of the final size.
+/// buffer that is already there; what is returned is one allocation of the
+/// final size.
 struct Scratch {
     json: Vec<u8>,
     compressed: Vec<u8>,
@@ -103,14 +103,13 @@ fn compress(json: &[u8], scratch: &mut Vec<u8>) -> Vec<u8> {
         return json.to_vec();
     };
     scratch.clear();
-    scratch.reserve(HEADER + lz4_flex::block::get_maximum_output_size(json.len()));
     scratch.push(LZ4_DICT_JSON);
     scratch.extend_from_slice(&size.to_le_bytes());
     if lz4::STORE.fits(json.len()) {
         lz4::STORE.compress(json, scratch);
     } else {
         // Too long for 16-bit positions: the general compressor.
-        scratch.resize(scratch.capacity(), 0);
+        scratch.resize(HEADER + lz4_flex::block::get_maximum_output_size(json.len()), 0);
         match lz4_flex::block::compress_into_with_dict(json, &mut scratch[HEADER..], DICTIONARY) {
             Ok(written) => scratch.truncate(HEADER + written),
             Err(_) => return json.to_vec(),
