@@ -3,8 +3,9 @@
 //! the recovery query for running runs whose lease has expired, and reading
 //! a record with the columns that appends move laid over its stored JSON.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
+use super::writer::{guard_sql, Guard};
 use super::{backend, to_i64};
 use crate::run::{RunId, RunRecord};
 use crate::store::corrupt;
@@ -27,42 +28,36 @@ pub(super) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Resul
     ))
 }
 
-/// Moves the version, `last_seq` and lease expiry of a run at
-/// `expected_version`; the caller inserts the events in the same savepoint.
+pub(super) const APPEND_SQL: &str = concat!(
+    "UPDATE runs SET version = version + 1, last_seq = coalesce(?4, last_seq), \
+     lease_expires_at = coalesce(?5, lease_expires_at) WHERE ",
+    guard_sql!()
+);
+
+/// Moves the version, `last_seq` and lease expiry of a run that `guard`
+/// lets through; the caller inserts the events in the same transaction.
 pub(super) fn append(
     conn: &Connection,
-    id: &str,
-    expected_version: i64,
+    guard: &Guard<'_>,
     last_seq: Option<i64>,
     lease_expires_at: Option<i64>,
 ) -> Result<(), StoreError> {
     let updated = conn
-        .prepare_cached(
-            "UPDATE runs SET version = version + 1, last_seq = coalesce(?3, last_seq), \
-             lease_expires_at = coalesce(?4, lease_expires_at) WHERE id = ?1 AND version = ?2",
-        )
-        .and_then(|mut update| update.execute(params![id, expected_version, last_seq, lease_expires_at]))
+        .prepare_cached(APPEND_SQL)
+        .and_then(|mut update| {
+            update.execute(params![
+                guard.id,
+                guard.expected_version,
+                guard.first_seq,
+                last_seq,
+                lease_expires_at
+            ])
+        })
         .map_err(backend)?;
     if updated == 1 {
         return Ok(());
     }
-    Err(refusal(conn, id, expected_version)?)
-}
-
-/// Why a guarded update of run `id` changed no row: there is no such run,
-/// or its version is not `expected_version`.
-pub(super) fn refusal(conn: &Connection, id: &str, expected_version: i64) -> Result<StoreError, StoreError> {
-    let actual: Option<i64> = conn
-        .prepare_cached("SELECT version FROM runs WHERE id = ?1")
-        .and_then(|mut select| select.query_row([id], |row| row.get(0)).optional())
-        .map_err(backend)?;
-    Ok(match actual {
-        None => StoreError::NotFound,
-        Some(actual) => StoreError::VersionConflict {
-            expected: expected_version as u64,
-            actual: actual as u64,
-        },
-    })
+    Err(guard.refused_update(conn))
 }
 
 /// The status is spelled out, not bound, so that SQLite can use the partial

@@ -1,7 +1,8 @@
 //! The SQLite store's writer thread: it owns the write connection and
 //! commits whatever writes are waiting in one transaction (group commit: one
-//! fsync for many runs). Each write is checked before it changes anything,
-//! so that a refused write leaves no trace and the others of its batch go
+//! fsync for many runs). A write's first statement either changes its run's
+//! row or changes nothing (the version and seq guard is in its `WHERE`), so
+//! that a refused write leaves no trace and the others of its batch go
 //! through, without a savepoint per write. Never called from an async task.
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -68,11 +69,11 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreE
     }
 }
 
-/// What applying one write of a batch came to. A write is checked before
-/// it changes anything (the id, the version guard, the seqs of its events),
-/// so that it needs no savepoint of its own: a refused write left no trace,
-/// and an applied one cannot fail halfway for any reason but the engine
-/// failing.
+/// What applying one write of a batch came to. A write is refused by its
+/// first statement or not at all (the id, the version, the seqs of its
+/// events), so that it needs no savepoint of its own: a refused write left
+/// no trace, and an applied one cannot fail halfway for any reason but the
+/// engine failing.
 enum Applied {
     Whole,
     /// Refused before any change.
@@ -83,30 +84,25 @@ enum Applied {
 
 fn apply(conn: &Connection, write: &Write) -> Applied {
     let events = write.events.as_ref();
-    let checked = match &write.kind {
-        // A new id has no events yet; a taken one is refused by the insert
-        // itself, which then changes nothing. Its thread must still have
-        // the latest run the new one follows.
-        WriteKind::Create(run) => match &run.thread {
-            Some(thread) => threads::check_advance(conn, run, thread),
-            None => Ok(()),
-        },
-        // Refused by its first statement when there is no such thread.
-        WriteKind::DeleteThread { .. } => Ok(()),
-        WriteKind::Commit {
-            run,
-            expected_version,
-        } => check_existing(conn, &run.id, *expected_version, events),
-        WriteKind::Append {
-            id, expected_version, ..
-        } => check_existing(conn, id, *expected_version, events),
+    // Events must come after every stored one: after the run's stored
+    // `last_seq`, which every write that stores events moves to their last
+    // (a commit whose events go past its run's `last_seq` is refused).
+    let guard = |id, expected_version| Guard {
+        id,
+        expected_version,
+        first_seq: events.map(|batch| batch.first_seq),
     };
-    if let Err(error) = checked {
-        return Applied::Refused(error);
-    }
     // The first statement changes the run's row, or nothing at all.
     let (run_id, first) = match &write.kind {
         WriteKind::Create(run) => {
+            // A new id has no events yet; a taken one is refused by the
+            // insert itself, which then changes nothing. Its thread must
+            // still have the latest run the new one follows.
+            if let Some(thread) = &run.thread {
+                if let Err(error) = threads::check_advance(conn, run, thread) {
+                    return Applied::Refused(error);
+                }
+            }
             if let Err(error) = insert_run(conn, run) {
                 return Applied::Refused(error);
             }
@@ -118,6 +114,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
             }
             (&run.id, Ok(()))
         }
+        // Refused by its first statement when there is no such thread.
         WriteKind::DeleteThread { tenant, thread_id } => {
             return match threads::delete(conn, tenant, thread_id) {
                 Ok(()) => Applied::Whole,
@@ -128,7 +125,21 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         WriteKind::Commit {
             run,
             expected_version,
-        } => (&run.id, update_run(conn, run, *expected_version)),
+        } => {
+            let guard = guard(&run.id, *expected_version);
+            let first = match events {
+                // The guard takes the run's `last_seq` for its last stored
+                // seq: a run is never stored behind its own events.
+                Some(batch) if batch.last_seq > run.last_seq => Err(guard.refusal(conn, || {
+                    StoreError::Backend(format!(
+                        "event seq {} is after the run's last_seq {}",
+                        batch.last_seq, run.last_seq
+                    ))
+                })),
+                _ => update_run(conn, run, &guard),
+            };
+            (&run.id, first)
+        }
         WriteKind::Append {
             id,
             expected_version,
@@ -136,7 +147,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
             lease_expires_at,
         } => (
             id,
-            leases::append(conn, id, *expected_version, *last_seq, *lease_expires_at),
+            leases::append(conn, &guard(id, *expected_version), *last_seq, *lease_expires_at),
         ),
     };
     if let Err(error) = first {
@@ -148,43 +159,64 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
     }
 }
 
-const EXISTING_SQL: &str =
-    "SELECT version, (SELECT max(last_seq) FROM event_batches WHERE run_id = ?1) FROM runs WHERE id = ?1";
+/// What an update of an existing run is guarded by, in its `WHERE`
+/// (`guard_sql!`): the run is at the version the write was made from, and
+/// the write's events, if any, start after its last stored seq. An update
+/// that changes no row has changed nothing, and [`Guard::refusal`] says why.
+pub(super) struct Guard<'a> {
+    pub(super) id: &'a str,
+    pub(super) expected_version: i64,
+    pub(super) first_seq: Option<i64>,
+}
 
-/// Refuses a write to run `id` unless the run exists at
-/// `expected_version` and `events` start after every stored event of it,
-/// so that neither the guarded update nor the event inserts can fail.
-fn check_existing(
-    conn: &Connection,
-    id: &str,
-    expected_version: i64,
-    events: Option<&EventBatch>,
-) -> Result<(), StoreError> {
-    // One lookup for both: the version, and the run's last stored seq
-    // (an index seek on the event rows' primary key).
-    let stored: Option<(i64, Option<i64>)> = conn
-        .prepare_cached(EXISTING_SQL)
-        .and_then(|mut select| {
-            select
-                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()
-        })
-        .map_err(backend)?;
-    let Some((actual, last_stored)) = stored else {
-        return Err(StoreError::NotFound);
+/// [`Guard`]'s condition, with its values bound as `?1` – `?3` (a macro,
+/// so that statements embed it as literals).
+macro_rules! guard_sql {
+    () => {
+        "id = ?1 AND version = ?2 AND (?3 IS NULL OR last_seq < ?3)"
     };
-    if actual != expected_version {
-        return Err(StoreError::VersionConflict {
-            expected: expected_version as u64,
-            actual: actual as u64,
-        });
+}
+pub(super) use guard_sql;
+
+const UPDATE_RUN_SQL: &str = concat!(
+    "UPDATE runs SET status = ?4, version = ?5, last_seq = ?6, updated_at = ?7, expires_at = ?8, \
+     record = ?9, lease_owner = ?10, lease_expires_at = ?11 WHERE ",
+    guard_sql!()
+);
+
+impl Guard<'_> {
+    /// Why a write under this guard is refused: there is no such run, its
+    /// version is another, it has the write's first seq already, or else
+    /// `otherwise`. Only read once the write is known to be refused.
+    pub(super) fn refusal(&self, conn: &Connection, otherwise: impl FnOnce() -> StoreError) -> StoreError {
+        let stored: Option<(i64, i64)> = match conn
+            .prepare_cached("SELECT version, last_seq FROM runs WHERE id = ?1")
+            .and_then(|mut select| {
+                select
+                    .query_row([self.id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            }) {
+            Ok(stored) => stored,
+            Err(error) => return backend(error),
+        };
+        match (stored, self.first_seq) {
+            (None, _) => StoreError::NotFound,
+            (Some((actual, _)), _) if actual != self.expected_version => StoreError::VersionConflict {
+                expected: self.expected_version as u64,
+                actual: actual as u64,
+            },
+            (Some((_, stored)), Some(first)) if first <= stored => StoreError::Backend(format!(
+                "event seq {first} is stored already (the run's last stored seq is {stored})"
+            )),
+            (Some(_), _) => otherwise(),
+        }
     }
-    match (events, last_stored) {
-        (Some(batch), Some(stored)) if batch.first_seq <= stored => Err(StoreError::Backend(format!(
-            "event seq {} is stored already (the run's last stored seq is {stored})",
-            batch.first_seq
-        ))),
-        _ => Ok(()),
+
+    /// [`Guard::refusal`] of a guarded update that changed no row.
+    pub(super) fn refused_update(&self, conn: &Connection) -> StoreError {
+        self.refusal(conn, || {
+            StoreError::Backend(format!("run {} changed no row", self.id))
+        })
     }
 }
 
@@ -220,23 +252,20 @@ fn insert_run(conn: &Connection, run: &RunRow) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn update_run(conn: &Connection, run: &RunRow, expected_version: i64) -> Result<(), StoreError> {
+fn update_run(conn: &Connection, run: &RunRow, guard: &Guard<'_>) -> Result<(), StoreError> {
     let updated = conn
-        .prepare_cached(
-            "UPDATE runs SET status = ?2, version = ?3, last_seq = ?4, updated_at = ?5, \
-             expires_at = ?6, record = ?7, lease_owner = ?9, lease_expires_at = ?10 \
-             WHERE id = ?1 AND version = ?8",
-        )
+        .prepare_cached(UPDATE_RUN_SQL)
         .and_then(|mut update| {
             update.execute(params![
-                run.id,
+                guard.id,
+                guard.expected_version,
+                guard.first_seq,
                 run.status,
                 run.version,
                 run.last_seq,
                 run.updated_at,
                 run.expires_at,
                 run.record,
-                expected_version,
                 run.lease_owner,
                 run.lease_expires_at
             ])
@@ -245,7 +274,7 @@ fn update_run(conn: &Connection, run: &RunRow, expected_version: i64) -> Result<
     if updated == 1 {
         return Ok(());
     }
-    Err(leases::refusal(conn, &run.id, expected_version)?)
+    Err(guard.refused_update(conn))
 }
 
 fn insert_events(conn: &Connection, run_id: &str, events: Option<&EventBatch>) -> Result<(), StoreError> {
@@ -264,20 +293,34 @@ fn insert_events(conn: &Connection, run_id: &str, events: Option<&EventBatch>) -
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_check_of_an_existing_run_searches_two_indexes() {
+    fn plan(sql: &str) -> String {
         let mut conn = Connection::open_in_memory().expect("open");
         super::super::migrate(&mut conn).expect("migrate");
         let mut explain = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {EXISTING_SQL}"))
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .expect("explain");
-        let plan = explain
-            .query_map(["r"], |row| row.get::<_, String>(3))
+        let nulls = std::iter::repeat_n(rusqlite::types::Value::Null, explain.parameter_count());
+        explain
+            .query_map(rusqlite::params_from_iter(nulls), |row| row.get::<_, String>(3))
             .expect("plan")
             .map(|step| step.expect("plan step"))
             .collect::<Vec<_>>()
-            .join("\n");
-        assert!(!plan.contains("SCAN"), "{plan}");
-        assert_eq!(plan.matches("SEARCH").count(), 2, "{plan}");
+            .join("\n")
+    }
+
+    #[test]
+    fn guarded_updates_find_their_run_by_its_key() {
+        let update = plan(UPDATE_RUN_SQL);
+        assert!(
+            update.contains("SEARCH runs USING INDEX sqlite_autoindex_runs_1"),
+            "{update}"
+        );
+        assert!(!update.contains("SCAN"), "{update}");
+        let append = plan(super::super::leases::APPEND_SQL);
+        assert!(
+            append.contains("SEARCH runs USING INDEX sqlite_autoindex_runs_1"),
+            "{append}"
+        );
+        assert!(!append.contains("SCAN"), "{append}");
     }
 }
