@@ -87,16 +87,21 @@ fn state_offset(platform: &ffi::sqlite3_vfs) -> usize {
     size.next_multiple_of(align_of::<Gathered>())
 }
 
+/// Where `file`'s [`Gathered`] is (or goes).
+///
+/// # Safety
+/// `file` must be memory this VFS was given for a file.
+unsafe fn state_at(file: *mut ffi::sqlite3_file, platform: &ffi::sqlite3_vfs) -> *mut Gathered {
+    file.cast::<u8>().add(state_offset(platform)).cast()
+}
+
 /// # Safety
 /// `file` must be a file this VFS opened with its methods set to [`METHODS`].
 unsafe fn state<'a>(file: *mut ffi::sqlite3_file) -> &'a mut Gathered {
     let Some(Ok(Platform(platform))) = PLATFORM.get() else {
         unreachable!("a gathered file exists only once the VFS is registered")
     };
-    &mut *file
-        .cast::<u8>()
-        .add(state_offset(&**platform))
-        .cast::<Gathered>()
+    &mut *state_at(file, &**platform)
 }
 
 /// # Safety
@@ -127,11 +132,7 @@ unsafe extern "C" fn open(
     if methods.is_null() || (*methods).iVersion < METHODS.iVersion || !complete(&*methods) {
         return rc;
     }
-    let at = file
-        .cast::<u8>()
-        .add(state_offset(&**platform))
-        .cast::<Gathered>();
-    at.write(Gathered {
+    state_at(file, &**platform).write(Gathered {
         methods,
         bytes: Vec::new(),
         offset: 0,
@@ -140,6 +141,7 @@ unsafe extern "C" fn open(
     rc
 }
 
+/// Whether `methods` has every call a WAL file gets.
 fn complete(methods: &ffi::sqlite3_io_methods) -> bool {
     methods.xClose.is_some()
         && methods.xRead.is_some()
