@@ -395,6 +395,14 @@ mod tests {
         conn
     }
 
+    /// A fresh database in a folder of its own, and its gathering writer.
+    fn gathering_store() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("store.db");
+        let writer = open(&path, true);
+        (dir, path, writer)
+    }
+
     /// Commits rows `ids` (about one page each), and returns the write
     /// system calls it took.
     fn commit_rows(conn: &mut Connection, ids: std::ops::Range<i64>, size: usize) -> u64 {
@@ -443,9 +451,7 @@ mod tests {
 
     #[test]
     fn other_connections_read_every_commit() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("store.db");
-        let mut writer = open(&path, true);
+        let (_dir, path, mut writer) = gathering_store();
         let reader = Connection::open(&path).expect("reader");
         let mut expected = Vec::new();
         for round in 0..20 {
@@ -472,9 +478,7 @@ mod tests {
 
     #[test]
     fn a_transaction_longer_than_the_gathering_limit_is_stored_whole() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("store.db");
-        let mut writer = open(&path, true);
+        let (_dir, path, mut writer) = gathering_store();
         // Twenty times the limit in one commit, and one value larger than it.
         let pages = (20 * MAX_GATHERED / 4096) as i64;
         commit_rows(&mut writer, 0..pages, 3000);
@@ -490,9 +494,7 @@ mod tests {
 
     #[test]
     fn a_rolled_back_transaction_leaves_nothing() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("store.db");
-        let mut writer = open(&path, true);
+        let (_dir, path, mut writer) = gathering_store();
         commit_rows(&mut writer, 0..5, 100);
         // Enough to spill frames to the WAL before the rollback.
         writer.execute_batch("PRAGMA cache_size = 2").expect("cache");
