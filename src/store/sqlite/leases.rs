@@ -28,6 +28,7 @@ pub(super) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Resul
     ))
 }
 
+/// An append's update of its run, under its [`Guard`].
 pub(super) const APPEND_SQL: &str = concat!(
     "UPDATE runs SET version = version + 1, last_seq = coalesce(?4, last_seq), \
      lease_expires_at = coalesce(?5, lease_expires_at) WHERE ",

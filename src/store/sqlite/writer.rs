@@ -178,6 +178,7 @@ macro_rules! guard_sql {
 }
 pub(super) use guard_sql;
 
+/// A commit's update of its run, under its [`Guard`].
 const UPDATE_RUN_SQL: &str = concat!(
     "UPDATE runs SET status = ?4, version = ?5, last_seq = ?6, updated_at = ?7, expires_at = ?8, \
      record = ?9, lease_owner = ?10, lease_expires_at = ?11 WHERE ",
