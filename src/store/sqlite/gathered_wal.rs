@@ -195,6 +195,23 @@ unsafe fn pass_on(file: *mut ffi::sqlite3_file, gathered: &mut Gathered) -> c_in
     rc
 }
 
+/// Passes the gathered bytes on, then, unless that failed, makes `call` to
+/// the platform's methods: for every use of the file that must find the
+/// bytes there.
+///
+/// # Safety
+/// As for [`state`].
+unsafe fn passed_on(
+    file: *mut ffi::sqlite3_file,
+    call: impl FnOnce(&ffi::sqlite3_io_methods) -> c_int,
+) -> c_int {
+    let gathered = state(file);
+    match pass_on(file, gathered) {
+        ffi::SQLITE_OK => call(&*gathered.methods),
+        rc => rc,
+    }
+}
+
 unsafe extern "C" fn write(
     file: *mut ffi::sqlite3_file,
     data: *const c_void,
@@ -241,38 +258,33 @@ unsafe extern "C" fn read(
     amount: c_int,
     offset: i64,
 ) -> c_int {
-    match pass_on(file, state(file)) {
-        ffi::SQLITE_OK => platform_methods(file).xRead.expect("checked at open")(file, data, amount, offset),
-        rc => rc,
-    }
+    passed_on(file, |platform| {
+        platform.xRead.expect("checked at open")(file, data, amount, offset)
+    })
 }
 
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    match pass_on(file, state(file)) {
-        ffi::SQLITE_OK => platform_methods(file).xTruncate.expect("checked at open")(file, size),
-        rc => rc,
-    }
+    passed_on(file, |platform| {
+        platform.xTruncate.expect("checked at open")(file, size)
+    })
 }
 
 unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    match pass_on(file, state(file)) {
-        ffi::SQLITE_OK => platform_methods(file).xSync.expect("checked at open")(file, flags),
-        rc => rc,
-    }
+    passed_on(file, |platform| {
+        platform.xSync.expect("checked at open")(file, flags)
+    })
 }
 
 unsafe extern "C" fn file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-    match pass_on(file, state(file)) {
-        ffi::SQLITE_OK => platform_methods(file).xFileSize.expect("checked at open")(file, size),
-        rc => rc,
-    }
+    passed_on(file, |platform| {
+        platform.xFileSize.expect("checked at open")(file, size)
+    })
 }
 
 unsafe extern "C" fn file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
-    match pass_on(file, state(file)) {
-        ffi::SQLITE_OK => platform_methods(file).xFileControl.expect("checked at open")(file, op, arg),
-        rc => rc,
-    }
+    passed_on(file, |platform| {
+        platform.xFileControl.expect("checked at open")(file, op, arg)
+    })
 }
 
 unsafe extern "C" fn lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
@@ -344,17 +356,13 @@ unsafe extern "C" fn fetch(
     amount: c_int,
     out: *mut *mut c_void,
 ) -> c_int {
-    let rc = pass_on(file, state(file));
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    match platform_methods(file).xFetch {
+    passed_on(file, |platform| match platform.xFetch {
         Some(fetch) => fetch(file, offset, amount, out),
         None => {
             *out = ptr::null_mut();
             ffi::SQLITE_OK
         }
-    }
+    })
 }
 
 unsafe extern "C" fn unfetch(file: *mut ffi::sqlite3_file, offset: i64, page: *mut c_void) -> c_int {

@@ -202,6 +202,28 @@ mod tests {
     }
 
     #[test]
+    fn guarded_updates_find_their_run_by_its_key() {
+        let conn = migrated();
+        // The guard's id, version and first seq, then the values set.
+        let values = |count| {
+            let mut values = vec![Value::Text("r".into()), Value::Integer(1), Value::Integer(2)];
+            values.resize(count, Value::Null);
+            values
+        };
+        for (sql, count) in [
+            (super::super::writer::UPDATE_RUN_SQL, 11),
+            (super::super::leases::APPEND_SQL, 5),
+        ] {
+            let update = plan(&conn, sql, values(count));
+            assert!(
+                update.contains("SEARCH runs USING INDEX sqlite_autoindex_runs_1"),
+                "{update}"
+            );
+            assert!(!update.contains("SCAN"), "{update}");
+        }
+    }
+
+    #[test]
     fn counting_suspended_runs_reads_only_their_index() {
         let conn = migrated();
         let count = plan(&conn, &count_sql(RunStatus::Suspended), Vec::new());

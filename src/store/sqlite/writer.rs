@@ -179,7 +179,7 @@ macro_rules! guard_sql {
 pub(super) use guard_sql;
 
 /// A commit's update of its run, under its [`Guard`].
-const UPDATE_RUN_SQL: &str = concat!(
+pub(super) const UPDATE_RUN_SQL: &str = concat!(
     "UPDATE runs SET status = ?4, version = ?5, last_seq = ?6, updated_at = ?7, expires_at = ?8, \
      record = ?9, lease_owner = ?10, lease_expires_at = ?11 WHERE ",
     guard_sql!()
@@ -288,40 +288,4 @@ fn insert_events(conn: &Connection, run_id: &str, events: Option<&EventBatch>) -
     .and_then(|mut insert| insert.execute(params![run_id, batch.last_seq, batch.first_seq, batch.events]))
     .map_err(backend)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan(sql: &str) -> String {
-        let mut conn = Connection::open_in_memory().expect("open");
-        super::super::migrate(&mut conn).expect("migrate");
-        let mut explain = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .expect("explain");
-        let nulls = std::iter::repeat_n(rusqlite::types::Value::Null, explain.parameter_count());
-        explain
-            .query_map(rusqlite::params_from_iter(nulls), |row| row.get::<_, String>(3))
-            .expect("plan")
-            .map(|step| step.expect("plan step"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    #[test]
-    fn guarded_updates_find_their_run_by_its_key() {
-        let update = plan(UPDATE_RUN_SQL);
-        assert!(
-            update.contains("SEARCH runs USING INDEX sqlite_autoindex_runs_1"),
-            "{update}"
-        );
-        assert!(!update.contains("SCAN"), "{update}");
-        let append = plan(super::super::leases::APPEND_SQL);
-        assert!(
-            append.contains("SEARCH runs USING INDEX sqlite_autoindex_runs_1"),
-            "{append}"
-        );
-        assert!(!append.contains("SCAN"), "{append}");
-    }
 }
