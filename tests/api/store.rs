@@ -175,6 +175,44 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
 
 /// What a durable backend adds: a committed run is still there, whole, after
 /// the store is dropped and the same database opened again.
+/// SQLite guards a write's events by the run's stored `last_seq` (in the
+/// update itself), so it refuses to store a run behind its own events: the
+/// next write's guard would let it repeat a seq. The refusal changes
+/// nothing, and a wrong version is still reported as a conflict first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_refuses_a_run_stored_behind_its_events() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Store = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
+    let behind = |result: Result<(), StoreError>| matches!(result, Err(StoreError::Backend(ref message)) if message.contains("after the run's last_seq"));
+
+    let mut run = suspended_run("assistant");
+    let first = suspension_events(1);
+    run.last_seq = first.len() as u64 - 1;
+    assert!(behind(store.create_run(&run, &first).await));
+    assert!(matches!(store.load_run(run.id).await, Err(StoreError::NotFound)));
+
+    run.last_seq = first.len() as u64;
+    store.create_run(&run, &first).await.expect("create");
+    let mut completed = completed_from(&run, "Pro");
+    let second = resumption_events(run.last_seq + 1, "Pro");
+    completed.last_seq -= 1;
+    assert!(behind(store.commit(&completed, run.version, &second).await));
+    assert_conflict(
+        store.commit(&completed, run.version + 1, &second).await,
+        run.version + 1,
+        run.version,
+    );
+    assert_eq!(store.load_run(run.id).await.expect("load"), run);
+    assert_eq!(events_of(&store, run.id).await, first);
+
+    completed.last_seq += 1;
+    store
+        .commit(&completed, run.version, &second)
+        .await
+        .expect("commit");
+    assert_eq!(events_of(&store, run.id).await, concat(&first, &second));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_store_survives_reopen() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -85,12 +85,19 @@ enum Applied {
 fn apply(conn: &Connection, write: &Write) -> Applied {
     let events = write.events.as_ref();
     // Events must come after every stored one: after the run's stored
-    // `last_seq`, which every write that stores events moves to their last
-    // (a commit whose events go past its run's `last_seq` is refused).
+    // `last_seq`, which every write that stores events moves to their last.
+    // So a run row is never stored behind its own events.
     let guard = |id, expected_version| Guard {
         id,
         expected_version,
         first_seq: events.map(|batch| batch.first_seq),
+    };
+    let behind = |run: &RunRow| {
+        let batch = events.filter(|batch| batch.last_seq > run.last_seq)?;
+        Some(StoreError::Backend(format!(
+            "event seq {} is after the run's last_seq {}",
+            batch.last_seq, run.last_seq
+        )))
     };
     // The first statement changes the run's row, or nothing at all.
     let (run_id, first) = match &write.kind {
@@ -98,6 +105,9 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
             // A new id has no events yet; a taken one is refused by the
             // insert itself, which then changes nothing. Its thread must
             // still have the latest run the new one follows.
+            if let Some(error) = behind(run) {
+                return Applied::Refused(error);
+            }
             if let Some(thread) = &run.thread {
                 if let Err(error) = threads::check_advance(conn, run, thread) {
                     return Applied::Refused(error);
@@ -127,16 +137,10 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
             expected_version,
         } => {
             let guard = guard(&run.id, *expected_version);
-            let first = match events {
-                // The guard takes the run's `last_seq` for its last stored
-                // seq: a run is never stored behind its own events.
-                Some(batch) if batch.last_seq > run.last_seq => Err(guard.refusal(conn, || {
-                    StoreError::Backend(format!(
-                        "event seq {} is after the run's last_seq {}",
-                        batch.last_seq, run.last_seq
-                    ))
-                })),
-                _ => update_run(conn, run, &guard),
+            // Refused for a wrong version first, as an update would be.
+            let first = match behind(run) {
+                Some(error) => Err(guard.refusal(conn, || error)),
+                None => update_run(conn, run, &guard),
             };
             (&run.id, first)
         }
