@@ -157,7 +157,8 @@ impl From<RuntimeError> for Status {
             ),
             RuntimeError::Store(store) => {
                 let code = match store {
-                    StoreError::Backend(_) => Code::Unavailable,
+                    StoreError::Backend(_) | StoreError::InUse(_) => Code::Unavailable,
+                    StoreError::Full(_) => Code::ResourceExhausted,
                     StoreError::Corrupt(_)
                     | StoreError::NotFound
                     | StoreError::AlreadyExists

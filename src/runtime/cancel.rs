@@ -40,9 +40,7 @@ impl Runtime {
             self.inner.expire_if_due(&mut run).await?;
             let executing_here = self.inner.live.get(run_id).filter(|live| live.is_executing());
             let outcome = match (run.status, executing_here) {
-                // Suspended in the store and executing here: a Resume
-                // claimed it, and its continuation is not stored yet.
-                (RunStatus::Running | RunStatus::Suspended, Some(live)) if !interrupted => {
+                (RunStatus::Running, Some(live)) if !interrupted => {
                     live.request_cancel(reason.clone());
                     interrupted = true;
                     if tokio::time::timeout(STOP_WAIT, live.idle()).await.is_err() {

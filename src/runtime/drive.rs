@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::live::{Interruption, LiveRun};
-use super::stream::Delivery;
+use super::stream::{Delivery, Refusal};
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
 use crate::chunk::{Chunk, FinishReason, RunFailure};
@@ -61,17 +61,6 @@ impl Execution {
         Arc::clone(self.emitter.live())
     }
 
-    /// Starts a new run: its `start` chunk, then steps.
-    pub(super) async fn start_run(mut self) {
-        let start = Chunk::Start {
-            agent_id: self.run.agent_id.clone(),
-            resumed: false,
-        };
-        self.emitter.emit_now(start).await;
-        let outcome = self.step_loop().await;
-        self.settle(outcome).await;
-    }
-
     /// Steps until the run suspends or finishes.
     pub(super) async fn run_steps(mut self) {
         let outcome = self.step_loop().await;
@@ -102,22 +91,36 @@ impl Execution {
     }
 
     /// Ends the execution. Nothing unstored was ever released, so an
-    /// execution whose write failed just stops: a run that moved on
-    /// elsewhere goes on there; one the store refused stays RUNNING with a
-    /// lease that expires, and recovery (here or on another replica)
-    /// continues it from its last stored step. Its followers keep waiting
-    /// for that continuation.
+    /// execution whose write failed just stops, and its streams go on as
+    /// the run does: a run that moved on elsewhere (taken over, cancelled
+    /// in the store) goes on there, and its client follows it; a run the
+    /// store refused stays RUNNING with a lease that expires, for recovery
+    /// (here or on another replica) to continue from its last stored step
+    /// once the store accepts writes, and its streams here end with an
+    /// `error` and a `finish` that say so (see `stream::Refusal`).
     async fn settle(&mut self, outcome: Result<(), StoreError>) {
+        let outcome = match outcome {
+            // Fenced by the flusher, which the store refused for a lease.
+            Err(StoreError::VersionConflict { .. }) => match self.emitter.refusal().await {
+                Some(refused) => Err(refused),
+                None => outcome,
+            },
+            other => other,
+        };
         match outcome {
             Ok(()) => {}
             Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
                 tracing::info!("the run moved on elsewhere; this execution stopped");
+                self.emitter.hand_over_client();
             }
             Err(error) => {
-                tracing::error!(%error, "could not store the run; leaving it to recovery");
+                tracing::error!(%error, "the store refused the run; its streams here end, and recovery continues it");
+                self.emitter.end_streams(Refusal {
+                    error: error.to_string(),
+                    usage: self.run.state.usage,
+                });
             }
         }
-        self.emitter.hand_over_client();
         self.emitter.release_hold();
         self.inner.live.release(self.run.id);
     }

@@ -7,17 +7,17 @@
 //! Chunks that must come with a state change (suspensions,
 //! finishes) are held back and stored by the step's commit. So no client
 //! ever sees a chunk a crash could lose, and a replica that takes a run
-//! over continues its seq right after the last chunk anybody saw. A new run
-//! is not stored before its execution starts: the emitter's first write
-//! (usually the commit of its first step) creates it, and the first chunks
-//! of a step linger briefly so that a short step is stored in one write.
-//! Likewise a Resume claimed in this process (see `resume.rs`) is stored by
-//! the first write, with the chunks the answer produced.
+//! over continues its seq right after the last chunk anybody saw. The run
+//! is stored before its execution starts (by the start, Resume or takeover
+//! that gave it to this replica); the first chunks of a step linger briefly
+//! so that a short step is stored in one write.
 //!
 //! The flusher also renews the run's lease, with every append and at least
 //! every `LeaseSettings::renew_every`. A write refused by the version guard
 //! means the run moved on elsewhere (taken over, or cancelled by another
-//! replica): the execution is fenced and stops without writing again.
+//! replica): the execution is fenced and stops without writing again. A
+//! store that keeps refusing appends for a whole lease fences it too, and
+//! the refusal is kept for the execution to report (see [`Emitter::refusal`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -27,8 +27,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
-use super::live::LiveRun;
-use super::stream::{ClientFeed, Delivery};
+use super::live::{LiveRun, Signal};
+use super::stream::{ClientFeed, Delivery, Refusal};
 use super::tenant_runs::RunSlot;
 use super::RuntimeConfig;
 use crate::agent::ChunkSink;
@@ -130,31 +130,9 @@ struct Writer {
     /// Nothing was appended since the last commit (or the start): the next
     /// append lingers (see [`LINGER`]).
     fresh: bool,
-    /// The run as the execution started it, while that is not stored yet:
-    /// the first write (an append or a commit) stores it, with the chunks
-    /// since.
-    first: Option<FirstWrite>,
-}
-
-/// Where the run an execution starts from stands in the store.
-pub(crate) enum Standing {
-    /// Stored as it is.
-    Stored,
-    /// Not stored at all: a new run, which the first write creates.
-    New,
-    /// Claimed in this process by a Resume and not stored since the version
-    /// it was read at (`run.version`): the first write stores the claim and
-    /// `first`, the chunks the answer produced, with a compare-and-set on
-    /// that version.
-    Claimed { first: Vec<Event> },
-}
-
-/// The first write of an execution whose run is not stored as it stands:
-/// the run as the execution started it, which that write creates (a new
-/// run) or commits over the version it was read at (a claim).
-struct FirstWrite {
-    run: RunRecord,
-    creates: bool,
+    /// Why the flusher gave the run up, when the store refused its appends
+    /// for a whole lease (rather than another writer moving the run).
+    refused: Option<StoreError>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -163,16 +141,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Emitter {
-    /// An emitter for an execution of `run` (standing in the store as
-    /// `standing` says, with this replica's lease), continuing after its
-    /// `last_seq`. `feed` is the execution's own client, which gets the
-    /// chunks of each write straight from here; other clients follow the
-    /// run.
+    /// An emitter for an execution of `run` (stored as it is, with this
+    /// replica's lease), continuing after its `last_seq`. `feed` is the
+    /// execution's own client, which gets the chunks of each write straight
+    /// from here; other clients follow the run.
     pub(super) fn start(
         store: Arc<dyn RunStore>,
         live: Arc<LiveRun>,
         run: &RunRecord,
-        standing: Standing,
         config: &RuntimeConfig,
         feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
@@ -180,24 +156,6 @@ impl Emitter {
         let lease = config.lease.clone();
         let now = Instant::now();
         let client = feed.as_ref().map(ClientFeed::client);
-        let first_write = |creates| {
-            Some(FirstWrite {
-                run: run.clone(),
-                creates,
-            })
-        };
-        let (first, unstored) = match standing {
-            Standing::Stored => (None, Unstored::default()),
-            Standing::New => (first_write(true), Unstored::default()),
-            Standing::Claimed { first } => {
-                let unstored = Unstored {
-                    flushable: first.len(),
-                    events: first,
-                    in_flight: 0,
-                };
-                (first_write(false), unstored)
-            }
-        };
         let shared = Arc::new(Shared {
             store,
             live: Arc::clone(&live),
@@ -207,11 +165,11 @@ impl Emitter {
                 stored_at: now,
                 stopped: false,
                 fresh: true,
-                first,
+                refused: None,
             }),
             lease,
             owner: config.replica_id.clone(),
-            unstored: Mutex::new(unstored),
+            unstored: Mutex::new(Unstored::default()),
             feed: Mutex::new(feed),
             wake: Notify::new(),
             drained: Notify::new(),
@@ -247,13 +205,31 @@ impl Emitter {
     }
 
     /// Leaves the execution's own client, if its stream has not ended, to a
-    /// follower of the run: the execution stops before the end (fenced, or
-    /// its writes refused), and the run goes on elsewhere or later. Call
+    /// follower of the run: the execution stops before the end because the
+    /// run moved on elsewhere (fenced), and its stream goes on with it. Call
     /// before the run's live entry is released.
     pub(crate) fn hand_over_client(&self) {
         if let Some(feed) = lock(&self.shared.feed).take() {
             feed.hand_over();
         }
+    }
+
+    /// Ends every stream of the run here, the execution's own client's and
+    /// its followers', with `refusal` (see [`Refusal`]): the store refused
+    /// this execution's writes, so none of them can be told more now. Call
+    /// before the run's live entry is released.
+    pub(crate) fn end_streams(&self, refusal: Refusal) {
+        let refusal = Arc::new(refusal);
+        if let Some(feed) = lock(&self.shared.feed).take() {
+            feed.end_refused(&refusal);
+        }
+        self.live.broadcast(Signal::Refused(refusal));
+    }
+
+    /// Why the flusher gave the run up, if the store refused its appends
+    /// for a whole lease (the execution is fenced then).
+    pub(crate) async fn refusal(&self) -> Option<StoreError> {
+        self.shared.writer.lock().await.refused.clone()
     }
 
     /// Records a chunk that the next commit stores with the run's state.
@@ -321,13 +297,10 @@ impl Emitter {
         // unstored chunk is in the buffer; on failure the execution stops,
         // and nothing is retried.
         let events = std::mem::take(&mut *lock(&shared.unstored)).events;
-        // A first write not done yet is done by this commit: `run` has
-        // what it would have stored, and more.
-        let first = writer.first.take();
-        let creates = first.as_ref().is_some_and(|first| first.creates);
         run.last_seq = self.last_seq;
         run.lease = (run.status == RunStatus::Running).then(|| shared.lease.lease(&shared.owner));
-        match shared.store_run(run, writer.version, creates, &events).await {
+        run.version = writer.version + 1;
+        match shared.store.commit(run, writer.version, &events).await {
             Ok(()) => {
                 writer.version = run.version;
                 writer.stored(&shared.lease);
@@ -348,13 +321,6 @@ impl Emitter {
             Err(error) => {
                 if matches!(error, StoreError::VersionConflict { .. } | StoreError::NotFound) {
                     writer.fence(&shared.live);
-                }
-                if first.is_some() {
-                    // The run never became what this execution made of it
-                    // (it was not created, or the claim was not stored):
-                    // nobody will continue this execution.
-                    writer.fence(&shared.live);
-                    shared.close();
                 }
                 Err(error)
             }
@@ -417,31 +383,6 @@ impl Shared {
         self.live.release_stored(events);
     }
 
-    /// The run was never stored as this execution made it: whoever waits on
-    /// it stops waiting, and the execution's own stream ends.
-    fn close(&self) {
-        self.live.close();
-        lock(&self.feed).take();
-    }
-
-    /// Stores `run` whole, with `events`: creates it, or commits it over the
-    /// stored `version`. `run.version` becomes the version it is stored at.
-    async fn store_run(
-        &self,
-        run: &mut RunRecord,
-        version: u64,
-        creates: bool,
-        events: &[Event],
-    ) -> Result<(), StoreError> {
-        if creates {
-            run.version = version;
-            self.store.create_run(run, events).await
-        } else {
-            run.version = version + 1;
-            self.store.commit(run, version, events).await
-        }
-    }
-
     /// Appends what is flushable, renews the lease when due; until fenced.
     async fn flush_loop(self: Arc<Self>) {
         loop {
@@ -485,24 +426,10 @@ impl Shared {
         };
         let id = self.live.id();
         let version = writer.version;
-        let written = match writer.first.as_mut() {
-            Some(first) => {
-                let run = &mut first.run;
-                run.last_seq = batch.last().map_or(run.last_seq, |event| event.seq);
-                run.lease = Some(self.lease.lease(&self.owner));
-                self.store_run(run, version, first.creates, &batch).await
-            }
-            None => {
-                let expiry = Some(self.lease.expiry());
-                self.store.append_events(id, version, expiry, &batch).await
-            }
-        };
-        match written {
+        let expiry = Some(self.lease.expiry());
+        match self.store.append_events(id, version, expiry, &batch).await {
             Ok(()) => {
-                writer.version = match writer.first.take() {
-                    Some(first) => first.run.version,
-                    None => version + 1,
-                };
+                writer.version = version + 1;
                 writer.stored(&self.lease);
                 writer.fresh = false;
                 lock(&self.unstored).in_flight = 0;
@@ -510,7 +437,7 @@ impl Shared {
                 self.drained.notify_waiters();
                 true
             }
-            Err(StoreError::VersionConflict { .. } | StoreError::NotFound | StoreError::AlreadyExists) => {
+            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
                 tracing::info!(run_id = %id, "the run moved on elsewhere; this execution stops");
                 writer.fence(&self.live);
                 self.drained.notify_waiters();
@@ -519,11 +446,8 @@ impl Shared {
             Err(error) => {
                 if writer.stored_at.elapsed() >= self.lease.ttl {
                     tracing::error!(run_id = %id, %error, "the store refused every write for a whole lease; giving the run up for recovery");
+                    writer.refused = Some(error);
                     writer.fence(&self.live);
-                    if writer.first.is_some() {
-                        // Nothing of this execution was ever stored.
-                        self.close();
-                    }
                     self.drained.notify_waiters();
                     return false;
                 }
@@ -581,8 +505,8 @@ mod tests {
     use crate::runtime::stream::ClientFeed;
     use crate::store::MemoryStore;
 
-    /// A run that an execution starts, not stored yet, with two chunks
-    /// before it (from a stream its client did not see).
+    /// A run that an execution starts, with two chunks before it (from a
+    /// stream its client did not see).
     fn new_run() -> RunRecord {
         let json = json!({
             "id": crate::run::RunId::new(), "agent_id": "a", "status": "running", "version": 1,
@@ -610,16 +534,9 @@ mod tests {
         let hand_over = Box::new(move |_, _| *lock(&seen) = Some(watched.is_executing()));
         let feed = ClientFeed::new(client, 0, hand_over);
         let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+        store.create_run(&run, &[]).await.expect("created");
         let config = RuntimeConfig::default();
-        let mut emitter = Emitter::start(
-            store,
-            Arc::clone(&live),
-            &run,
-            Standing::New,
-            &config,
-            Some(feed),
-            None,
-        );
+        let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None);
         emitter.hold(Chunk::Finish {
             reason: FinishReason::Suspended,
             usage: Usage::default(),

@@ -6,12 +6,16 @@
 //! `on_disconnect = cancel` cancel itself. The fence is a store wrapper:
 //! before it is raised every call passes through; after, every write waits
 //! until the process ends, and reads still answer.
+//!
+//! Every write passes here, so this is also where the runtime hears of a
+//! store that refuses writes (unavailable, full): the health watch is told
+//! at once instead of at its next probe.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
@@ -20,16 +24,25 @@ use crate::tenant::Tenant;
 use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
-/// Raises the fence of a [`FencedStore`].
+/// Raises the fence of a [`FencedStore`], and hears of its refused writes.
 #[derive(Clone, Debug)]
-pub(super) struct Fence(Arc<watch::Sender<bool>>);
+pub(super) struct Fence {
+    raise: Arc<watch::Sender<bool>>,
+    refused: Arc<Notify>,
+}
 
 impl Fence {
     /// From now on, writes through the fenced store never complete.
     pub(super) fn raise(&self) {
-        if !self.0.send_replace(true) {
+        if !self.raise.send_replace(true) {
             tracing::info!("run store fenced: this process changes no run any more");
         }
+    }
+
+    /// Resolves after a write through the fenced store failed because the
+    /// store refused it (at once if one did since the last call).
+    pub(super) async fn write_refused(&self) {
+        self.refused.notified().await;
     }
 }
 
@@ -37,12 +50,25 @@ impl Fence {
 pub(super) struct FencedStore {
     inner: Arc<dyn RunStore>,
     raised: watch::Receiver<bool>,
+    refused: Arc<Notify>,
 }
 
 impl FencedStore {
     pub(super) fn wrap(inner: Arc<dyn RunStore>) -> (Arc<dyn RunStore>, Fence) {
         let (raise, raised) = watch::channel(false);
-        (Arc::new(Self { inner, raised }), Fence(Arc::new(raise)))
+        let refused = Arc::new(Notify::new());
+        let fence = Fence {
+            raise: Arc::new(raise),
+            refused: Arc::clone(&refused),
+        };
+        (
+            Arc::new(Self {
+                inner,
+                raised,
+                refused,
+            }),
+            fence,
+        )
     }
 
     /// Returns at once while the fence is down; never once it is up.
@@ -51,13 +77,22 @@ impl FencedStore {
             std::future::pending::<()>().await;
         }
     }
+
+    /// `written`, the outcome of a write, after telling the fence's owner
+    /// if the store refused it.
+    fn heard(&self, written: Result<(), StoreError>) -> Result<(), StoreError> {
+        if let Err(StoreError::Backend(_) | StoreError::Full(_)) = &written {
+            self.refused.notify_one();
+        }
+        written
+    }
 }
 
 #[async_trait]
 impl RunStore for FencedStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
         self.pass().await;
-        self.inner.create_run(run, events).await
+        self.heard(self.inner.create_run(run, events).await)
     }
 
     async fn commit(
@@ -67,7 +102,7 @@ impl RunStore for FencedStore {
         events: &[Event],
     ) -> Result<(), StoreError> {
         self.pass().await;
-        self.inner.commit(run, expected_version, events).await
+        self.heard(self.inner.commit(run, expected_version, events).await)
     }
 
     async fn append_events(
@@ -78,9 +113,11 @@ impl RunStore for FencedStore {
         events: &[Event],
     ) -> Result<(), StoreError> {
         self.pass().await;
-        self.inner
+        let appended = self
+            .inner
             .append_events(id, expected_version, lease_expires_at, events)
-            .await
+            .await;
+        self.heard(appended)
     }
 
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
@@ -133,7 +170,7 @@ impl RunStore for FencedStore {
 
     async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
         self.pass().await;
-        self.inner.delete_thread(tenant, id).await
+        self.heard(self.inner.delete_thread(tenant, id).await)
     }
 
     async fn idle_threads(

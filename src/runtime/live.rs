@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::{broadcast, watch};
 
+use super::stream::Refusal;
 use crate::chunk::Event;
 use crate::run::RunId;
 
@@ -31,6 +32,9 @@ pub(crate) enum Signal {
     /// feed that reconnected, or a write announced without its events):
     /// read the store.
     Recheck,
+    /// The store refused the writes of the run's execution here: streams
+    /// following it end (see [`Refusal`]).
+    Refused(Arc<Refusal>),
 }
 
 /// The live runs of this process.
@@ -89,19 +93,6 @@ impl LiveRuns {
         let run = runs.entry(id).or_insert_with(|| Arc::new(LiveRun::new(id)));
         run.begin_execution();
         Arc::clone(run)
-    }
-
-    /// Like [`LiveRuns::start_execution`], unless the run already executes
-    /// here: then `None`. Checked and marked under one lock, so of racing
-    /// callers exactly one gets the run.
-    pub(crate) fn try_start_execution(&self, id: RunId) -> Option<Arc<LiveRun>> {
-        let mut runs = lock(&self.runs);
-        let run = runs.entry(id).or_insert_with(|| Arc::new(LiveRun::new(id)));
-        if run.is_executing() {
-            return None;
-        }
-        run.begin_execution();
-        Some(Arc::clone(run))
     }
 
     /// The live entry of a run, if it has one.

@@ -187,16 +187,23 @@ impl Runtime {
         self.inner.config.health_check_interval
     }
 
+    /// Resolves once a write of this runtime was refused by the store
+    /// (unavailable, or full) since the last call: for the health watch,
+    /// which checks the store then instead of at its next tick.
+    pub async fn write_refused(&self) {
+        self.inner.fence.write_refused().await;
+    }
+
     /// Runs executing in this process right now.
     pub fn executing_runs(&self) -> usize {
         self.inner.live.executing()
     }
 
     /// Starts a run and streams it from a task of its own until it suspends
-    /// or finishes; the run is stored before anything is streamed (with
-    /// its first step, unless it has a `request_id` or a thread: then it is
-    /// stored first, so that a retry finds it and a racing start on the
-    /// thread is refused before anything streams). The run goes on if the stream is dropped
+    /// or finishes; the run is stored, with its `start` chunk and this
+    /// replica's lease, before anything is streamed, so that a store that
+    /// refuses it is a refused request, a retry finds it, and a racing
+    /// start on the thread is refused. The run goes on if the stream is dropped
     /// (unless it asked to be cancelled then). A `request_id` that
     /// `tenant` started a run with before gets that run's stream, replayed
     /// then live, instead. The run belongs to `tenant`.
@@ -259,13 +266,6 @@ impl Runtime {
         let thread_id = request.thread_id.clone();
         let mut run = new_run(tenant, &agent, request, &self.inner.config);
         run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
-        if run.request_id.is_none() && run.thread.is_none() {
-            // No key and no thread another request could race for, and a
-            // fresh id: the execution's first write creates the run (with
-            // this replica's lease).
-            self.inner.config.metrics.run_started(&run.agent_id);
-            return Ok(self.execute_new(agent, run, slot));
-        }
 
         let mut first = Staging::after(0);
         first.push(Chunk::Start {
@@ -299,7 +299,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot, None))
+        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot))
     }
 
     /// Reads a run of `tenant` (a suspended run past its time to live reads
@@ -401,19 +401,8 @@ impl Inner {
     }
 
     /// Marks a suspended run whose time to live has passed as expired (`run`
-    /// becomes what the store holds then), unless a Resume claimed it in
-    /// this process: its execution is about to store the claim, and the
-    /// answer came in time.
+    /// becomes what the store holds then).
     async fn expire_if_due(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
-        if self.live.get(run.id).is_some_and(|live| live.is_executing()) {
-            return Ok(());
-        }
-        self.expire_unclaimed(run).await
-    }
-
-    /// [`Inner::expire_if_due`] whoever holds a claim: for the Resume that
-    /// holds it.
-    async fn expire_unclaimed(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         let due = run.status == RunStatus::Suspended
             && run.expires_at.is_some_and(|expires| expires <= Timestamp::now());
         if !due {

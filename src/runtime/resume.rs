@@ -1,19 +1,16 @@
 //! Resume: checks an answer against the pending call it answers, claims the
 //! suspension, and continues the run. A refused Resume changes nothing.
 //!
-//! The claim lets exactly one of racing Resumes through. With a store that
-//! several replicas share it is a commit, a compare-and-set on the version
-//! the run was read at, stored before the continuation starts. With a store
-//! that this process alone writes (SQLite, memory), the claim is taken in
-//! this process, before the run is read, and the continuation's first write
-//! stores it together with the first chunks of the continuation (under the
-//! same compare-and-set): one write where there were two, and since no
-//! client sees a chunk before it is stored, an answer that any client saw
-//! taken is never lost.
+//! The claim is a commit: a compare-and-set on the version the run was read
+//! at, which stores the answer, the continuation's first chunks and this
+//! replica's lease before anything is streamed. So of racing Resumes (or a
+//! Resume racing CancelRun or an expiry) exactly one write goes through,
+//! whichever replica each came to; the others are refused before any chunk,
+//! naming what the run became. An answer that any client saw taken is never
+//! lost.
 
 use super::emitter::Staging;
 use super::execute::Work;
-use super::live::{LiveRun, LiveRuns};
 use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
 use crate::agent::{record_result, Resolution};
@@ -85,29 +82,18 @@ impl Runtime {
         loaded: Option<Box<RunRecord>>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
-        let claim = self.claim_here(request.run_id);
         let mut run = match loaded {
-            // A run read before the claim may be stale: read it again.
-            Some(run) if claim.is_none() => *run,
-            _ => self.inner.load_run_of(tenant, request.run_id).await?,
+            Some(run) => *run,
+            None => self.inner.load_run_of(tenant, request.run_id).await?,
         };
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
             return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
         }
-        match &claim {
-            // The claim is this Resume's own.
-            Some(Claim::Held(_)) => self.inner.expire_unclaimed(&mut run).await?,
-            _ => self.inner.expire_if_due(&mut run).await?,
-        }
+        self.inner.expire_if_due(&mut run).await?;
         if run.status != RunStatus::Suspended {
             return Err(RuntimeError::NotSuspended(run.status));
         }
-        let claim = match claim {
-            Some(Claim::Held(claim)) => Some(claim),
-            Some(Claim::Taken) => return Err(RuntimeError::ResumeConflict),
-            None => None,
-        };
         let agent = self.inner.agent_for_run(&run)?;
         let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
         let resolution = agent.resolve(&run.state.pending[index], &request.answer)?;
@@ -150,64 +136,28 @@ impl Runtime {
         run.last_seq = first.last_seq;
         // The claim makes this replica the run's executor.
         run.lease = Some(self.inner.new_lease());
-        let claimed = match claim {
-            // Stored by the continuation's first write.
-            Some(claim) => Some(claim.keep()),
-            None => {
-                let expected = run.version;
-                run.version += 1;
-                match self.inner.store.commit(&run, expected, &first.events).await {
-                    Ok(()) => None,
-                    Err(StoreError::VersionConflict { .. }) => return Err(RuntimeError::ResumeConflict),
-                    Err(other) => return Err(other.into()),
-                }
+        let expected = run.version;
+        run.version += 1;
+        match self.inner.store.commit(&run, expected, &first.events).await {
+            Ok(()) => {}
+            Err(StoreError::VersionConflict { .. }) => {
+                return Err(self.lost_claim(tenant, run.id).await);
             }
-        };
+            Err(other) => return Err(other.into()),
+        }
         let metrics = &self.inner.config.metrics;
         metrics.run_resumed(&run.agent_id, suspended_since);
         let work = Work::Continue(approved.into_iter().collect());
-        Ok(self.execute(agent, run, first.events, work, slot, claimed))
+        Ok(self.execute(agent, run, first.events, work, slot))
     }
 
-    /// Claims run `id` in this process, if the store is one that only this
-    /// process writes (`None` otherwise: the claim is a commit then).
-    fn claim_here(&self, id: RunId) -> Option<Claim<'_>> {
-        if self.inner.store.feed().is_some() {
-            return None;
-        }
-        let live = &self.inner.live;
-        Some(match live.try_start_execution(id) {
-            Some(run) => Claim::Held(HeldClaim { live, run: Some(run) }),
-            None => Claim::Taken,
-        })
-    }
-}
-
-/// A claim on a run in this process.
-enum Claim<'a> {
-    Held(HeldClaim<'a>),
-    /// The run executes here already (another Resume claimed it).
-    Taken,
-}
-
-/// A run marked as executing here; unmarked when dropped, unless kept.
-struct HeldClaim<'a> {
-    live: &'a LiveRuns,
-    run: Option<std::sync::Arc<LiveRun>>,
-}
-
-impl HeldClaim<'_> {
-    /// The run's live entry, for the execution that carries the claim on.
-    fn keep(mut self) -> std::sync::Arc<LiveRun> {
-        self.run.take().expect("a claim is kept once")
-    }
-}
-
-impl Drop for HeldClaim<'_> {
-    fn drop(&mut self) {
-        if let Some(run) = self.run.take() {
-            run.stop_executing();
-            self.live.release(run.id());
+    /// Why a claim lost its compare-and-set: what the run is now (resumed
+    /// by another Resume, cancelled, expired), read again.
+    async fn lost_claim(&self, tenant: &Tenant, id: RunId) -> RuntimeError {
+        match self.inner.load_run_of(tenant, id).await {
+            Ok(run) if run.status == RunStatus::Suspended => RuntimeError::ResumeConflict,
+            Ok(run) => RuntimeError::NotSuspended(run.status),
+            Err(error) => error,
         }
     }
 }

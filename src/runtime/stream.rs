@@ -4,6 +4,9 @@
 //! so that a response can send the chunks stored together in one write of
 //! its own. The stream ends right after the chunk that ends it, without
 //! waiting for anything else to let go of it.
+//!
+//! Every stream of a run segment ends with a `finish`: when the store
+//! refuses the run's writes, with an unstored ending (see [`Refusal`]).
 
 use std::ops::Range;
 use std::pin::Pin;
@@ -13,8 +16,70 @@ use std::task::{ready, Context, Poll};
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 
-use crate::chunk::{Chunk, Event};
+use crate::chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 use crate::run::RunId;
+use crate::time::Timestamp;
+
+/// The code of the `error` chunk that ends a stream whose run the store
+/// refused to store.
+pub const STORE_UNAVAILABLE: &str = "store_unavailable";
+
+/// The store refused to store a run that streams were following here: each
+/// of them ends with an `error` chunk (code [`STORE_UNAVAILABLE`]) and a
+/// `finish` with reason `Error`, numbered right after the last chunk that
+/// stream delivered. Neither is stored: the run stays as last stored
+/// (RUNNING, its lease running out) and goes on from there once the store
+/// accepts writes, here or on another replica, with its next chunks at
+/// those seqs; SubscribeRun after the seq before the `error` follows it.
+#[derive(Clone, Debug)]
+pub(crate) struct Refusal {
+    /// What the store said.
+    pub error: String,
+    /// The run's usage, for the `finish`.
+    pub usage: Usage,
+}
+
+impl Refusal {
+    /// The ending of a stream whose last delivered seq is `last`.
+    fn ending(&self, last: u64) -> Delivery {
+        let now = Timestamp::now();
+        let failure = RunFailure {
+            code: STORE_UNAVAILABLE.into(),
+            message: format!(
+                "the run store refused to store this run ({}); the run stays as stored \
+                 up to seq {last} and goes on once the store accepts writes: \
+                 SubscribeRun with after_seq {last} follows it",
+                self.error
+            ),
+        };
+        let finish = Chunk::Finish {
+            reason: FinishReason::Error,
+            usage: self.usage,
+            text: String::new(),
+        };
+        let events: Arc<[Event]> = [Chunk::Error(failure), finish]
+            .into_iter()
+            .zip(1..)
+            .map(|(chunk, n)| Event {
+                seq: last + n,
+                time: now,
+                chunk,
+            })
+            .collect();
+        Delivery {
+            range: 0..events.len(),
+            events,
+            ends: true,
+        }
+    }
+
+    /// Ends the stream of `client`, whose last delivered seq is `last`,
+    /// with [`Refusal::ending`]; waits for room in the channel.
+    pub(crate) async fn end(&self, client: &mpsc::Sender<Delivery>, last: u64) {
+        // The client may have left meanwhile: nothing to tell then.
+        let _ = client.send(self.ending(last)).await;
+    }
+}
 
 /// Chunks handed to a stream together: `events[range]`, in seq order.
 pub(crate) struct Delivery {
@@ -132,6 +197,19 @@ impl ClientFeed {
     /// Leaves the client to a follower of the run.
     pub(crate) fn hand_over(self) {
         (self.hand_over)(self.client, self.last);
+    }
+
+    /// Ends the client's stream with `refusal`'s ending, from a task of its
+    /// own if the client is behind, so that the execution need not wait.
+    pub(crate) fn end_refused(self, refusal: &Arc<Refusal>) {
+        let ending = refusal.ending(self.last);
+        if let Err(mpsc::error::TrySendError::Full(ending)) = self.client.try_send(ending) {
+            let client = self.client;
+            // Only a runtime being shut down has none: nobody to tell.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move { client.send(ending).await });
+            }
+        }
     }
 }
 

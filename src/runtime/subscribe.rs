@@ -10,10 +10,11 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 
 use super::live::{LiveRun, Signal};
-use super::stream::{continuation, ClientFeed, Delivery, Next, RunStream};
+use super::stream::{continuation, ClientFeed, Delivery, Next, Refusal, RunStream};
 use super::{Inner, Runtime, RuntimeError};
-use crate::chunk::Event;
+use crate::chunk::{Event, Usage};
 use crate::run::{RunId, RunStatus};
+use crate::store::StoreError;
 use crate::tenant::Tenant;
 
 /// How long a follower of a run in a shared store waits without any signal
@@ -245,6 +246,11 @@ impl Forwarder {
                     Next::Gap => {}
                 },
                 Ok(Signal::Closed) | Err(broadcast::error::RecvError::Closed) => return,
+                Ok(Signal::Refused(refusal)) => {
+                    // What the store has after `last` is not to be read now.
+                    refusal.end(&self.client, last).await;
+                    return;
+                }
                 Ok(Signal::Recheck) | Err(broadcast::error::RecvError::Lagged(_)) => {}
             }
             // Fell behind, a gap, or a change announced without its
@@ -297,6 +303,7 @@ impl Forwarder {
             Ok(stored) => stored,
             Err(error) => {
                 tracing::warn!(%error, "subscriber could not catch up from the store");
+                self.end_unreadable(error, *last).await;
                 return Next::Done;
             }
         };
@@ -310,8 +317,21 @@ impl Forwarder {
             Ok(_) => Next::Done,
             Err(error) => {
                 tracing::warn!(%error, "subscriber could not read the run");
+                self.end_unreadable(error, *last).await;
                 Next::Done
             }
+        }
+    }
+
+    /// Ends a stream that follows a run to its `finish` but cannot read it
+    /// from the store, with an unstored ending (see [`Refusal`]).
+    async fn end_unreadable(&self, error: StoreError, last: u64) {
+        if let Follow::UntilFinishAfter(_) = self.follow {
+            let refusal = Refusal {
+                error: error.to_string(),
+                usage: Usage::default(),
+            };
+            refusal.end(&self.client, last).await;
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Health that means something: grpc.health.v1 reports SERVING while the run
-//! store answers and NOT_SERVING while it does not. A background watch pings
-//! the store every `RuntimeConfig::health_check_interval` (the first time at
-//! once) and flips both the whole server (`""`) and
-//! `agentd.v1.AgentService` when the answer changes. It never serves
-//! requests and never changes a run.
+//! store answers and accepts writes, and NOT_SERVING while it does not. A
+//! background watch probes the store (a write, see `RunStore::ping`) every
+//! `RuntimeConfig::health_check_interval` (the first time at once), and at
+//! once when a write of the runtime is refused, and flips both the whole
+//! server (`""`) and `agentd.v1.AgentService` when the answer changes. It
+//! never serves requests and never changes a run.
 
 use std::time::Duration;
 
@@ -19,6 +20,9 @@ use crate::runtime::Runtime;
 
 /// A ping that takes longer than this counts as a failure.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a store found down is probed again, whatever the interval.
+const DOWN_RECHECK: Duration = Duration::from_secs(1);
 
 /// The services whose status follows the store: the whole server and the
 /// agent service.
@@ -44,7 +48,14 @@ pub(super) fn spawn_store_watch(runtime: Runtime, health: HealthReporter) -> Joi
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut serving = true;
         loop {
-            ticks.tick().await;
+            // A refused write is checked at once; a store that refuses the
+            // probe is probed again every DOWN_RECHECK at most, so that
+            // SERVING comes back soon after it accepts writes again.
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = runtime.write_refused(), if serving => {}
+                () = tokio::time::sleep(DOWN_RECHECK), if !serving => {}
+            }
             let reachable = match tokio::time::timeout(PING_TIMEOUT, runtime.store().ping()).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(error)) => Err(error.to_string()),
@@ -53,8 +64,10 @@ pub(super) fn spawn_store_watch(runtime: Runtime, health: HealthReporter) -> Joi
             let now_serving = reachable.is_ok();
             if serving != now_serving {
                 match &reachable {
-                    Ok(()) => tracing::info!("run store reachable again: SERVING"),
-                    Err(error) => tracing::error!(%error, "run store unreachable: NOT_SERVING"),
+                    Ok(()) => tracing::info!("run store reachable and accepting writes again: SERVING"),
+                    Err(error) => {
+                        tracing::error!(%error, "run store unreachable or refusing writes: NOT_SERVING")
+                    }
                 }
                 let status = if now_serving {
                     ServingStatus::Serving

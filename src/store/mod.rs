@@ -29,7 +29,7 @@ use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
 
 /// A store operation that failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("run not found")]
     NotFound,
@@ -44,6 +44,14 @@ pub enum StoreError {
     VersionConflict { expected: u64, actual: u64 },
     #[error("store unavailable: {0}")]
     Backend(String),
+    /// The store's disk (or its database's quota) is full: nothing can be
+    /// written until space is freed.
+    #[error("store full: {0}")]
+    Full(String),
+    /// The store belongs to another process (an embedded store that one
+    /// server at a time may open).
+    #[error("store in use: {0}")]
+    InUse(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
 }
@@ -159,9 +167,10 @@ pub trait RunStore: Send + Sync + 'static {
         }
     }
 
-    /// A cheap round trip that fails while the store cannot be reached; the
-    /// server's health check calls it periodically. This default reads one
-    /// run; backends override it with their own probe.
+    /// A cheap round trip that fails while the store cannot be reached or
+    /// refuses writes (a full disk, a read-only database); the server's
+    /// health check calls it periodically. Backends write a row of their
+    /// own for it; this default reads one run.
     async fn ping(&self) -> Result<(), StoreError> {
         let query = RunQuery {
             limit: 1,

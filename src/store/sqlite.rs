@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 mod durability;
 mod gathered_wal;
 mod leases;
+mod lock;
 mod queries;
 mod readers;
 mod recent;
@@ -45,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0005_threads.sql"),
     include_str!("migrations/sqlite/0006_event_batches.sql"),
     include_str!("migrations/sqlite/0007_live_run_indexes.sql"),
+    include_str!("migrations/sqlite/0008_health_probe.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -55,6 +57,9 @@ pub struct SqliteStore {
     readers: Arc<ReaderPool>,
     /// Runs suspended lately, kept by the writer (see `recent.rs`).
     recent: Arc<RecentRuns>,
+    /// No other process opens the database while this store is open (see
+    /// `lock.rs`).
+    _lock: lock::StoreLock,
 }
 
 /// A run row, serialised on the caller's task so the writer only does SQL.
@@ -99,6 +104,10 @@ enum WriteKind {
         tenant: String,
         thread_id: String,
     },
+    /// The health check's write (see [`RunStore::ping`]).
+    Probe {
+        at: i64,
+    },
 }
 
 struct Write {
@@ -110,7 +119,10 @@ struct Write {
 }
 
 fn backend(error: rusqlite::Error) -> StoreError {
-    StoreError::Backend(error.to_string())
+    match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => StoreError::Full(error.to_string()),
+        _ => StoreError::Backend(error.to_string()),
+    }
 }
 
 fn to_i64(value: u64) -> i64 {
@@ -179,6 +191,8 @@ impl SqliteStore {
             std::fs::create_dir_all(parent)
                 .map_err(|e| StoreError::Backend(format!("creating {}: {e}", parent.display())))?;
         }
+        // Before the database is touched: another server may be using it.
+        let lock = lock::acquire(&path)?;
         let mut writer = open_writer(&path, synchronous)?;
         configure(&writer, synchronous).map_err(backend)?;
         writer
@@ -197,6 +211,7 @@ impl SqliteStore {
             writes,
             readers: Arc::new(ReaderPool::new(path)),
             recent,
+            _lock: lock,
         })
     }
 
@@ -460,9 +475,10 @@ impl RunStore for SqliteStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        if self.writes.is_closed() {
-            return Err(StoreError::Backend("the writer thread has stopped".into()));
-        }
+        let probe = WriteKind::Probe {
+            at: Timestamp::now().0,
+        };
+        self.write(probe, &[], Change::Nothing).await?;
         let path = self.readers.path().to_path_buf();
         tokio::task::spawn_blocking(move || queries::ping(&path))
             .await

@@ -20,7 +20,7 @@ const AGENT_SERVICE: &str = "agentd.v1.AgentService";
 
 /// Reads a Watch until it reports `expected` (a server may repeat a
 /// status), within a bound.
-async fn wait_for(
+pub(crate) async fn wait_for(
     watch: &mut tonic::Streaming<tonic_health::pb::HealthCheckResponse>,
     expected: ServingStatus,
 ) {

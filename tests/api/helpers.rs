@@ -284,3 +284,25 @@ pub async fn expect_one_suspension(server: &TestServer, chunks: &[AgentChunk]) -
     assert!(!pending.awaiting_approval);
     suspended
 }
+
+/// Asserts the contract of one stream of a run segment: it opens with
+/// `start`, its seqs rise by exactly one, and it ends with its one `finish`.
+pub fn assert_segment(chunks: &[AgentChunk]) {
+    let kinds = kinds(chunks);
+    assert_eq!(
+        kinds.first(),
+        Some(&"start"),
+        "a stream opens with start: {kinds:?}"
+    );
+    let finishes = kinds.iter().filter(|kind| **kind == "finish").count();
+    assert_eq!(finishes, 1, "a stream has exactly one finish: {kinds:?}");
+    assert_eq!(
+        kinds.last(),
+        Some(&"finish"),
+        "a stream ends with its finish: {kinds:?}"
+    );
+    let first = chunks[0].seq;
+    let seqs: Vec<u64> = chunks.iter().map(|chunk| chunk.seq).collect();
+    let expected: Vec<u64> = (first..first + chunks.len() as u64).collect();
+    assert_eq!(seqs, expected, "seqs rise by exactly one");
+}

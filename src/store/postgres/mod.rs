@@ -45,6 +45,9 @@ pub struct PostgresStore {
 fn backend(error: tokio_postgres::Error) -> StoreError {
     // A server error's Display is just "db error"; its details say more.
     match error.as_db_error() {
+        Some(db) if *db.code() == tokio_postgres::error::SqlState::DISK_FULL => {
+            StoreError::Full(db.to_string())
+        }
         Some(db) => StoreError::Backend(db.to_string()),
         None => StoreError::Backend(error.to_string()),
     }
@@ -165,9 +168,11 @@ impl RunStore for PostgresStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
+        let probe = "INSERT INTO health_probe (id, probed_at) VALUES (1, $1) \
+                     ON CONFLICT (id) DO UPDATE SET probed_at = EXCLUDED.probed_at";
         self.client()
             .await?
-            .simple_query("SELECT 1")
+            .execute(probe, &[&Timestamp::now().0])
             .await
             .map_err(backend)?;
         Ok(())

@@ -37,6 +37,8 @@ pub(super) enum Change {
     Stored(RunId, Option<Box<RunRecord>>),
     /// Runs may have gone (a deleted thread).
     Deleted,
+    /// No run changed.
+    Nothing,
 }
 
 impl Change {
@@ -80,6 +82,7 @@ impl RecentRuns {
                 recent.runs.clear();
                 recent.order.clear();
             }
+            Change::Nothing => {}
         }
     }
 }

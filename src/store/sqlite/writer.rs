@@ -40,15 +40,10 @@ pub(super) fn write_loop(
 }
 
 fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreError>> {
-    let fail_all = |message: String| {
-        batch
-            .iter()
-            .map(|_| Err(StoreError::Backend(message.clone())))
-            .collect()
-    };
+    let fail_all = |error: StoreError| batch.iter().map(|_| Err(error.clone())).collect();
     let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(error) => return fail_all(error.to_string()),
+        Err(error) => return fail_all(backend(error)),
     };
     let mut outcomes = Vec::with_capacity(batch.len());
     for write in batch {
@@ -58,14 +53,12 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreE
             // Part of the write may be in the transaction: undo the whole
             // batch (dropping `tx` rolls back). Only the engine failing
             // (I/O, disk full) gets here.
-            Applied::Broken(error) => {
-                return fail_all(format!("the batch was rolled back: {error}"));
-            }
+            Applied::Broken(error) => return fail_all(error),
         }
     }
     match tx.commit() {
         Ok(()) => outcomes,
-        Err(error) => fail_all(error.to_string()),
+        Err(error) => fail_all(backend(error)),
     }
 }
 
@@ -130,6 +123,18 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
                 Ok(()) => Applied::Whole,
                 Err(StoreError::NotFound) => Applied::Refused(StoreError::NotFound),
                 Err(error) => Applied::Broken(error),
+            };
+        }
+        WriteKind::Probe { at } => {
+            let probed = conn
+                .prepare_cached(
+                    "INSERT INTO health_probe (id, probed_at) VALUES (1, ?1) \
+                     ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+                )
+                .and_then(|mut upsert| upsert.execute([at]));
+            return match probed {
+                Ok(_) => Applied::Whole,
+                Err(error) => Applied::Broken(backend(error)),
             };
         }
         WriteKind::Commit {

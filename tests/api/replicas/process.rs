@@ -41,8 +41,8 @@ impl ServerProcess {
     }
 }
 
-/// Two replicas on one fresh PostgreSQL schema; `None` when PostgreSQL
-/// tests are skipped. The schema outlives the replicas (dropped last).
+/// Two replicas on one fresh PostgreSQL schema. The schema outlives the
+/// replicas (dropped last).
 pub struct Pair {
     pub a: Replica,
     pub b: Replica,
@@ -51,18 +51,18 @@ pub struct Pair {
 }
 
 impl Pair {
-    pub async fn start() -> Option<Self> {
-        let schema = TestSchema::create().await?;
+    pub async fn start() -> Self {
+        let schema = TestSchema::create().await;
         let dirs = tempfile::tempdir().expect("temp dir");
         let url = schema.url();
         let a = Replica::on_store(&url, &dirs.path().join("a"), "replica-a");
         let b = Replica::on_store(&url, &dirs.path().join("b"), "replica-b");
-        Some(Self {
+        Self {
             a,
             b,
             _dirs: dirs,
             _schema: schema,
-        })
+        }
     }
 }
 

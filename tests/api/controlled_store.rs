@@ -1,0 +1,173 @@
+//! A SQLite store that a test controls: its writes of existing runs wait
+//! while it is held (and are counted), and every write (a new run's too)
+//! fails while it refuses, as a store on a full or broken disk does; the
+//! health probe fails then too. The store itself is real; only the timing
+//! and the failures are the test's.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentd::agent::{AgentRegistry, AgentSpec};
+use agentd::chunk::Event;
+use agentd::run::{RunId, RunRecord, RunStatus};
+use agentd::runtime::{Runtime, RuntimeConfig};
+use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
+use agentd::tenant::Tenant;
+use agentd::thread::{ThreadId, ThreadQuery, ThreadRecord};
+use agentd::time::Timestamp;
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::helpers::TestServer;
+
+pub struct ControlledStore {
+    inner: SqliteStore,
+    held: watch::Sender<bool>,
+    writes: AtomicUsize,
+    refusal: Mutex<Option<StoreError>>,
+}
+
+impl ControlledStore {
+    /// A server with the default agents on a fresh controlled store.
+    pub async fn serve(config: RuntimeConfig) -> (TestServer, Arc<Self>, tempfile::TempDir) {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let store = Arc::new(Self {
+            inner: SqliteStore::open(temp.path().join("agentd.sqlite3")).expect("store"),
+            held: watch::channel(false).0,
+            writes: AtomicUsize::new(0),
+            refusal: Mutex::new(None),
+        });
+        let agents = AgentRegistry::from_specs(&[AgentSpec::assistant()]).expect("agents");
+        let store_dyn: Arc<dyn RunStore> = Arc::clone(&store) as Arc<dyn RunStore>;
+        let server = TestServer::serve(Runtime::new(agents, store_dyn, config)).await;
+        (server, store, temp)
+    }
+
+    /// Holds writes of existing runs (`true`) or lets them through.
+    pub fn hold(&self, held: bool) {
+        self.held.send_replace(held);
+    }
+
+    /// From now on every write fails with `refusal` (`None`: none does).
+    pub fn refuse(&self, refusal: Option<StoreError>) {
+        *self.refusal.lock().unwrap() = refusal;
+    }
+
+    fn refused(&self) -> Result<(), StoreError> {
+        match self.refusal.lock().unwrap().clone() {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits while held, counts the write, then fails it if refusing.
+    async fn pass(&self) -> Result<(), StoreError> {
+        let mut held = self.held.subscribe();
+        // The sender lives in `self`, so the wait cannot fail.
+        let _ = held.wait_for(|held| !held).await;
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.refused()
+    }
+
+    /// Waits until `writes` writes of existing runs are waiting or done.
+    pub async fn wait_for_writes(&self, writes: usize) {
+        let waiting = async {
+            while self.writes.load(Ordering::SeqCst) + self.held.receiver_count() < writes {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the writes reached the store");
+    }
+}
+
+#[async_trait]
+impl RunStore for ControlledStore {
+    async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
+        self.refused()?;
+        self.inner.create_run(run, events).await
+    }
+
+    async fn commit(&self, run: &RunRecord, expected: u64, events: &[Event]) -> Result<(), StoreError> {
+        self.pass().await?;
+        self.inner.commit(run, expected, events).await
+    }
+
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        self.pass().await?;
+        self.inner
+            .append_events(id, expected, lease_expires_at, events)
+            .await
+    }
+
+    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.inner.load_run(id).await
+    }
+
+    async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+        self.inner.read_events(id, after_seq).await
+    }
+
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
+        self.inner.find_run_by_request_id(tenant, request_id).await
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.list_runs(query).await
+    }
+
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.due_suspensions(now, limit).await
+    }
+
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.inner.count_runs_by_agent(status).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.refused()?;
+        self.inner.ping().await
+    }
+
+    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.inner.expired_leases(now, limit).await
+    }
+
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
+        self.inner.load_thread(tenant, id).await
+    }
+
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.thread_runs(tenant, id).await
+    }
+
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.inner.list_threads(query).await
+    }
+
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        self.refused()?;
+        self.inner.delete_thread(tenant, id).await
+    }
+
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
+        self.inner.idle_threads(cutoff, limit).await
+    }
+}
