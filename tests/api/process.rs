@@ -49,8 +49,40 @@ impl ServerProcess {
         args: &[&str],
         envs: &[(&str, &str)],
     ) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
-            .args(args)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+        command.args(args);
+        Self::spawn(label, command, data_dir, envs)
+    }
+
+    /// A server whose data dir is a fresh tmpfs of `mib` MiB mounted on
+    /// `mount` (an empty folder), in a user and mount namespace of its own
+    /// (`unshare -rm`: no privilege needed where user namespaces are
+    /// allowed). Its files are reached from outside through
+    /// [`ServerProcess::in_mount`].
+    pub(crate) fn start_in_tmpfs(mount: &Path, mib: u32) -> Self {
+        let mut command = Command::new("unshare");
+        command
+            .args(["-rm", "sh", "-c"])
+            .arg(format!(
+                "mount -t tmpfs -o size={mib}m agentd-test \"$0\" && exec \"$@\""
+            ))
+            .arg(mount)
+            .arg(env!("CARGO_BIN_EXE_agentd"));
+        Self::spawn(None, command, &mount.join("data"), &[])
+    }
+
+    /// `path` (under the mount of [`ServerProcess::start_in_tmpfs`]) as this
+    /// process sees it.
+    pub(crate) fn in_mount(&self, path: &Path) -> std::path::PathBuf {
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        Path::new("/proc")
+            .join(self.pid().to_string())
+            .join("root")
+            .join(relative)
+    }
+
+    fn spawn(label: Option<&str>, mut command: Command, data_dir: &Path, envs: &[(&str, &str)]) -> Self {
+        let mut child = command
             .envs(envs.iter().copied())
             .arg("--listen")
             .arg("127.0.0.1:0")

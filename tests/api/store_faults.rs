@@ -3,7 +3,8 @@
 //! `error` chunk with code `store_unavailable` and `finish{ERROR}`; a
 //! refused Resume leaves the run as it was; health says NOT_SERVING at once
 //! and SERVING again once the store accepts writes; and no run a client saw
-//! is lost: recovery continues it then.
+//! is lost: recovery continues it then. Through a store whose failures the
+//! test injects, and through a real server on a small, really full disk.
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use tonic_health::pb::HealthCheckRequest;
 use crate::controlled_store::ControlledStore;
 use crate::health::wait_for;
 use crate::helpers::{assert_segment, collect, expect_code, finish_reason, run_id, status_of, TestServer};
+use crate::process::{get_run, stream_prompt, ServerProcess};
 
 fn broken() -> StoreError {
     StoreError::Backend("disk I/O error".into())
@@ -138,6 +140,95 @@ async fn a_store_that_refuses_writes_mid_stream_ends_it_with_an_error_and_a_fini
     assert_eq!(followed[0].seq, last_stored + 1);
     assert_eq!(finish_reason(&followed), FinishReason::Suspended);
     assert_eq!(status_of(&server.get_run(&id).await), RunStatus::Suspended);
+}
+
+/// A real server on a real full disk: a small tmpfs of its own, filled up
+/// from outside and freed again.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs unshare -rm (user and mount namespaces) to give the server a small tmpfs; .ci/run runs it"]
+async fn a_server_on_a_full_disk_refuses_before_any_chunk_and_goes_on_once_space_is_freed() {
+    let mount = tempfile::tempdir().expect("temp dir");
+    let server = ServerProcess::start_in_tmpfs(mount.path(), 8);
+    let mut client = server.client().await;
+    let waiting = run_id(&stream_prompt(&mut client, "pick a plan").await);
+    let suspended = get_run(&mut client, &waiting).await;
+    let mut health = HealthClient::new(server.channel().await);
+    let request = HealthCheckRequest {
+        service: "agentd.v1.AgentService".into(),
+    };
+    let mut watch = health.watch(request).await.expect("Watch").into_inner();
+    wait_for(&mut watch, ServingStatus::Serving).await;
+
+    let filler = server.in_mount(&mount.path().join("filler"));
+    fill(&filler);
+    // SQLite may still reuse room in its WAL for a write or two; then the
+    // disk is full for it too.
+    let mut acknowledged = vec![waiting.clone()];
+    let mut refusals = 0;
+    for _ in 0..50 {
+        match server.client().await.stream_agent(prompt("pick a plan")).await {
+            Ok(response) => {
+                let chunks = collect(response.into_inner())
+                    .await
+                    .expect("the stream closes with OK");
+                assert_segment(&chunks);
+                if finish_reason(&chunks) == FinishReason::Suspended {
+                    acknowledged.push(run_id(&chunks));
+                }
+            }
+            Err(status) => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                assert!(status.message().contains("full"), "{status:?}");
+                refusals += 1;
+                if refusals == 3 {
+                    break;
+                }
+            }
+        }
+    }
+    assert_eq!(refusals, 3, "a full disk refuses new runs");
+    match server.client().await.resume(resume_text(&waiting, "Pro")).await {
+        Err(status) => {
+            assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+            assert_eq!(
+                get_run(&mut client, &waiting).await,
+                suspended,
+                "a refused Resume changes nothing"
+            );
+        }
+        Ok(response) => assert_segment(&collect(response.into_inner()).await.expect("OK")),
+    }
+    wait_for(&mut watch, ServingStatus::NotServing).await;
+
+    std::fs::remove_file(&filler).expect("free the disk");
+    wait_for(&mut watch, ServingStatus::Serving).await;
+    for id in &acknowledged {
+        let run = get_run(&mut client, id).await;
+        assert!(
+            matches!(status_of(&run), RunStatus::Suspended | RunStatus::Completed),
+            "an acknowledged run is kept: {run:?}"
+        );
+    }
+    let chunks = stream_prompt(&mut client, "pick a plan").await;
+    assert_segment(&chunks);
+    assert_eq!(finish_reason(&chunks), FinishReason::Suspended);
+}
+
+/// Writes zeros to `path` until its filesystem is full.
+fn fill(path: &std::path::Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).expect("the filler");
+    let block = vec![0u8; 64 * 1024];
+    loop {
+        if let Err(error) = file.write_all(&block).and_then(|()| file.sync_all()) {
+            assert_eq!(error.raw_os_error(), Some(28), "filled up: {error}");
+            return;
+        }
+    }
+}
+
+fn resume_text(run_id: &str, text: &str) -> pb::ResumeRequest {
+    crate::helpers::resume_request(run_id, "", pb::resume_request::Answer::Text(text.into()))
 }
 
 fn prompt(text: &str) -> pb::StreamAgentRequest {
