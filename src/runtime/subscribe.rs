@@ -247,8 +247,11 @@ impl Forwarder {
                 },
                 Ok(Signal::Closed) | Err(broadcast::error::RecvError::Closed) => return,
                 Ok(Signal::Refused(refusal)) => {
-                    // What the store has after `last` is not to be read now.
-                    refusal.end(&self.client, last).await;
+                    // What was stored after `last` first (reads may still
+                    // be served), then the ending, unless that ended it.
+                    if let Next::More = self.catch_up(&mut last).await {
+                        refusal.end(&self.client, last).await;
+                    }
                     return;
                 }
                 Ok(Signal::Recheck) | Err(broadcast::error::RecvError::Lagged(_)) => {}
