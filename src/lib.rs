@@ -9,20 +9,16 @@
 pub mod agent;
 pub mod auth;
 pub mod chat;
-pub mod chunk;
 pub mod config;
+pub mod domain;
 pub mod grpc;
 pub mod limits;
 pub mod metrics;
 pub mod model;
-pub mod run;
 pub mod runtime;
 pub mod server;
 pub mod store;
 pub mod telemetry;
-pub mod tenant;
-pub mod thread;
-pub mod time;
 pub mod tools;
 
 /// Generated protobuf and tonic code for `agentd.v1`.

@@ -15,15 +15,13 @@ use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 
 use agentd::agent::{Agent, AgentRegistry, AgentSpec, Resolution};
+use agentd::domain::{Answer, AskUserPayload, SelectionMode, SuspendPayload, ToolCall};
+use agentd::domain::{PendingCall, Waiting};
 use agentd::grpc::convert;
 use agentd::limits::Limits;
 use agentd::model::ProviderConfigs;
 use agentd::pb;
-use agentd::run::{PendingCall, Waiting};
-use agentd::tools::{
-    Answer, AskUser, AskUserLimits, AskUserPayload, SelectionMode, SuspendPayload, ToolCall, ToolCatalog,
-    ToolContext, ToolOutcome,
-};
+use agentd::tools::{AskUser, AskUserLimits, ToolCatalog, ToolContext, ToolOutcome};
 use arbitrary::Unstructured;
 use prost::Message as _;
 use serde_json::{json, Map, Value};
@@ -202,7 +200,7 @@ fn expected_question(args: &Value) -> Option<AskUserPayload> {
                     Some(Value::String(d)) => d,
                     Some(_) => return None,
                 };
-                options.push(agentd::tools::AskUserOption {
+                options.push(agentd::domain::AskUserOption {
                     label: label.to_owned(),
                     description: description.to_owned(),
                 });

@@ -2,7 +2,6 @@
 //! then the next step. The loop does no I/O beyond its model and tools; it
 //! reports what happens to a [`ChunkSink`] and leaves storing to the runtime.
 
-mod message;
 mod registry;
 mod run_tools;
 mod step;
@@ -15,18 +14,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use message::Message;
 pub use registry::{AgentRegistry, AgentSpec, RegistryError};
 pub use run_tools::{RunToolError, MAX_RUN_TOOLS};
 pub use step::{record_result, ChunkSink, StepEnd};
 pub use tool_entry::{ToolEntry, ToolTable};
 pub use window::{approx_tokens, compose, HistoryWindow};
 
+use crate::domain::{Answer, AnswerError, PendingCall, ToolOutput, ToolSpec, Waiting};
 use crate::model::LanguageModel;
-use crate::run::{PendingCall, Waiting};
-use crate::tools::{
-    Answer, AnswerError, AskUser, Tool, ToolContext, ToolOutcome, ToolOutput, ToolSet, ToolSpec,
-};
+use crate::tools::{AskUser, Tool, ToolContext, ToolOutcome, ToolSet};
 
 /// Steps a run may take when neither the agent nor the request says.
 pub const DEFAULT_MAX_STEPS: u32 = 10;

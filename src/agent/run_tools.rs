@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use super::Agent;
-use crate::tools::{ClientTool, RegisteredTool, ToolDefinition};
+use crate::domain::ToolDefinition;
+use crate::tools::{ClientTool, RegisteredTool};
 
 /// Most tools one run may declare.
 pub const MAX_RUN_TOOLS: usize = 128;

@@ -7,11 +7,12 @@ use std::future::Future;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
 
-use super::{Agent, Message};
-use crate::chunk::{Chunk, Usage};
+use super::Agent;
+use crate::domain::{
+    Chunk, Message, PendingCall, RunOptions, RunState, ToolCall, ToolOutput, Usage, Waiting,
+};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
-use crate::run::{PendingCall, RunOptions, RunState, Waiting};
-use crate::tools::{ToolCall, ToolContext, ToolOutcome, ToolOutput};
+use crate::tools::{ToolContext, ToolOutcome};
 
 /// Where the loop reports what happens. The runtime's emitter numbers,
 /// streams and stores what it receives.

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::Message;
+use crate::domain::Message;
 
 /// An agent's bounds on the conversation sent to the model; `None` is
 /// unbounded.
@@ -128,7 +128,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::ToolCall;
+    use crate::domain::ToolCall;
 
     fn user(text: &str) -> Message {
         Message::user(text)

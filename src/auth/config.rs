@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::keys::{ApiKeys, KeyRejected};
-use crate::tenant::{InvalidTenant, Tenant};
+use crate::domain::{InvalidTenant, Tenant};
 
 /// `[[tenants]]`: a tenant and where its API keys are.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]

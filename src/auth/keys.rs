@@ -8,7 +8,7 @@ use std::fmt;
 
 use subtle::ConstantTimeEq;
 
-use crate::tenant::Tenant;
+use crate::domain::Tenant;
 
 /// Keys shorter than this are accepted, with a warning at startup.
 pub const MIN_RECOMMENDED_KEY_LEN: usize = 16;

@@ -12,7 +12,7 @@ use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
 use crate::auth::ApiKeys;
-use crate::tenant::Tenant;
+use crate::domain::Tenant;
 
 /// Decides who a caller is. Cheap to clone.
 #[derive(Clone, Debug, Default)]

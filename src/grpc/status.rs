@@ -20,7 +20,7 @@ const MAX_TEXT: usize = 1000;
 
 /// `text`, cut to [`MAX_TEXT`] bytes.
 fn clip(text: String) -> String {
-    crate::limits::clip(text, MAX_TEXT)
+    crate::domain::clip(text, MAX_TEXT)
 }
 
 /// An ErrorInfo of `reason` in the agentd domain, its values clipped.

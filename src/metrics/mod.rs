@@ -24,9 +24,8 @@ pub use http::serve_http;
 pub use store::MeasuredStore;
 pub use stream::{MeasuredStream, Rpc};
 
-use crate::run::RunStatus;
+use crate::domain::{RunStatus, Timestamp};
 use crate::runtime::{Runtime, RuntimeError};
-use crate::time::Timestamp;
 
 /// How long a scrape waits for the store's count of suspended runs.
 const COUNT_TIMEOUT: Duration = Duration::from_secs(2);

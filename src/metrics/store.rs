@@ -12,12 +12,10 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::Metrics;
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{
+    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
 
 pub struct MeasuredStore {
     inner: Arc<dyn RunStore>,

@@ -28,9 +28,7 @@ pub use openai::OpenAiChat;
 pub use provider::{ProviderConfig, ProviderConfigs, ProviderError, ProviderKind, ProviderSettings};
 pub use scripted::Scripted;
 
-use crate::agent::Message;
-use crate::chunk::Usage;
-use crate::tools::{ToolCall, ToolSpec};
+use crate::domain::{Message, ToolCall, ToolSpec, Usage};
 
 /// What a model is asked for one step.
 pub struct ModelRequest<'a> {

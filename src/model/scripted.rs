@@ -26,9 +26,7 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 
 use super::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
-use crate::agent::Message;
-use crate::chunk::Usage;
-use crate::tools::{Args, ToolCall};
+use crate::domain::{Args, Message, ToolCall, Usage};
 
 const ASK_USER: &str = "ask_user";
 const ANSWER_PREFIX: &str = "User answered: ";

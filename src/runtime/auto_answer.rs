@@ -4,7 +4,7 @@
 //! option numbers (`2`, `1, 3`). A message that matches nothing is an
 //! answer error listing the labels. Pure: no I/O, nothing changes.
 
-use crate::tools::{Answer, AnswerError, AskUserPayload, SelectionMode};
+use crate::domain::{Answer, AnswerError, AskUserPayload, SelectionMode};
 
 /// The request field an auto-resume answer comes from.
 const FIELD: &str = "prompt";
@@ -18,7 +18,7 @@ pub(super) fn answer_from_text(question: &AskUserPayload, text: &str) -> Result<
             FIELD,
             format!(
                 "{:?} matches none of the options: answer with an option label or its number (1 to {})",
-                crate::limits::clip(text.to_owned(), 200),
+                crate::domain::clip(text.to_owned(), 200),
                 labels.len()
             ),
         )
@@ -81,7 +81,7 @@ fn match_many(labels: &[String], text: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::AskUserOption;
+    use crate::domain::AskUserOption;
 
     fn question(mode: SelectionMode, labels: &[&str]) -> AskUserPayload {
         AskUserPayload {

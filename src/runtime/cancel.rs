@@ -11,12 +11,8 @@ use tracing::instrument;
 use super::emitter::Staging;
 use super::{Runtime, RuntimeError};
 use crate::agent::record_result;
-use crate::chunk::{Chunk, FinishReason};
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{Chunk, FinishReason, RunId, RunRecord, RunStatus, Tenant, Timestamp, ToolOutput};
 use crate::store::StoreError;
-use crate::tenant::Tenant;
-use crate::time::Timestamp;
-use crate::tools::ToolOutput;
 
 /// How long CancelRun waits for an interrupted step to store its end.
 const STOP_WAIT: Duration = Duration::from_secs(10);

@@ -11,9 +11,8 @@ use tokio::time::Instant;
 
 use super::lease::lease_expired;
 use super::Runtime;
-use crate::run::{RunRecord, RunStatus};
+use crate::domain::{RunRecord, RunStatus, Timestamp};
 use crate::store::FeedMessage;
-use crate::time::Timestamp;
 
 /// How long CancelRun waits for the holder to stop the run.
 const OWNER_WAIT: Duration = Duration::from_secs(5);

@@ -14,11 +14,9 @@ use super::live::{Interruption, LiveRun};
 use super::stream::{Delivery, Refusal};
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
-use crate::chunk::{Chunk, FinishReason, RunFailure};
-use crate::run::{RunRecord, RunStatus, Waiting};
+use crate::domain::{Chunk, FinishReason, RunFailure, RunRecord, RunStatus, Timestamp, ToolCall, Waiting};
 use crate::store::StoreError;
-use crate::time::Timestamp;
-use crate::tools::{ToolCall, ToolContext};
+use crate::tools::ToolContext;
 
 /// A run being executed by this process. While it exists, the run's live
 /// entry says so.
@@ -28,7 +26,7 @@ pub(super) struct Execution {
     run: RunRecord,
     emitter: Emitter,
     /// The history of the run's thread, read at the first step.
-    earlier: Option<Vec<crate::agent::Message>>,
+    earlier: Option<Vec<crate::domain::Message>>,
 }
 
 /// Why a step did not run to its end.
@@ -135,7 +133,7 @@ impl Execution {
         outcome
     }
 
-    async fn steps(&mut self, earlier: &[crate::agent::Message]) -> Result<(), StoreError> {
+    async fn steps(&mut self, earlier: &[crate::domain::Message]) -> Result<(), StoreError> {
         loop {
             if self.run.state.steps >= self.run.options.max_steps {
                 return self.finish(FinishReason::MaxSteps).await;

@@ -32,10 +32,8 @@ use super::stream::{ClientFeed, Delivery, Refusal};
 use super::tenant_runs::RunSlot;
 use super::RuntimeConfig;
 use crate::agent::ChunkSink;
-use crate::chunk::{Chunk, Event};
-use crate::run::{RunRecord, RunStatus};
+use crate::domain::{Chunk, Event, RunRecord, RunStatus, Timestamp};
 use crate::store::{RunStore, StoreError};
-use crate::time::Timestamp;
 
 /// Unstored chunks a step may run ahead of the store by before it waits.
 const MAX_UNSTORED: usize = 1024;
@@ -500,7 +498,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::chunk::{FinishReason, Usage};
+    use crate::domain::{FinishReason, Usage};
     use crate::runtime::live::LiveRuns;
     use crate::runtime::stream::ClientFeed;
     use crate::store::MemoryStore;
@@ -509,7 +507,7 @@ mod tests {
     /// stream its client did not see).
     fn new_run() -> RunRecord {
         let json = json!({
-            "id": crate::run::RunId::new(), "agent_id": "a", "status": "running", "version": 1,
+            "id": crate::domain::RunId::new(), "agent_id": "a", "status": "running", "version": 1,
             "last_seq": 2, "created_at": 0, "updated_at": 0, "expires_at": null,
             "request_id": null, "metadata": {}, "options": {"max_steps": 1,
             "require_tool_approval": false, "cancel_on_disconnect": false,

@@ -1,9 +1,8 @@
 //! What the runtime refuses, and why. The gRPC edge maps each variant to a
 //! status in one place (`grpc/status.rs`).
 
-use crate::run::{RunId, RunStatus};
+use crate::domain::{AnswerError, RunId, RunStatus};
 use crate::store::StoreError;
-use crate::tools::AnswerError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {

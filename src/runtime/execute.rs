@@ -13,9 +13,7 @@ use super::stream::ClientFeed;
 use super::tenant_runs::RunSlot;
 use super::{Emitter, Inner, RunStream, Runtime};
 use crate::agent::Agent;
-use crate::chunk::Event;
-use crate::run::{Lease, RunRecord};
-use crate::tools::ToolCall;
+use crate::domain::{Event, Lease, RunRecord, ToolCall};
 
 /// What the execution does first.
 pub(super) enum Work {

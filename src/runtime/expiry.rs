@@ -13,8 +13,7 @@ use tokio::task::JoinHandle;
 use tracing::instrument;
 
 use super::{Inner, Runtime, RuntimeError};
-use crate::run::{RunId, RunStatus};
-use crate::time::Timestamp;
+use crate::domain::{RunId, RunStatus, Timestamp};
 
 /// Due runs read from the store at a time.
 const SWEEP_BATCH: usize = 100;

@@ -17,12 +17,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::{watch, Notify};
 
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{
+    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
 
 /// Raises the fence of a [`FencedStore`], and hears of its refused writes.
 #[derive(Clone, Debug)]

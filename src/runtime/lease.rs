@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use crate::run::{Lease, RunRecord, RunState};
-use crate::time::Timestamp;
-use crate::tools::ToolCall;
+use crate::domain::{Lease, RunRecord, RunState, Timestamp, ToolCall};
 
 /// How leases are held and how orphaned runs are found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +58,7 @@ pub fn new_replica_id() -> String {
 /// last model step with neither a result nor a pending entry. Empty for any
 /// run that is not right after such a claim.
 pub(crate) fn approved_unexecuted(state: &RunState) -> Vec<ToolCall> {
-    use crate::agent::Message;
+    use crate::domain::Message;
     let Some(calls) = state.messages.iter().rev().find_map(|message| match message {
         Message::Assistant { tool_calls, .. } => Some(tool_calls),
         _ => None,
@@ -90,8 +88,8 @@ pub(crate) fn lease_expired(run: &RunRecord, now: Timestamp) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::Message;
-    use crate::run::{PendingCall, Waiting};
+    use crate::domain::Message;
+    use crate::domain::{PendingCall, Waiting};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

@@ -8,9 +8,8 @@
 use tracing::instrument;
 
 use super::{Runtime, RuntimeError};
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant};
 use crate::store::RunQuery;
-use crate::tenant::Tenant;
 
 /// The page size when the request asks for none.
 pub const DEFAULT_PAGE_SIZE: usize = 50;

@@ -12,8 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::{broadcast, watch};
 
 use super::stream::Refusal;
-use crate::chunk::Event;
-use crate::run::RunId;
+use crate::domain::{Event, RunId};
 
 /// Batches of stored chunks a subscriber may fall behind by before it
 /// rejoins from the store. Each write is one batch, however many chunks it

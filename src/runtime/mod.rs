@@ -42,16 +42,15 @@ pub use stream::{MapEvents, RunStream};
 use subscribe::Wanted;
 pub use thread_read::{ListThreads, ThreadPage, ThreadView};
 
-use crate::agent::{Agent, AgentRegistry, Message};
-use crate::chunk::Chunk;
+use crate::agent::{Agent, AgentRegistry};
+use crate::domain::{
+    AnswerVia, Chunk, Message, RunId, RunOptions, RunRecord, RunState, RunStatus, Tenant, ThreadId,
+    ThreadLink, Timestamp, ToolDefinition, ToolOutput,
+};
 use crate::limits::Limits;
 use crate::metrics::{MeasuredStore, Metrics};
-use crate::run::{AnswerVia, RunId, RunOptions, RunRecord, RunState, RunStatus, ThreadLink};
 use crate::store::{RunStore, StoreError};
-use crate::tenant::Tenant;
-use crate::thread::ThreadId;
-use crate::time::Timestamp;
-use crate::tools::{ToolContext, ToolDefinition, ToolOutcome, ToolOutput};
+use crate::tools::{ToolContext, ToolOutcome};
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]

@@ -21,10 +21,8 @@ use super::emitter::Staging;
 use super::execute::Work;
 use super::lease::{approved_unexecuted, lease_expired};
 use super::{Runtime, RuntimeError};
-use crate::chunk::{Chunk, FinishReason, RunFailure};
-use crate::run::{RunId, RunStatus};
+use crate::domain::{Chunk, FinishReason, RunFailure, RunId, RunStatus, Timestamp};
 use crate::store::StoreError;
-use crate::time::Timestamp;
 
 /// Orphaned runs read from the store at a time.
 const BATCH: usize = 100;
@@ -126,7 +124,7 @@ impl Runtime {
 
     async fn commit_takeover(
         &self,
-        run: &crate::run::RunRecord,
+        run: &crate::domain::RunRecord,
         expected: u64,
         first: &Staging,
     ) -> Result<bool, RuntimeError> {

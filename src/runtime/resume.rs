@@ -14,12 +14,11 @@ use super::execute::Work;
 use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
 use crate::agent::{record_result, Resolution};
-use crate::chunk::Chunk;
-use crate::run::{AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus};
+use crate::domain::{
+    Answer, AnswerRecord, AnswerVia, Chunk, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
+    Timestamp,
+};
 use crate::store::StoreError;
-use crate::tenant::Tenant;
-use crate::time::Timestamp;
-use crate::tools::Answer;
 
 /// A request to answer a suspended call.
 #[derive(Clone, Debug)]

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use super::{Inner, RuntimeError};
 use crate::agent::Agent;
-use crate::run::RunRecord;
-use crate::tools::ToolDefinition;
+use crate::domain::{RunRecord, ToolDefinition};
 
 /// `agent` with the tools of a run that is starting; a definition that
 /// cannot be used is INVALID_ARGUMENT naming it (`tools[1].name`).

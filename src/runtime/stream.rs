@@ -16,9 +16,7 @@ use std::task::{ready, Context, Poll};
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 
-use crate::chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
-use crate::run::RunId;
-use crate::time::Timestamp;
+use crate::domain::{Chunk, Event, FinishReason, RunFailure, RunId, Timestamp, Usage};
 
 /// The code of the `error` chunk that ends a stream whose run the store
 /// refused to store.
@@ -309,8 +307,8 @@ mod tests {
     use tokio_stream::StreamExt;
 
     use super::*;
-    use crate::chunk::{Chunk, FinishReason, Usage};
-    use crate::time::Timestamp;
+    use crate::domain::Timestamp;
+    use crate::domain::{Chunk, FinishReason, Usage};
 
     fn event(seq: u64, chunk: Chunk) -> Event {
         Event {

@@ -12,10 +12,8 @@ use tokio::sync::{broadcast, mpsc};
 use super::live::{LiveRun, Signal};
 use super::stream::{continuation, ClientFeed, Delivery, Next, Refusal, RunStream};
 use super::{Inner, Runtime, RuntimeError};
-use crate::chunk::{Event, Usage};
-use crate::run::{RunId, RunStatus};
+use crate::domain::{Event, RunId, RunStatus, Tenant, Usage};
 use crate::store::StoreError;
-use crate::tenant::Tenant;
 
 /// How long a follower of a run in a shared store waits without any signal
 /// before it reads the store anyway.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::RuntimeError;
-use crate::tenant::Tenant;
+use crate::domain::Tenant;
 
 /// The executing runs of each tenant.
 #[derive(Debug, Default)]

@@ -10,11 +10,8 @@ use tracing::instrument;
 use super::list::effective_page_size;
 use super::threads::in_thread_order;
 use super::{Inner, Runtime, RuntimeError};
-use crate::run::{RunId, RunRecord};
+use crate::domain::{RunId, RunRecord, Tenant, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
 use crate::store::StoreError;
-use crate::tenant::Tenant;
-use crate::thread::{ThreadCursor, ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
 
 /// Idle threads deleted per sweep at most; the rest wait for the next.
 const RETENTION_BATCH: usize = 100;
@@ -156,7 +153,7 @@ impl Inner {
                     thread.last_activity() < cutoff
                         && thread
                             .latest
-                            .is_none_or(|latest| latest.status != crate::run::RunStatus::Running)
+                            .is_none_or(|latest| latest.status != crate::domain::RunStatus::Running)
                 }
                 Err(_) => false,
             };

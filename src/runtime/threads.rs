@@ -9,12 +9,8 @@ use std::collections::HashMap;
 
 use super::auto_answer::answer_from_text;
 use super::{Inner, ResumeRun, Runtime, RuntimeError, StartRun};
-use crate::agent::Message;
-use crate::run::{RunId, RunRecord, RunStatus, Waiting};
+use crate::domain::{Message, RunId, RunRecord, RunStatus, SuspendPayload, Tenant, ThreadId, Waiting};
 use crate::store::StoreError;
-use crate::tenant::Tenant;
-use crate::thread::ThreadId;
-use crate::tools::SuspendPayload;
 
 /// What a StreamAgent on a thread does.
 pub(super) enum Turn {
@@ -190,7 +186,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::ToolCall;
+    use crate::domain::ToolCall;
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -211,7 +207,7 @@ mod tests {
         });
         let mut run: RunRecord = serde_json::from_value(json).expect("a run");
         run.state.messages = messages;
-        run.thread = Some(crate::run::ThreadLink {
+        run.thread = Some(crate::domain::ThreadLink {
             id: ThreadId::new("t").unwrap(),
             previous,
         });

@@ -137,7 +137,7 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::Chunk;
+    use crate::domain::Chunk;
 
     #[test]
     fn small_values_stay_plain_json_and_large_ones_shrink() {
@@ -171,9 +171,9 @@ mod tests {
             content: "User answered: Deploy to the staging cluster tonight".into(),
             is_error: false,
         };
-        let events = [crate::chunk::Event {
+        let events = [crate::domain::Event {
             seq: 12,
-            time: crate::time::Timestamp(1_796_066_454_877_332),
+            time: crate::domain::Timestamp(1_796_066_454_877_332),
             chunk: result,
         }];
         let json = serde_json::to_vec(&events).unwrap();
@@ -184,7 +184,7 @@ mod tests {
             "{} bytes with the dictionary, {without} without",
             bytes.len()
         );
-        assert_eq!(decode::<Vec<crate::chunk::Event>>(&bytes).unwrap(), events);
+        assert_eq!(decode::<Vec<crate::domain::Event>>(&bytes).unwrap(), events);
     }
 
     #[test]

@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use super::StoreError;
-use crate::chunk::Event;
-use crate::run::{RunId, RunStatus};
+use crate::domain::{Event, RunId, RunStatus};
 
 /// What one server tells the others about a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -7,11 +7,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{RunQuery, RunStore, StoreError};
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
-use crate::tenant::Tenant;
-use crate::thread::{LatestRun, ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
+use crate::domain::{
+    Event, LatestRun, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 
 type Runs = HashMap<RunId, (RunRecord, Vec<Event>)>;
 type Threads = HashMap<(Tenant, ThreadId), ThreadRecord>;

@@ -22,11 +22,9 @@ pub use postgres::PostgresStore;
 pub use query::RunQuery;
 pub use sqlite::{SqliteStore, Synchronous};
 
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
+use crate::domain::{
+    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 
 /// A store operation that failed.
 #[derive(Clone, Debug, thiserror::Error)]

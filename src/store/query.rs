@@ -3,8 +3,7 @@
 //! id the next page starts below, so a page token survives restarts and
 //! works on any replica.
 
-use crate::run::{RunId, RunRecord, RunStatus};
-use crate::tenant::Tenant;
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant};
 
 /// Filters and page bounds of [`super::RunStore::list_runs`]. Runs come
 /// newest first (run ids are UUIDv7, so id order is creation order).

@@ -4,10 +4,7 @@
 //! row joined with its latest run's. Shared by the SQL backends.
 
 use super::{corrupt, StoreError};
-use crate::run::{RunId, RunRecord, RunStatus};
-use crate::tenant::Tenant;
-use crate::thread::{LatestRun, ThreadId, ThreadRecord};
-use crate::time::Timestamp;
+use crate::domain::{LatestRun, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadRecord, Timestamp};
 
 /// The columns a record read selects, in this order: the record of the
 /// last commit, then what appends moved since (see [`overlay`]).

@@ -30,11 +30,9 @@ use readers::ReaderPool;
 use recent::{Change, RecentRuns};
 
 use super::{corrupt, RunQuery, RunStore, StoreError};
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
+use crate::domain::{
+    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
 /// records how many have run.
@@ -291,7 +289,7 @@ fn move_single_events(conn: &Connection) -> Result<(), StoreError> {
         let seq: i64 = row.get(1).map_err(backend)?;
         let event = Event {
             seq: u64::try_from(seq).map_err(corrupt)?,
-            time: crate::time::Timestamp(row.get(2).map_err(backend)?),
+            time: crate::domain::Timestamp(row.get(2).map_err(backend)?),
             chunk: crate::store::encoding::decode(&row.get::<_, Vec<u8>>(3).map_err(backend)?)?,
         };
         let batch = crate::store::encoding::encode(&[event])?;

@@ -8,12 +8,12 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::limits::clip;
-
-use super::{
-    Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, Tool, ToolContext,
-    ToolOutcome, ToolOutput, ToolSpec,
+use crate::domain::{
+    clip, Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, ToolOutput,
+    ToolSpec,
 };
+
+use super::{Tool, ToolContext, ToolOutcome};
 
 /// The `ask_user` tool.
 pub struct AskUser {
@@ -237,7 +237,7 @@ impl Tool for AskUser {
 
     fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
         let SuspendPayload::AskUser(question) = payload else {
-            return super::suspend::resume_with_data(payload, answer);
+            return super::resume_with_data(payload, answer);
         };
         answer_text(question, answer).map(|text| ToolOutput::ok(format!("User answered: {text}")))
     }

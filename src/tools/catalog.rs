@@ -12,10 +12,11 @@ use futures_util::future::try_join_all;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::client::{any_object, check_input_schema, check_tool_name, ClientTool, ToolDefinition};
+use super::client::{check_input_schema, check_tool_name, ClientTool};
 use super::http::{HttpTool, HttpToolConfig};
 use super::mcp::{McpServer, McpServerConfig};
 use super::{AskUser, AskUserLimits, HumanReview, Tool};
+use crate::domain::{any_object, ToolDefinition};
 
 /// How long an HTTP tool waits to connect before it counts as unreachable.
 const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -12,34 +12,14 @@
 //! or as JSON text.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
 
-use super::{Answer, AnswerError, SuspendPayload, Tool, ToolContext, ToolOutcome, ToolOutput, ToolSpec};
+use serde_json::{Map, Value};
+
+use super::{Tool, ToolContext, ToolOutcome};
+use crate::domain::{Answer, AnswerError, SuspendPayload, ToolDefinition, ToolOutput, ToolSpec};
 
 /// Longest tool name accepted (what model providers accept).
 pub const MAX_TOOL_NAME_LEN: usize = 64;
-
-/// A tool the caller executes, as a run or the configuration declares it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolDefinition {
-    /// The name the model calls it by: 1 to 64 of `[A-Za-z0-9_-]`.
-    pub name: String,
-    /// What it does, as the model is told.
-    #[serde(default)]
-    pub description: String,
-    /// JSON Schema of its input; an object schema.
-    #[serde(default = "any_object")]
-    pub input_schema: Value,
-    /// Every call of it waits for approval first.
-    #[serde(default)]
-    pub require_approval: bool,
-}
-
-/// The input schema of a tool that declares none: any JSON object.
-pub fn any_object() -> Value {
-    json!({"type": "object"})
-}
 
 /// What is wrong with a tool's name or schema: the part at fault (`name`,
 /// `input_schema`) and why.
@@ -144,7 +124,7 @@ impl Tool for ClientTool {
     fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
         match (payload, answer) {
             (SuspendPayload::ClientTool { .. }, Answer::Data(data)) => client_result(data),
-            _ => super::suspend::resume_with_data(payload, answer),
+            _ => super::resume_with_data(payload, answer),
         }
     }
 }
@@ -187,6 +167,8 @@ fn as_text(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::any_object;
+    use serde_json::json;
 
     fn definition(name: &str, input_schema: Value) -> ToolDefinition {
         ToolDefinition {

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{Answer, AnswerError, SuspendPayload, Tool, ToolContext, ToolOutcome, ToolOutput, ToolSpec};
+use super::{Tool, ToolContext, ToolOutcome};
+use crate::domain::{Answer, AnswerError, SuspendPayload, ToolOutput, ToolSpec};
 
 /// The `human_review` tool.
 pub struct HumanReview {
@@ -178,7 +179,7 @@ impl Tool for HumanReview {
 
     fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
         let (SuspendPayload::Custom { .. }, Answer::Data(data)) = (payload, answer) else {
-            return super::suspend::resume_with_data(payload, answer);
+            return super::resume_with_data(payload, answer);
         };
         let review: Review = serde_json::from_value(data.clone())
             .map_err(|e| AnswerError::new("data", format!("not a review: {e}")))?;

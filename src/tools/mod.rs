@@ -2,7 +2,6 @@
 //! or it suspends the run with a payload — never an exception. Tools do no
 //! persistence of their own; the runtime stores what they return.
 
-mod args;
 mod ask_user;
 mod catalog;
 pub mod client;
@@ -11,66 +10,17 @@ mod human_review;
 pub mod mcp;
 mod registry;
 mod secrets;
-mod suspend;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use args::Args;
+use crate::domain::{Answer, AnswerError, SuspendPayload, ToolOutput, ToolSpec};
+
 pub use ask_user::{AskUser, AskUserLimits};
 pub use catalog::{mcp_reference, CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
-pub use client::{ClientTool, ToolDefinition};
+pub use client::ClientTool;
 pub use human_review::HumanReview;
 pub use registry::{RegisteredTool, ToolSet};
-pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
-
-/// A call of a tool by the model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// Unique within the run.
-    pub id: String,
-    pub name: String,
-    /// A JSON object.
-    pub args: Args,
-}
-
-/// A tool as the model (and ListAgents) sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the input.
-    pub input_schema: Value,
-    /// `builtin`, `client`, `http` or `mcp`.
-    pub source: &'static str,
-    /// JSON Schema of the resume `data` of a tool that suspends with a
-    /// custom payload.
-    pub resume_schema: Option<Value>,
-}
-
-/// What the model is given back for a call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolOutput {
-    pub content: String,
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    pub fn ok(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: false,
-        }
-    }
-
-    pub fn error(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            is_error: true,
-        }
-    }
-}
 
 /// How a tool call ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,6 +61,27 @@ pub trait Tool: Send + Sync + 'static {
     /// sees, or says why the answer does not fit. Must not change anything:
     /// a rejected answer leaves the run as it was.
     fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
-        suspend::resume_with_data(payload, answer)
+        resume_with_data(payload, answer)
+    }
+}
+
+/// The default resumption: `data` answers a custom or client-tool payload
+/// and becomes the result as JSON text.
+fn resume_with_data(payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
+    match (payload, answer) {
+        (SuspendPayload::Custom { .. } | SuspendPayload::ClientTool { .. }, Answer::Data(value)) => {
+            Ok(ToolOutput::ok(match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }))
+        }
+        (SuspendPayload::AskUser(_), _) => Err(AnswerError::new(
+            "answer",
+            "this call is a question: answer it with text or selections",
+        )),
+        (_, other) => Err(AnswerError::new(
+            "data",
+            format!("this call waits for resume data, not {}", other.field()),
+        )),
     }
 }

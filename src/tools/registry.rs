@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{AnswerError, Tool, ToolSpec};
-use crate::limits::clip;
+use super::Tool;
+use crate::domain::{clip, AnswerError, ToolSpec};
 
 /// A tool together with its compiled input-schema and resume-schema
 /// validators.

@@ -10,13 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentd::agent::{AgentRegistry, AgentSpec};
-use agentd::chunk::Event;
-use agentd::run::{RunId, RunRecord, RunStatus};
+use agentd::domain::{
+    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 use agentd::runtime::{Runtime, RuntimeConfig};
 use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
-use agentd::tenant::Tenant;
-use agentd::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use agentd::time::Timestamp;
 use async_trait::async_trait;
 use tokio::sync::watch;
 

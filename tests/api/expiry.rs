@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentd::agent::{AgentRegistry, AgentSpec};
+use agentd::domain::{RunRecord, RunStatus as Status, Timestamp};
 use agentd::pb::{self, RunStatus};
-use agentd::run::{RunRecord, RunStatus as Status};
 use agentd::runtime::{Runtime, RuntimeConfig};
 use agentd::store::{RunStore, SqliteStore};
-use agentd::time::Timestamp;
 use tonic::Code;
 
 use crate::helpers::*;

@@ -8,12 +8,11 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use agentd::agent::Message;
-use agentd::chunk::{Chunk, Event, FinishReason, Usage};
-use agentd::run::{PendingCall, RunId, RunOptions, RunRecord, RunState, RunStatus, Waiting};
+use agentd::domain::{
+    AskUserOption, AskUserPayload, Chunk, Event, FinishReason, Message, PendingCall, RunId, RunOptions,
+    RunRecord, RunState, RunStatus, SelectionMode, SuspendPayload, Timestamp, ToolCall, Usage, Waiting,
+};
 use agentd::store::{MemoryStore, RunStore, SqliteStore, StoreError};
-use agentd::time::Timestamp;
-use agentd::tools::{AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, ToolCall};
 use serde_json::json;
 use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
@@ -756,7 +755,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
     let created = Timestamp::now();
     RunRecord {
         id,
-        tenant: agentd::tenant::Tenant::default(),
+        tenant: agentd::domain::Tenant::default(),
         agent_id: agent_id.into(),
         status: RunStatus::Suspended,
         version: 1,

@@ -37,7 +37,7 @@ impl CeilingService {
 
 /// `chunks` as a stream of run `run_id`, stamped now.
 fn replay(chunks: &[AgentChunk], run_id: &str) -> ChunkStream {
-    let now = agentd::time::Timestamp::now();
+    let now = agentd::domain::Timestamp::now();
     let (seconds, nanos) = now.seconds_nanos();
     let time = prost_types::Timestamp { seconds, nanos };
     let chunks: Vec<Result<AgentChunk, Status>> = chunks

@@ -84,7 +84,7 @@ fn commit(conn: &mut Connection, batch: &[Write]) -> rusqlite::Result<()> {
     {
         let mut insert =
             tx.prepare_cached("INSERT INTO writes (run_id, kind, time, body) VALUES (?1, ?2, ?3, ?4)")?;
-        let now = agentd::time::Timestamp::now().0;
+        let now = agentd::domain::Timestamp::now().0;
         for write in batch {
             insert.execute(params![write.run_id, write.kind, now, write.body])?;
         }

@@ -1,9 +1,8 @@
 //! Domain events -> `AgentChunk`.
 
-use crate::chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
+use crate::domain::{Chunk, Event, FinishReason, RunFailure, SelectionMode, SuspendPayload, Usage};
 use crate::pb;
 use crate::pb::agent_chunk::Chunk as P;
-use crate::tools::{SelectionMode, SuspendPayload};
 
 use super::value::{json_to_struct, timestamp};
 

@@ -3,8 +3,8 @@
 //! the token as opaque; the prefix lets a later version change its format
 //! and still recognise (and reject) old tokens by name.
 
+use crate::domain::{RunId, RunStatus};
 use crate::pb;
-use crate::run::{RunId, RunStatus};
 use crate::runtime::{ListRuns, RunPage, RuntimeError};
 
 use super::invalid;

@@ -2,12 +2,9 @@
 
 use std::time::Duration;
 
-use crate::agent::Message;
+use crate::domain::{Answer, Message, RunId, ThreadId};
 use crate::pb;
-use crate::run::RunId;
 use crate::runtime::{ResumeRun, RuntimeError, StartRun};
-use crate::thread::ThreadId;
-use crate::tools::Answer;
 
 use super::invalid;
 use super::tools::tool_definitions;

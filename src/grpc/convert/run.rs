@@ -1,8 +1,8 @@
 //! Runs and agents -> their proto messages.
 
 use crate::agent::Agent;
+use crate::domain::{PendingCall, RunRecord, RunStatus, Waiting};
 use crate::pb;
-use crate::run::{PendingCall, RunRecord, RunStatus, Waiting};
 
 use super::chunk::{failure_to_proto, payload_to_proto, usage_to_proto};
 use super::value::{json_to_struct, timestamp};

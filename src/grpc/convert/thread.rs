@@ -5,13 +5,12 @@
 
 use std::collections::HashMap;
 
-use crate::agent::Message;
+use crate::domain::{
+    Answer, AnswerRecord, AnswerVia, Message, RunRecord, ThreadCursor, ThreadId, ThreadRecord, Timestamp,
+    ToolCall,
+};
 use crate::pb;
-use crate::run::{AnswerRecord, AnswerVia, RunRecord};
 use crate::runtime::{ListThreads, RuntimeError, ThreadPage, ThreadView};
-use crate::thread::{ThreadCursor, ThreadId, ThreadRecord};
-use crate::time::Timestamp;
-use crate::tools::{Answer, ToolCall};
 
 use super::run::status_to_proto;
 use super::value::{json_to_struct, timestamp};

@@ -2,9 +2,8 @@
 //! The definitions are checked by the runtime, so that library users get
 //! the same checks; this only converts.
 
+use crate::domain::{any_object, ToolDefinition};
 use crate::pb;
-use crate::tools::client::any_object;
-use crate::tools::ToolDefinition;
 
 use super::value::struct_to_json;
 

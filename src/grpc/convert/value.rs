@@ -3,7 +3,7 @@
 use prost_types::value::Kind;
 use serde_json::{Map, Number, Value};
 
-use crate::time::Timestamp;
+use crate::domain::Timestamp;
 
 pub fn json_to_value(value: &Value) -> prost_types::Value {
     let kind = match value {

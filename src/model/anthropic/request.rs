@@ -7,9 +7,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::Message;
+use crate::domain::{Message, ToolSpec};
 use crate::model::ModelRequest;
-use crate::tools::ToolSpec;
 
 /// The JSON body asking `model` for a streamed step.
 pub fn body(model: &str, request: &ModelRequest<'_>, max_tokens: u32) -> Value {
@@ -105,7 +104,7 @@ fn tools(tools: &[&ToolSpec]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ToolCall;
+    use crate::domain::ToolCall;
 
     #[test]
     fn tool_results_of_one_turn_share_one_user_message() {

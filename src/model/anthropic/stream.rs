@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::{stream_error, ErrorWire};
-use crate::chunk::Usage;
+use crate::domain::Usage;
 use crate::model::http::StreamDecoder;
 use crate::model::sse::SseEvent;
 use crate::model::{ModelError, ModelEvent, StopReason};
@@ -272,7 +272,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::tools::ToolCall;
+    use crate::domain::ToolCall;
 
     fn decode(data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
         crate::model::http::decode_events(MessagesDecoder::new("test"), data)

@@ -6,9 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::Message;
+use crate::domain::{Message, ToolSpec};
 use crate::model::ModelRequest;
-use crate::tools::ToolSpec;
 
 /// The JSON body asking `model` for a streamed step.
 pub fn body(model: &str, request: &ModelRequest<'_>, max_tokens: Option<u32>) -> Value {
@@ -94,7 +93,7 @@ fn tools(tools: &[&ToolSpec]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ToolCall;
+    use crate::domain::ToolCall;
 
     #[test]
     fn tool_calls_and_results_follow_the_chat_completions_shape() {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::stream_error;
-use crate::chunk::Usage;
+use crate::domain::Usage;
 use crate::model::http::StreamDecoder;
 use crate::model::sse::SseEvent;
 use crate::model::{ModelError, ModelEvent, StopReason};
@@ -233,7 +233,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::tools::ToolCall;
+    use crate::domain::ToolCall;
 
     fn decode(data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
         crate::model::http::decode_events(ChatDecoder::new("test"), data)

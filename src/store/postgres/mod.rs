@@ -23,11 +23,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{RunFeed, RunQuery, RunStore, StoreError};
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
+use crate::domain::{
+    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+};
 
 /// Connections each server keeps to the database at most (the LISTEN
 /// connection comes on top).

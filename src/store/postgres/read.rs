@@ -8,12 +8,9 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::{backend, to_i64};
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{Event, RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::store::corrupt;
 use crate::store::{RunQuery, StoreError};
-use crate::tenant::Tenant;
-use crate::time::Timestamp;
 
 pub(super) type Client = deadpool_postgres::Object;
 

@@ -11,11 +11,8 @@ use uuid::Uuid;
 
 use super::read::{query, record, Client, RECORD_COLUMNS};
 use super::{backend, to_i64, PostgresStore};
-use crate::run::RunRecord;
+use crate::domain::{RunRecord, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
 use crate::store::StoreError;
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
 
 /// Creates `run` (a run of a thread) with the create statement's `params`.
 pub(super) async fn create_in_thread(
@@ -77,7 +74,7 @@ fn thread(row: &Row) -> Result<ThreadRecord, StoreError> {
         (tenant, id),
         row.try_get(2).map_err(backend)?,
         row.try_get(3).map_err(backend)?,
-        crate::run::RunId(row.try_get::<_, Uuid>(4).map_err(backend)?),
+        crate::domain::RunId(row.try_get::<_, Uuid>(4).map_err(backend)?),
         status.zip(latest_updated_at),
     )
 }

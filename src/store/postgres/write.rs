@@ -21,12 +21,10 @@
 use tokio_postgres::types::ToSql;
 
 use super::{backend, to_i64, PostgresStore};
-use crate::chunk::Event;
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{Event, RunId, RunRecord, RunStatus, Timestamp};
 use crate::store::corrupt;
 use crate::store::encoding::encode_plain;
 use crate::store::StoreError;
-use crate::time::Timestamp;
 
 /// NOTIFY payloads must stay under 8000 bytes; events that would not fit
 /// are left out, and listeners read them from the store instead.
@@ -293,7 +291,7 @@ pub(super) async fn append(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::Chunk;
+    use crate::domain::Chunk;
     use crate::store::FeedMessage;
 
     #[test]

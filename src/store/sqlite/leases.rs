@@ -7,10 +7,9 @@ use rusqlite::{params, Connection};
 
 use super::writer::{guard_sql, Guard};
 use super::{backend, to_i64};
-use crate::run::{RunId, RunRecord};
+use crate::domain::{RunId, RunRecord, Timestamp};
 use crate::store::corrupt;
 use crate::store::StoreError;
-use crate::time::Timestamp;
 
 pub(super) use crate::store::record::RECORD_COLUMNS;
 

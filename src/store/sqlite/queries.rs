@@ -13,11 +13,9 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{backend, to_i64};
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::store::corrupt;
 use crate::store::{RunQuery, StoreError};
-use crate::tenant::Tenant;
-use crate::time::Timestamp;
 
 fn parse_id(id: &str) -> Result<RunId, StoreError> {
     RunId::from_str(id).map_err(|e| corrupt(format!("run id {id:?}: {e}")))

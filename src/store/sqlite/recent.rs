@@ -11,7 +11,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::run::{RunId, RunRecord, RunStatus};
+use crate::domain::{RunId, RunRecord, RunStatus};
 
 /// Records kept at most: enough for the Resumes of a few hundred runs in
 /// flight, a megabyte or so.
@@ -90,8 +90,8 @@ impl RecentRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::{RunOptions, RunState};
-    use crate::time::Timestamp;
+    use crate::domain::Timestamp;
+    use crate::domain::{RunOptions, RunState};
 
     fn suspended_run() -> RunRecord {
         let now = Timestamp::now();

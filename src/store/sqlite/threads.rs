@@ -7,12 +7,9 @@ use std::str::FromStr;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{backend, to_i64, RunRow};
-use crate::run::{RunId, RunRecord, ThreadLink};
+use crate::domain::{RunId, RunRecord, Tenant, ThreadId, ThreadLink, ThreadQuery, ThreadRecord, Timestamp};
 use crate::store::corrupt;
 use crate::store::{record, StoreError};
-use crate::tenant::Tenant;
-use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
-use crate::time::Timestamp;
 
 /// A run's thread link, as the writer needs it.
 pub(super) struct ThreadLinkRow {

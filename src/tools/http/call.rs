@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{HttpMethod, HttpTool};
-use crate::tools::ToolOutput;
+use crate::domain::ToolOutput;
 
 /// Characters of a failed response's body quoted in the error result.
 const ERROR_EXCERPT_CHARS: usize = 200;

@@ -9,7 +9,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::tools::client::any_object;
+use crate::domain::any_object;
 
 /// Milliseconds an HTTP tool waits for a response when not configured.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;

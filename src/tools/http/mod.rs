@@ -17,7 +17,8 @@ use serde_json::Value;
 pub use config::{HttpMethod, HttpToolConfig, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS};
 
 use super::secrets::SecretMap;
-use super::{Tool, ToolContext, ToolOutcome, ToolSpec};
+use super::{Tool, ToolContext, ToolOutcome};
+use crate::domain::ToolSpec;
 
 /// A configured HTTP tool, ready to call.
 pub struct HttpTool {

@@ -5,7 +5,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-use crate::tools::ToolOutput;
+use crate::domain::ToolOutput;
 
 /// The model's view of `result`.
 pub(super) fn to_output(result: CallToolResult) -> ToolOutput {

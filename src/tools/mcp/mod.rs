@@ -18,7 +18,8 @@ use serde_json::Value;
 pub use config::{Endpoint, McpServerConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
 use connection::{CallError, Connection};
 
-use super::{Tool, ToolContext, ToolOutcome, ToolOutput, ToolSpec};
+use super::{Tool, ToolContext, ToolOutcome};
+use crate::domain::{ToolOutput, ToolSpec};
 
 /// A connected MCP server and the tools it listed at start-up.
 pub struct McpServer {

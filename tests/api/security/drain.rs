@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use agentd::domain::RunStatus;
 use agentd::pb;
-use agentd::run::RunStatus;
 use agentd::store::{RunStore, SqliteStore};
 use tonic::{Code, Status};
 use tonic_health::pb::health_check_response::ServingStatus;

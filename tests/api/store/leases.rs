@@ -5,10 +5,8 @@
 //! has data (expiry times are earlier than any a previous suite run used,
 //! and results are checked among this test's own runs).
 
-use agentd::chunk::{Chunk, Event};
-use agentd::run::{Lease, RunId, RunRecord, RunStatus};
+use agentd::domain::{Chunk, Event, Lease, RunId, RunRecord, RunStatus, Timestamp};
 use agentd::store::StoreError;
-use agentd::time::Timestamp;
 
 use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, Store};
 

@@ -4,9 +4,8 @@
 //! (and expiry times earlier than any a previous suite run used), so it
 //! holds on a store that already has data.
 
-use agentd::run::{RunId, RunRecord, RunStatus};
+use agentd::domain::{RunId, RunRecord, RunStatus, Timestamp};
 use agentd::store::RunQuery;
-use agentd::time::Timestamp;
 
 use super::{completed_from, resumption_events, suspended_run, suspension_events, Store};
 

@@ -3,9 +3,8 @@
 //! when asked to; runs stored before tenants existed belong to the default
 //! tenant.
 
-use agentd::run::{RunId, RunRecord, RunStatus};
+use agentd::domain::{RunId, RunRecord, RunStatus, Tenant};
 use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
-use agentd::tenant::Tenant;
 
 use super::{suspended_run, suspension_events, Store};
 

@@ -6,11 +6,10 @@
 
 use std::sync::Arc;
 
-use agentd::run::{RunId, RunRecord, RunStatus, ThreadLink};
+use agentd::domain::{
+    RunId, RunRecord, RunStatus, Tenant, ThreadCursor, ThreadId, ThreadLink, ThreadQuery, Timestamp,
+};
 use agentd::store::StoreError;
-use agentd::tenant::Tenant;
-use agentd::thread::{ThreadCursor, ThreadId, ThreadQuery};
-use agentd::time::Timestamp;
 use tokio::sync::Barrier;
 
 use super::{events_of, suspended_run, suspension_events, Store};

@@ -6,12 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd::agent::{AgentRegistry, AgentSpec};
-use agentd::run::{RunId, RunStatus, ThreadLink};
+use agentd::domain::{RunId, RunStatus, Tenant, ThreadId, ThreadLink, Timestamp};
 use agentd::runtime::{Runtime, RuntimeConfig};
 use agentd::store::{MemoryStore, RunStore, StoreError};
-use agentd::tenant::Tenant;
-use agentd::thread::ThreadId;
-use agentd::time::Timestamp;
 
 use crate::store::suspended_run;
 

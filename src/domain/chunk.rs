@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::time::Timestamp;
-use crate::tools::{SuspendPayload, ToolCall};
+use super::Timestamp;
+use super::{SuspendPayload, ToolCall};
 
 /// Token counts of a step or a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,9 +8,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{RunId, RunStatus};
-use crate::tenant::Tenant;
-use crate::time::Timestamp;
+use super::Tenant;
+use super::Timestamp;
+use super::{RunId, RunStatus};
 
 /// The longest thread id.
 pub const MAX_THREAD_ID_LEN: usize = 128;
@@ -42,7 +42,7 @@ impl ThreadId {
             Ok(Self(id.to_owned()))
         } else {
             Err(InvalidThreadId {
-                shown: format!("{:?}", crate::limits::clip(id.to_owned(), 160)),
+                shown: format!("{:?}", super::clip(id.to_owned(), 160)),
             })
         }
     }

@@ -10,12 +10,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::agent::Message;
-use crate::chunk::{RunFailure, Usage};
-use crate::tenant::Tenant;
-use crate::thread::ThreadId;
-use crate::time::Timestamp;
-use crate::tools::{Answer, SuspendPayload, ToolCall, ToolDefinition};
+use super::Message;
+use super::Tenant;
+use super::ThreadId;
+use super::Timestamp;
+use super::{Answer, SuspendPayload, ToolCall, ToolDefinition};
+use super::{RunFailure, Usage};
 
 /// A run's id: a UUIDv7, so ids sort by creation time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -4,8 +4,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::ToolOutput;
-
 /// How a question is answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,26 +100,5 @@ impl AnswerError {
     pub fn with_labels(mut self, labels: Vec<String>) -> Self {
         self.valid_labels = labels;
         self
-    }
-}
-
-/// The default resumption: `data` answers a custom or client-tool payload
-/// and becomes the result as JSON text.
-pub(super) fn resume_with_data(payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
-    match (payload, answer) {
-        (SuspendPayload::Custom { .. } | SuspendPayload::ClientTool { .. }, Answer::Data(value)) => {
-            Ok(ToolOutput::ok(match value {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            }))
-        }
-        (SuspendPayload::AskUser(_), _) => Err(AnswerError::new(
-            "answer",
-            "this call is a question: answer it with text or selections",
-        )),
-        (_, other) => Err(AnswerError::new(
-            "data",
-            format!("this call waits for resume data, not {}", other.field()),
-        )),
     }
 }

@@ -1,0 +1,34 @@
+//! The domain: the plain data every other module speaks in, and nothing
+//! else. Ids and tenants, the conversation, tool calls with their suspend
+//! payloads and answers, the chunks a run streams, and the run record with
+//! its phase and the transitions between phases. It depends on no other
+//! module of the crate, so that the store, the model providers, the agent
+//! loop and the runtime all depend on it and never on one another for
+//! their data.
+
+mod args;
+mod chunk;
+mod message;
+mod run;
+mod suspend;
+mod tenant;
+mod text;
+mod thread;
+mod time;
+mod tool;
+
+pub use args::Args;
+pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
+pub use message::Message;
+pub use run::{
+    AnswerRecord, AnswerVia, Lease, PendingCall, ResumeRecord, RunId, RunOptions, RunRecord, RunState,
+    RunStatus, ThreadLink, Waiting,
+};
+pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
+pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
+pub use text::clip;
+pub use thread::{
+    InvalidThreadId, LatestRun, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord, MAX_THREAD_ID_LEN,
+};
+pub use time::Timestamp;
+pub use tool::{any_object, ToolCall, ToolDefinition, ToolOutput, ToolSpec};
