@@ -14,7 +14,8 @@ use std::future::Future;
 use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 
-use agentd::agent::{Agent, AgentRegistry, AgentSpec, Resolution};
+use agentd::agent::{Agent, AgentRegistry, AgentSpec};
+use agentd::domain::Resolution;
 use agentd::domain::{Answer, AskUserPayload, SelectionMode, SuspendPayload, ToolCall};
 use agentd::domain::{PendingCall, Waiting};
 use agentd::grpc::convert;

@@ -20,7 +20,7 @@ pub use step::{record_result, ChunkSink, StepEnd};
 pub use tool_entry::{ToolEntry, ToolTable};
 pub use window::{approx_tokens, compose, HistoryWindow};
 
-use crate::domain::{Answer, AnswerError, PendingCall, ToolOutput, ToolSpec, Waiting};
+use crate::domain::{Answer, AnswerError, PendingCall, Resolution, ToolOutput, ToolSpec, Waiting};
 use crate::model::LanguageModel;
 use crate::tools::{AskUser, Tool, ToolContext, ToolOutcome, ToolSet};
 
@@ -43,15 +43,6 @@ pub struct Agent {
     pub history: HistoryWindow,
     model: Arc<dyn LanguageModel>,
     tools: ToolSet,
-}
-
-/// What a valid answer to a pending call leads to.
-#[derive(Debug, PartialEq)]
-pub enum Resolution {
-    /// The call's result is ready.
-    Output(ToolOutput),
-    /// The call was approved: the tool runs now.
-    Execute,
 }
 
 impl Agent {

@@ -1,6 +1,6 @@
 //! One step of the agent loop: stream the model's output, then run the tool
 //! calls it made. A call that suspends (or awaits approval) becomes a pending
-//! call in the run state; the runtime decides what to store and when.
+//! call the step ends with; the runtime decides what to store and when.
 
 use std::future::Future;
 
@@ -21,14 +21,15 @@ pub trait ChunkSink: Send {
 }
 
 /// How a step ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum StepEnd {
     /// The model called tools and every call has its result: step again.
     ToolsDone,
-    /// The model answered without calling a tool: the run is complete.
-    Stopped,
-    /// One or more calls wait for Resume.
-    Suspended,
+    /// The model answered without calling a tool, with this text: the run
+    /// is complete.
+    Stopped { final_text: String },
+    /// These calls (at least one) wait for Resume.
+    Suspended(Vec<PendingCall>),
 }
 
 impl Agent {
@@ -89,11 +90,13 @@ impl Agent {
         state.usage += usage;
 
         let end = if calls.is_empty() {
-            state.final_text.clone_from(&text);
-            StepEnd::Stopped
+            StepEnd::Stopped {
+                final_text: text.clone(),
+            }
         } else {
             StepEnd::ToolsDone
         };
+        let mut pending = Vec::new();
         state.messages.push(Message::Assistant {
             content: text,
             tool_calls: calls.clone(),
@@ -106,7 +109,7 @@ impl Agent {
             let needs_approval = self.requires_approval(&call.name)
                 || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME);
             if needs_approval {
-                state.pending.push(PendingCall {
+                pending.push(PendingCall {
                     call,
                     waiting: Waiting::Approval,
                 });
@@ -117,29 +120,32 @@ impl Agent {
                 .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
                 .instrument(span)
                 .await;
-            self.record_outcome(state, call, outcome, sink).await;
+            pending.extend(self.record_outcome(state, call, outcome, sink).await);
         }
         sink.emit(Chunk::StepFinish { step, usage }).await;
 
-        Ok(if state.pending.is_empty() {
+        Ok(if pending.is_empty() {
             end
         } else {
-            StepEnd::Suspended
+            StepEnd::Suspended(pending)
         })
     }
 
     /// Records how a tool call ended: a result goes to the conversation (and
-    /// the sink), a suspension to the pending calls.
+    /// the sink); a suspension is returned, a call to wait on.
     pub async fn record_outcome<S: ChunkSink>(
         &self,
         state: &mut RunState,
         call: ToolCall,
         outcome: ToolOutcome,
         sink: &mut S,
-    ) {
+    ) -> Option<PendingCall> {
         match outcome {
-            ToolOutcome::Done(output) => record_result(state, &call, output, sink).await,
-            ToolOutcome::Suspend(payload) => state.pending.push(PendingCall {
+            ToolOutcome::Done(output) => {
+                record_result(state, &call, output, sink).await;
+                None
+            }
+            ToolOutcome::Suspend(payload) => Some(PendingCall {
                 call,
                 waiting: Waiting::Suspended { payload },
             }),
@@ -154,17 +160,5 @@ pub async fn record_result<S: ChunkSink>(
     output: ToolOutput,
     sink: &mut S,
 ) {
-    state.messages.push(Message::tool(
-        &call.id,
-        &call.name,
-        output.content.clone(),
-        output.is_error,
-    ));
-    sink.emit(Chunk::ToolResult {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        content: output.content,
-        is_error: output.is_error,
-    })
-    .await;
+    sink.emit(state.record_result(call, output)).await;
 }

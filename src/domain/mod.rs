@@ -21,8 +21,8 @@ pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 pub use message::Message;
 pub use run::{
-    AnswerRecord, AnswerVia, Lease, PendingCall, ResumeRecord, RunId, RunOptions, RunRecord, RunState,
-    RunStatus, ThreadLink, Waiting,
+    AnswerRecord, AnswerVia, Lease, PendingCall, Phase, Resolution, ResumeRecord, RunId, RunOptions,
+    RunRecord, RunState, RunStatus, ThreadLink, Waiting,
 };
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};

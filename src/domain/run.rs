@@ -1,6 +1,9 @@
-//! A run's durable record: its status, its conversation so far and the tool
-//! calls it waits on. Everything here is plain data that the store keeps;
-//! the transitions live in `runtime/`.
+//! A run's durable record: its phase, with what only that phase has (the
+//! lease of a running run, the calls a suspended run waits on, the text of
+//! a completed one...), and its conversation so far. Each transition from
+//! one phase to the next is one method here, which changes the record and
+//! returns the chunks that tell the run's streams of it; the runtime stores
+//! both in one write. Nothing here does I/O.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,12 +13,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Message;
-use super::Tenant;
-use super::ThreadId;
-use super::Timestamp;
-use super::{Answer, SuspendPayload, ToolCall, ToolDefinition};
-use super::{RunFailure, Usage};
+use super::{
+    Answer, Chunk, FinishReason, Message, RunFailure, SuspendPayload, Tenant, ThreadId, Timestamp, ToolCall,
+    ToolDefinition, ToolOutput, Usage,
+};
 
 /// A run's id: a UUIDv7, so ids sort by creation time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -126,31 +127,90 @@ pub struct RunOptions {
     pub suspend_ttl: Duration,
 }
 
-/// The part of a run that the agent loop reads and writes.
+/// The part of a run that the agent loop reads and writes, in every phase.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     /// The conversation, tool calls and results included.
     pub messages: Vec<Message>,
-    /// Calls waiting for Resume (only while suspended).
-    pub pending: Vec<PendingCall>,
     /// Model steps taken.
     pub steps: u32,
     /// Tokens used by every step.
     pub usage: Usage,
-    /// The text of the last step once the run has finished.
-    pub final_text: String,
-    /// Why a failed run failed.
-    pub failure: Option<RunFailure>,
-    /// Why a cancelled run was cancelled.
-    #[serde(default)]
-    pub cancel_reason: Option<String>,
     /// Resumes that carried an idempotency key, so a retry replays instead
     /// of answering twice.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumes: Vec<ResumeRecord>,
     /// Every answer a suspended call of the run received, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<AnswerRecord>,
+}
+
+impl RunState {
+    /// Adds a call's result to the conversation and returns the chunk that
+    /// reports it.
+    pub fn record_result(&mut self, call: &ToolCall, output: ToolOutput) -> Chunk {
+        self.messages.push(Message::tool(
+            &call.id,
+            &call.name,
+            output.content.clone(),
+            output.is_error,
+        ));
+        Chunk::ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: output.content,
+            is_error: output.is_error,
+        }
+    }
+}
+
+/// Where a run is in its life, with what only that phase has: a running
+/// run has a lease and no expiry, a suspended one has pending calls and an
+/// expiry and no lease, only a completed one has a final text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Executing on the replica that holds `lease`.
+    Running {
+        lease: Lease,
+        /// Calls of the last suspension that still wait for an answer,
+        /// after a Resume answered another: the run suspends on them again
+        /// once the answered call has run. Empty otherwise.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pending: Vec<PendingCall>,
+    },
+    /// Waiting for Resume on `pending` (never empty) until `expires_at`.
+    Suspended {
+        pending: Vec<PendingCall>,
+        expires_at: Timestamp,
+    },
+    /// The model stopped, or the run took its last step.
+    Completed {
+        final_text: String,
+    },
+    Failed {
+        failure: RunFailure,
+    },
+    /// Cancelled by CancelRun, or by its client leaving (`reason` says which;
+    /// it may be empty).
+    Cancelled {
+        reason: String,
+    },
+    /// Nobody answered a suspension in time.
+    Expired,
+}
+
+impl Phase {
+    pub fn status(&self) -> RunStatus {
+        match self {
+            Phase::Running { .. } => RunStatus::Running,
+            Phase::Suspended { .. } => RunStatus::Suspended,
+            Phase::Completed { .. } => RunStatus::Completed,
+            Phase::Failed { .. } => RunStatus::Failed,
+            Phase::Cancelled { .. } => RunStatus::Cancelled,
+            Phase::Expired => RunStatus::Expired,
+        }
+    }
 }
 
 /// An answer a suspended call received: what, when, from whom and how.
@@ -196,35 +256,29 @@ pub struct ResumeRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: RunId,
-    /// The tenant that started the run: the only one that sees it. Runs
-    /// stored before tenants existed belong to the default tenant.
-    #[serde(default)]
+    /// The tenant that started the run: the only one that sees it.
     pub tenant: Tenant,
     pub agent_id: String,
-    pub status: RunStatus,
     /// Bumped by every write: the store's compare-and-set guard.
     pub version: u64,
     /// The seq of the run's last stored event.
     pub last_seq: u64,
     pub created_at: Timestamp,
+    /// When the run last changed phase or took a step.
     pub updated_at: Timestamp,
-    /// When a suspended run expires.
-    pub expires_at: Option<Timestamp>,
     /// The idempotency key of the StreamAgent that started it.
     pub request_id: Option<String>,
     pub metadata: BTreeMap<String, String>,
     pub options: RunOptions,
-    pub state: RunState,
     /// Client-executed tools the request that started the run declared;
     /// kept so that every later step (after a Resume or a restart) has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_tools: Vec<ToolDefinition>,
-    /// Held by the replica executing a running run; `None` otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease: Option<Lease>,
     /// The conversation thread the run belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<ThreadLink>,
+    pub state: RunState,
+    pub phase: Phase,
 }
 
 /// A replica's claim to execute a running run: renewed while it executes;
@@ -235,4 +289,252 @@ pub struct Lease {
     /// The replica id of the holder.
     pub owner: String,
     pub expires_at: Timestamp,
+}
+
+impl Lease {
+    /// The lease of a running run stored before leases existed: held by
+    /// nobody, expired at the earliest time there is, so that recovery
+    /// takes the run over before any other.
+    pub fn vacant() -> Self {
+        Self {
+            owner: String::new(),
+            expires_at: Timestamp(i64::MIN),
+        }
+    }
+}
+
+/// What a valid answer to a pending call leads to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Resolution {
+    /// The call's result is ready.
+    Output(ToolOutput),
+    /// The call was approved: the tool runs now.
+    Execute,
+}
+
+impl RunRecord {
+    /// A new running run, held by `lease`, and its first chunk.
+    pub fn start(
+        id: RunId,
+        tenant: Tenant,
+        agent_id: String,
+        options: RunOptions,
+        state: RunState,
+        lease: Lease,
+        now: Timestamp,
+    ) -> (Self, Chunk) {
+        let start = Chunk::Start {
+            agent_id: agent_id.clone(),
+            resumed: false,
+        };
+        let run = Self {
+            id,
+            tenant,
+            agent_id,
+            version: 1,
+            last_seq: 0,
+            created_at: now,
+            updated_at: now,
+            request_id: None,
+            metadata: BTreeMap::new(),
+            options,
+            run_tools: Vec::new(),
+            thread: None,
+            state,
+            phase: Phase::Running {
+                lease,
+                pending: Vec::new(),
+            },
+        };
+        (run, start)
+    }
+
+    pub fn status(&self) -> RunStatus {
+        self.phase.status()
+    }
+
+    /// The calls that wait for an answer: those of a suspension, or those
+    /// of the last one still waiting while a running run continues.
+    pub fn pending(&self) -> &[PendingCall] {
+        match &self.phase {
+            Phase::Suspended { pending, .. } | Phase::Running { pending, .. } => pending,
+            _ => &[],
+        }
+    }
+
+    /// When a suspended run expires; `None` in every other phase.
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::Suspended { expires_at, .. } => Some(*expires_at),
+            _ => None,
+        }
+    }
+
+    /// The lease of a running run; `None` in every other phase.
+    pub fn lease(&self) -> Option<&Lease> {
+        match &self.phase {
+            Phase::Running { lease, .. } => Some(lease),
+            _ => None,
+        }
+    }
+
+    /// Whether a suspended run's time to live has passed at `now`.
+    pub fn expiry_due(&self, now: Timestamp) -> bool {
+        self.expires_at().is_some_and(|expires| expires <= now)
+    }
+
+    /// Suspends a running run on `pending` (at least one call) for its
+    /// options' time to live: a `tool_call_suspended` or
+    /// `tool_call_approval` chunk per call, then `finish{SUSPENDED}`.
+    pub fn suspend(&mut self, pending: Vec<PendingCall>, now: Timestamp) -> Vec<Chunk> {
+        let expires_at = now.after(self.options.suspend_ttl);
+        let mut chunks: Vec<Chunk> = pending
+            .iter()
+            .map(|waiting| {
+                let call = waiting.call.clone();
+                match &waiting.waiting {
+                    Waiting::Suspended { payload } => Chunk::ToolCallSuspended {
+                        call,
+                        payload: payload.clone(),
+                        expires_at: Some(expires_at),
+                    },
+                    Waiting::Approval => Chunk::ToolCallApproval { call },
+                }
+            })
+            .collect();
+        chunks.push(self.finish_chunk(FinishReason::Suspended, String::new()));
+        self.updated_at = now;
+        self.phase = Phase::Suspended { pending, expires_at };
+        chunks
+    }
+
+    /// Answers the pending call at `index` of a suspended run with
+    /// `record`'s answer, resolved as `resolution`, and gives the run to
+    /// `lease`: the continuation's `start`, then the call's result if the
+    /// answer is it. Returns the chunks, and the call to run now if the
+    /// answer approved it. The other pending calls keep waiting. `None`,
+    /// and nothing changed, unless the run is suspended.
+    pub fn answer(
+        &mut self,
+        index: usize,
+        record: AnswerRecord,
+        request_id: Option<String>,
+        resolution: Resolution,
+        lease: Lease,
+    ) -> Option<(Vec<Chunk>, Option<ToolCall>)> {
+        let Phase::Suspended { pending, .. } = &mut self.phase else {
+            return None;
+        };
+        let mut pending = std::mem::take(pending);
+        let now = record.answered_at;
+        let answered = pending.remove(index);
+        let mut chunks = vec![Chunk::Start {
+            agent_id: self.agent_id.clone(),
+            resumed: true,
+        }];
+        if let Some(request_id) = request_id {
+            self.state.resumes.push(ResumeRecord {
+                request_id,
+                tool_call_id: answered.call.id.clone(),
+                answer: record.answer.clone(),
+                first_seq: self.last_seq + 1,
+            });
+        }
+        self.state.answers.push(record);
+        let approved = match resolution {
+            Resolution::Output(output) => {
+                chunks.push(self.state.record_result(&answered.call, output));
+                None
+            }
+            Resolution::Execute => Some(answered.call),
+        };
+        self.updated_at = now;
+        self.phase = Phase::Running { lease, pending };
+        Some((chunks, approved))
+    }
+
+    /// Gives a running run whose holder is gone to `lease`; the calls that
+    /// still wait stay pending.
+    pub fn take_over(&mut self, lease: Lease) {
+        if let Phase::Running { lease: held, .. } = &mut self.phase {
+            *held = lease;
+        }
+    }
+
+    /// Moves a running run's lease expiry to `expires_at` (a renewal by its
+    /// holder).
+    pub fn renew_lease(&mut self, expires_at: Timestamp) {
+        if let Phase::Running { lease, .. } = &mut self.phase {
+            lease.expires_at = expires_at;
+        }
+    }
+
+    /// Completes a running run (`reason` stop or max steps) with the text
+    /// of its last step: `finish` with that text.
+    pub fn complete(&mut self, reason: FinishReason, final_text: String, now: Timestamp) -> Vec<Chunk> {
+        let finish = self.finish_chunk(reason, final_text.clone());
+        self.updated_at = now;
+        self.phase = Phase::Completed { final_text };
+        vec![finish]
+    }
+
+    /// Fails a running run: `error`, then `finish{ERROR}`.
+    pub fn fail(&mut self, failure: RunFailure, now: Timestamp) -> Vec<Chunk> {
+        let chunks = vec![
+            Chunk::Error(failure.clone()),
+            self.finish_chunk(FinishReason::Error, String::new()),
+        ];
+        self.updated_at = now;
+        self.phase = Phase::Failed { failure };
+        chunks
+    }
+
+    /// Cancels a running or suspended run: each call still pending is
+    /// answered as declined because the run was cancelled (after a
+    /// `start` that opens the segment, for a suspended run), then
+    /// `finish{CANCELLED}`.
+    pub fn cancel(&mut self, reason: String, now: Timestamp) -> Vec<Chunk> {
+        let mut chunks = Vec::new();
+        if self.status() == RunStatus::Suspended {
+            chunks.push(Chunk::Start {
+                agent_id: self.agent_id.clone(),
+                resumed: true,
+            });
+        }
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        };
+        let pending = match &mut self.phase {
+            Phase::Suspended { pending, .. } | Phase::Running { pending, .. } => std::mem::take(pending),
+            _ => Vec::new(),
+        };
+        for waiting in pending {
+            let declined = ToolOutput::error(format!(
+                "The run was cancelled before this call was answered{why}"
+            ));
+            chunks.push(self.state.record_result(&waiting.call, declined));
+        }
+        chunks.push(self.finish_chunk(FinishReason::Cancelled, String::new()));
+        self.updated_at = now;
+        self.phase = Phase::Cancelled { reason };
+        chunks
+    }
+
+    /// Expires a suspended run nobody answered in time; it streams nothing
+    /// (its last segment ended with the suspension's `finish`).
+    pub fn expire(&mut self, now: Timestamp) -> Vec<Chunk> {
+        self.updated_at = now;
+        self.phase = Phase::Expired;
+        Vec::new()
+    }
+
+    fn finish_chunk(&self, reason: FinishReason, text: String) -> Chunk {
+        Chunk::Finish {
+            reason,
+            usage: self.state.usage,
+            text,
+        }
+    }
 }

@@ -10,8 +10,7 @@ use tracing::instrument;
 
 use super::emitter::Staging;
 use super::{Runtime, RuntimeError};
-use crate::agent::record_result;
-use crate::domain::{Chunk, FinishReason, RunId, RunRecord, RunStatus, Tenant, Timestamp, ToolOutput};
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::store::StoreError;
 
 /// How long CancelRun waits for an interrupted step to store its end.
@@ -35,7 +34,7 @@ impl Runtime {
             let mut run = self.inner.load_run_of(tenant, run_id).await?;
             self.inner.expire_if_due(&mut run).await?;
             let executing_here = self.inner.live.get(run_id).filter(|live| live.is_executing());
-            let outcome = match (run.status, executing_here) {
+            let outcome = match (run.status(), executing_here) {
                 (RunStatus::Running, Some(live)) if !interrupted => {
                     live.request_cancel(reason.clone());
                     interrupted = true;
@@ -66,42 +65,14 @@ impl Runtime {
     /// Cancels a run nobody executes here, in the store: its pending calls
     /// are answered as declined, and the chunks go to anyone waiting on it.
     async fn cancel_stored(&self, mut run: RunRecord, reason: &str) -> Result<RunRecord, StoreError> {
+        let suspended_since = (run.status() == RunStatus::Suspended).then_some(run.updated_at);
         let mut staging = Staging::after(run.last_seq);
-        if run.status == RunStatus::Suspended {
-            staging.push(Chunk::Start {
-                agent_id: run.agent_id.clone(),
-                resumed: true,
-            });
-        }
-        let why = if reason.is_empty() {
-            String::new()
-        } else {
-            format!(": {reason}")
-        };
-        for pending in std::mem::take(&mut run.state.pending) {
-            let declined = ToolOutput::error(format!(
-                "The run was cancelled before this call was answered{why}"
-            ));
-            record_result(&mut run.state, &pending.call, declined, &mut staging).await;
-        }
-        let usage = run.state.usage;
-        staging.push(Chunk::Finish {
-            reason: FinishReason::Cancelled,
-            usage,
-            text: String::new(),
-        });
-
-        let expected = run.version;
-        let suspended_since = (run.status == RunStatus::Suspended).then_some(run.updated_at);
-        run.version += 1;
-        run.status = RunStatus::Cancelled;
-        run.state.cancel_reason = Some(reason.to_owned());
-        run.expires_at = None;
-        run.updated_at = Timestamp::now();
-        run.last_seq = staging.last_seq;
         // A lease still held belongs to an execution elsewhere that did not
         // stop: the version guard fences it at its next write.
-        run.lease = None;
+        staging.extend(run.cancel(reason.to_owned(), Timestamp::now()));
+        let expected = run.version;
+        run.version += 1;
+        run.last_seq = staging.last_seq;
         self.inner.store.commit(&run, expected, &staging.events).await?;
         self.inner
             .config

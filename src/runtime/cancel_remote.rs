@@ -44,7 +44,7 @@ impl Runtime {
         while Instant::now() < deadline {
             tokio::time::sleep(POLL).await;
             match self.inner.store.load_run(run.id).await {
-                Ok(now) if now.status == RunStatus::Running => {}
+                Ok(now) if now.status() == RunStatus::Running => {}
                 Ok(_) => return,
                 Err(error) => {
                     tracing::warn!(%error, "could not read the run while waiting for its cancellation");

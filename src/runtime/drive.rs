@@ -14,7 +14,7 @@ use super::live::{Interruption, LiveRun};
 use super::stream::{Delivery, Refusal};
 use super::{Emitter, Inner};
 use crate::agent::{Agent, StepEnd};
-use crate::domain::{Chunk, FinishReason, RunFailure, RunRecord, RunStatus, Timestamp, ToolCall, Waiting};
+use crate::domain::{Chunk, FinishReason, PendingCall, Phase, RunFailure, RunRecord, Timestamp, ToolCall};
 use crate::store::StoreError;
 use crate::tools::ToolContext;
 
@@ -69,6 +69,10 @@ impl Execution {
     /// runs the calls that were approved and have not run yet, then suspends
     /// again while calls are pending, or steps on.
     pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
+        let mut pending = match &mut self.run.phase {
+            Phase::Running { pending, .. } => std::mem::take(pending),
+            _ => Vec::new(),
+        };
         for call in approved {
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
             let outcome = self
@@ -76,14 +80,16 @@ impl Execution {
                 .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
                 .instrument(span)
                 .await;
-            self.agent
+            let suspended = self
+                .agent
                 .record_outcome(&mut self.run.state, call, outcome, &mut self.emitter)
                 .await;
+            pending.extend(suspended);
         }
-        let outcome = if self.run.state.pending.is_empty() {
+        let outcome = if pending.is_empty() {
             self.step_loop().await
         } else {
-            self.suspend().await
+            self.suspend(pending).await
         };
         self.settle(outcome).await;
     }
@@ -136,7 +142,7 @@ impl Execution {
     async fn steps(&mut self, earlier: &[crate::domain::Message]) -> Result<(), StoreError> {
         loop {
             if self.run.state.steps >= self.run.options.max_steps {
-                return self.finish(FinishReason::MaxSteps).await;
+                return self.complete(FinishReason::MaxSteps, String::new()).await;
             }
             let live = self.live();
             let client = self.emitter.client();
@@ -158,9 +164,11 @@ impl Execution {
                 metrics.model_step(&self.run.agent_id, started.elapsed());
             }
             match step {
-                Ok(Ok(StepEnd::ToolsDone)) => self.commit(RunStatus::Running).await?,
-                Ok(Ok(StepEnd::Stopped)) => return self.finish(FinishReason::Stop).await,
-                Ok(Ok(StepEnd::Suspended)) => return self.suspend().await,
+                Ok(Ok(StepEnd::ToolsDone)) => self.commit(Vec::new()).await?,
+                Ok(Ok(StepEnd::Stopped { final_text })) => {
+                    return self.complete(FinishReason::Stop, final_text).await
+                }
+                Ok(Ok(StepEnd::Suspended(pending))) => return self.suspend(pending).await,
                 Ok(Err(model_error)) => {
                     let failure = RunFailure {
                         code: model_error.code().into(),
@@ -184,52 +192,39 @@ impl Execution {
         }
     }
 
-    /// Stores the run with `status` and the events since the last commit,
-    /// then releases the held-back chunks.
-    async fn commit(&mut self, status: RunStatus) -> Result<(), StoreError> {
-        self.run.status = status;
+    /// Stores the run as it stands with the events since the last commit
+    /// and then `held` (the chunks of a transition), then releases what was
+    /// held back.
+    async fn commit(&mut self, held: Vec<Chunk>) -> Result<(), StoreError> {
+        for chunk in held {
+            self.emitter.hold(chunk);
+        }
         self.run.updated_at = Timestamp::now();
         self.emitter.commit(&mut self.run).await?;
-        tracing::debug!(%status, last_seq = self.run.last_seq, "run stored");
+        tracing::debug!(status = %self.run.status(), last_seq = self.run.last_seq, "run stored");
         Ok(())
     }
 
     /// Pending calls wait for Resume: the suspension is stored before any
     /// `tool_call_suspended` chunk is released.
-    async fn suspend(&mut self) -> Result<(), StoreError> {
-        let expires_at = Timestamp::now().after(self.run.options.suspend_ttl);
-        self.run.expires_at = Some(expires_at);
-        for pending in &self.run.state.pending {
-            let call = pending.call.clone();
-            self.emitter.hold(match &pending.waiting {
-                Waiting::Suspended { payload } => Chunk::ToolCallSuspended {
-                    call,
-                    payload: payload.clone(),
-                    expires_at: Some(expires_at),
-                },
-                Waiting::Approval => Chunk::ToolCallApproval { call },
-            });
-        }
-        self.hold_finish(FinishReason::Suspended);
-        self.commit(RunStatus::Suspended).await?;
+    async fn suspend(&mut self, pending: Vec<PendingCall>) -> Result<(), StoreError> {
+        let chunks = self.run.suspend(pending, Timestamp::now());
+        self.commit(chunks).await?;
         self.inner.config.metrics.run_suspended(&self.run.agent_id);
         Ok(())
     }
 
-    async fn finish(&mut self, reason: FinishReason) -> Result<(), StoreError> {
-        self.run.expires_at = None;
-        self.hold_finish(reason);
-        self.commit(RunStatus::Completed).await?;
+    async fn complete(&mut self, reason: FinishReason, final_text: String) -> Result<(), StoreError> {
+        let chunks = self.run.complete(reason, final_text, Timestamp::now());
+        self.commit(chunks).await?;
         self.inner.config.metrics.run_completed(&self.run.agent_id);
         Ok(())
     }
 
     async fn fail(&mut self, failure: RunFailure) -> Result<(), StoreError> {
         tracing::warn!(code = %failure.code, message = %failure.message, "run failed");
-        self.emitter.emit_now(Chunk::Error(failure.clone())).await;
-        self.run.state.failure = Some(failure);
-        self.hold_finish(FinishReason::Error);
-        self.commit(RunStatus::Failed).await?;
+        let chunks = self.run.fail(failure, Timestamp::now());
+        self.commit(chunks).await?;
         self.inner.config.metrics.run_failed(&self.run.agent_id);
         Ok(())
     }
@@ -238,24 +233,9 @@ impl Execution {
     /// (an in-flight model call included) has been dropped.
     async fn cancel(&mut self, reason: String) -> Result<(), StoreError> {
         tracing::info!(%reason, "run cancelled");
-        self.run.state.pending.clear();
-        self.run.state.cancel_reason = Some(reason);
-        self.run.expires_at = None;
-        self.hold_finish(FinishReason::Cancelled);
-        self.commit(RunStatus::Cancelled).await?;
+        let chunks = self.run.cancel(reason, Timestamp::now());
+        self.commit(chunks).await?;
         self.inner.config.metrics.run_cancelled(&self.run.agent_id, None);
         Ok(())
-    }
-
-    fn hold_finish(&mut self, reason: FinishReason) {
-        let text = match reason {
-            FinishReason::Stop | FinishReason::MaxSteps => self.run.state.final_text.clone(),
-            FinishReason::Suspended | FinishReason::Cancelled | FinishReason::Error => String::new(),
-        };
-        self.emitter.hold(Chunk::Finish {
-            reason,
-            usage: self.run.state.usage,
-            text,
-        });
     }
 }

@@ -281,8 +281,8 @@ impl Emitter {
         true
     }
 
-    /// Stores `run` (its state as the step left it, with `status` set by the
-    /// caller) together with every unstored chunk, under this execution's
+    /// Stores `run` (as the step and its transition, if any, left it)
+    /// together with every unstored chunk, under this execution's
     /// version and lease, then releases the chunks. On success `run` holds
     /// the stored version.
     pub(crate) async fn commit(&mut self, run: &mut RunRecord) -> Result<(), StoreError> {
@@ -296,7 +296,9 @@ impl Emitter {
         // and nothing is retried.
         let events = std::mem::take(&mut *lock(&shared.unstored)).events;
         run.last_seq = self.last_seq;
-        run.lease = (run.status == RunStatus::Running).then(|| shared.lease.lease(&shared.owner));
+        // A running run's lease runs from now (the stored one ran from its
+        // last renewal).
+        run.take_over(shared.lease.lease(&shared.owner));
         run.version = writer.version + 1;
         match shared.store.commit(run, writer.version, &events).await {
             Ok(()) => {
@@ -304,7 +306,7 @@ impl Emitter {
                 writer.stored(&shared.lease);
                 writer.fresh = true;
                 // Only a running run has a lease to renew or chunks to add.
-                writer.stopped = run.status != RunStatus::Running;
+                writer.stopped = run.status() != RunStatus::Running;
                 if writer.stopped {
                     // The execution's hold on the run ends before anybody
                     // sees that it left RUNNING, so that an answer to the
@@ -479,6 +481,13 @@ impl Staging {
     pub fn push(&mut self, chunk: Chunk) {
         self.events.push(next_event(&mut self.last_seq, chunk));
     }
+
+    /// Numbers `chunks` after what is staged (a transition's chunks).
+    pub fn extend(&mut self, chunks: impl IntoIterator<Item = Chunk>) {
+        for chunk in chunks {
+            self.push(chunk);
+        }
+    }
 }
 
 impl ChunkSink for Staging {
@@ -495,10 +504,7 @@ impl ChunkSink for Emitter {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-    use crate::domain::{FinishReason, Usage};
     use crate::runtime::live::LiveRuns;
     use crate::runtime::stream::ClientFeed;
     use crate::store::MemoryStore;
@@ -506,16 +512,23 @@ mod tests {
     /// A run that an execution starts, with two chunks before it (from a
     /// stream its client did not see).
     fn new_run() -> RunRecord {
-        let json = json!({
-            "id": crate::domain::RunId::new(), "agent_id": "a", "status": "running", "version": 1,
-            "last_seq": 2, "created_at": 0, "updated_at": 0, "expires_at": null,
-            "request_id": null, "metadata": {}, "options": {"max_steps": 1,
-            "require_tool_approval": false, "cancel_on_disconnect": false,
-            "suspend_ttl": {"secs": 1, "nanos": 0}},
-            "state": {"messages": [], "pending": [], "steps": 0,
-            "usage": {"input_tokens": 0, "output_tokens": 0}, "final_text": "", "failure": null},
-        });
-        serde_json::from_value(json).expect("a run")
+        let options = crate::domain::RunOptions {
+            max_steps: 1,
+            suspend_ttl: Duration::from_secs(1),
+            ..Default::default()
+        };
+        let lease = crate::domain::Lease::vacant();
+        let (mut run, _) = RunRecord::start(
+            crate::domain::RunId::new(),
+            Default::default(),
+            "a".into(),
+            options,
+            Default::default(),
+            lease,
+            Timestamp(0),
+        );
+        run.last_seq = 2;
+        run
     }
 
     #[tokio::test]
@@ -535,12 +548,9 @@ mod tests {
         store.create_run(&run, &[]).await.expect("created");
         let config = RuntimeConfig::default();
         let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None);
-        emitter.hold(Chunk::Finish {
-            reason: FinishReason::Suspended,
-            usage: Usage::default(),
-            text: String::new(),
-        });
-        run.status = RunStatus::Suspended;
+        for chunk in run.suspend(Vec::new(), Timestamp::now()) {
+            emitter.hold(chunk);
+        }
         emitter.commit(&mut run).await.expect("stored");
         assert_eq!(
             *lock(&executing_then),

@@ -89,6 +89,6 @@ impl Inner {
     async fn expire(&self, id: RunId) -> Result<bool, RuntimeError> {
         let mut run = self.store.load_run(id).await?;
         self.expire_if_due(&mut run).await?;
-        Ok(run.status == RunStatus::Expired)
+        Ok(run.status() == RunStatus::Expired)
     }
 }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::domain::{Lease, RunRecord, RunState, Timestamp, ToolCall};
+use crate::domain::{Lease, RunRecord, Timestamp, ToolCall};
 
 /// How leases are held and how orphaned runs are found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,8 +57,9 @@ pub fn new_replica_id() -> String {
 /// Approved calls that a Resume claimed but that never ran: calls of the
 /// last model step with neither a result nor a pending entry. Empty for any
 /// run that is not right after such a claim.
-pub(crate) fn approved_unexecuted(state: &RunState) -> Vec<ToolCall> {
+pub(crate) fn approved_unexecuted(run: &RunRecord) -> Vec<ToolCall> {
     use crate::domain::Message;
+    let state = &run.state;
     let Some(calls) = state.messages.iter().rev().find_map(|message| match message {
         Message::Assistant { tool_calls, .. } => Some(tool_calls),
         _ => None,
@@ -71,7 +72,7 @@ pub(crate) fn approved_unexecuted(state: &RunState) -> Vec<ToolCall> {
             .iter()
             .any(|message| matches!(message, Message::Tool { tool_call_id, .. } if tool_call_id == id))
     };
-    let pending = |id: &str| state.pending.iter().any(|p| p.call.id == id);
+    let pending = |id: &str| run.pending().iter().any(|p| p.call.id == id);
     calls
         .iter()
         .filter(|call| !answered(&call.id) && !pending(&call.id))
@@ -82,14 +83,14 @@ pub(crate) fn approved_unexecuted(state: &RunState) -> Vec<ToolCall> {
 /// Whether `run`'s lease has expired at `now` (a running run without a
 /// lease counts as expired).
 pub(crate) fn lease_expired(run: &RunRecord, now: Timestamp) -> bool {
-    run.lease.as_ref().is_none_or(|lease| lease.expires_at <= now)
+    run.lease().is_none_or(|lease| lease.expires_at <= now)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::Message;
-    use crate::domain::{PendingCall, Waiting};
+    use crate::domain::{PendingCall, Phase, RunState, Waiting};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -99,8 +100,9 @@ mod tests {
         }
     }
 
-    fn state_after_step(calls: &[&str]) -> RunState {
-        RunState {
+    /// A running run right after a step that made `calls`.
+    fn run_after_step(calls: &[&str]) -> RunRecord {
+        let state = RunState {
             messages: vec![
                 Message::user("hi"),
                 Message::Assistant {
@@ -109,36 +111,48 @@ mod tests {
                 },
             ],
             ..RunState::default()
-        }
+        };
+        let (run, _) = RunRecord::start(
+            crate::domain::RunId::new(),
+            Default::default(),
+            "a".into(),
+            Default::default(),
+            state,
+            Lease::vacant(),
+            Timestamp::now(),
+        );
+        run
     }
 
     #[test]
     fn approved_calls_are_those_without_result_or_pending_entry() {
-        let mut state = state_after_step(&["a", "b", "c"]);
-        state
+        let mut run = run_after_step(&["a", "b", "c"]);
+        run.state
             .messages
             .push(Message::tool("a", "human_review", "done", false));
-        state.pending.push(PendingCall {
-            call: call("c"),
-            waiting: Waiting::Approval,
-        });
-        assert_eq!(approved_unexecuted(&state), vec![call("b")]);
+        if let Phase::Running { pending, .. } = &mut run.phase {
+            pending.push(PendingCall {
+                call: call("c"),
+                waiting: Waiting::Approval,
+            });
+        }
+        assert_eq!(approved_unexecuted(&run), vec![call("b")]);
     }
 
     #[test]
     fn a_run_between_steps_has_no_approved_calls() {
-        assert!(approved_unexecuted(&RunState::default()).is_empty());
-        let mut state = state_after_step(&["a"]);
-        state
+        assert!(approved_unexecuted(&run_after_step(&[])).is_empty());
+        let mut run = run_after_step(&["a"]);
+        run.state
             .messages
             .push(Message::tool("a", "human_review", "done", false));
-        assert!(approved_unexecuted(&state).is_empty());
+        assert!(approved_unexecuted(&run).is_empty());
         // The latest assistant message decides, not an earlier one.
-        state.messages.push(Message::Assistant {
+        run.state.messages.push(Message::Assistant {
             content: "All done.".into(),
             tool_calls: Vec::new(),
         });
-        assert!(approved_unexecuted(&state).is_empty());
+        assert!(approved_unexecuted(&run).is_empty());
     }
 
     #[test]

@@ -44,8 +44,8 @@ pub use thread_read::{ListThreads, ThreadPage, ThreadView};
 
 use crate::agent::{Agent, AgentRegistry};
 use crate::domain::{
-    AnswerVia, Chunk, Message, RunId, RunOptions, RunRecord, RunState, RunStatus, Tenant, ThreadId,
-    ThreadLink, Timestamp, ToolDefinition, ToolOutput,
+    AnswerVia, Chunk, Lease, Message, RunId, RunOptions, RunRecord, RunState, Tenant, ThreadId, ThreadLink,
+    Timestamp, ToolDefinition, ToolOutput,
 };
 use crate::limits::Limits;
 use crate::metrics::{MeasuredStore, Metrics};
@@ -263,16 +263,12 @@ impl Runtime {
             .tenant_runs
             .acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
         let thread_id = request.thread_id.clone();
-        let mut run = new_run(tenant, &agent, request, &self.inner.config);
+        let lease = self.inner.new_lease();
+        let (mut run, start) = new_run(tenant, &agent, request, lease, &self.inner.config);
         run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
-
         let mut first = Staging::after(0);
-        first.push(Chunk::Start {
-            agent_id: agent.id.clone(),
-            resumed: false,
-        });
+        first.push(start);
         run.last_seq = first.last_seq;
-        run.lease = Some(self.inner.new_lease());
         match self.inner.store.create_run(&run, &first.events).await {
             Ok(()) => self.inner.config.metrics.run_started(&run.agent_id),
             // A retry racing its original: follow the run that won.
@@ -342,8 +338,15 @@ impl Runtime {
     }
 }
 
-/// A new run of `agent` for `tenant` as `request` asks, not yet stored.
-fn new_run(tenant: &Tenant, agent: &Agent, request: StartRun, config: &RuntimeConfig) -> RunRecord {
+/// A new run of `agent` for `tenant` as `request` asks, held by `lease`,
+/// and its first chunk; not yet stored.
+fn new_run(
+    tenant: &Tenant,
+    agent: &Agent,
+    request: StartRun,
+    lease: Lease,
+    config: &RuntimeConfig,
+) -> (RunRecord, Chunk) {
     let mut state = RunState::default();
     let has_system = request
         .messages
@@ -355,37 +358,32 @@ fn new_run(tenant: &Tenant, agent: &Agent, request: StartRun, config: &RuntimeCo
         });
     }
     state.messages.extend(request.messages);
-    let now = Timestamp::now();
-    RunRecord {
-        id: RunId::new(),
-        tenant: tenant.clone(),
-        agent_id: agent.id.clone(),
-        status: RunStatus::Running,
-        version: 1,
-        last_seq: 0,
-        created_at: now,
-        updated_at: now,
-        expires_at: None,
-        request_id: request.request_id,
-        metadata: request.metadata,
-        run_tools: request.tools,
-        lease: None,
-        thread: None,
-        options: RunOptions {
-            max_steps: if request.max_steps == 0 {
-                agent.max_steps.min(config.limits.max_steps_per_run)
-            } else {
-                request.max_steps
-            },
-            require_tool_approval: request.require_tool_approval,
-            cancel_on_disconnect: request.cancel_on_disconnect,
-            suspend_ttl: request
-                .suspend_ttl
-                .or(agent.suspend_ttl)
-                .unwrap_or(config.suspend_ttl),
+    let options = RunOptions {
+        max_steps: if request.max_steps == 0 {
+            agent.max_steps.min(config.limits.max_steps_per_run)
+        } else {
+            request.max_steps
         },
+        require_tool_approval: request.require_tool_approval,
+        cancel_on_disconnect: request.cancel_on_disconnect,
+        suspend_ttl: request
+            .suspend_ttl
+            .or(agent.suspend_ttl)
+            .unwrap_or(config.suspend_ttl),
+    };
+    let (mut run, start) = RunRecord::start(
+        RunId::new(),
+        tenant.clone(),
+        agent.id.clone(),
+        options,
         state,
-    }
+        lease,
+        Timestamp::now(),
+    );
+    run.request_id = request.request_id;
+    run.metadata = request.metadata;
+    run.run_tools = request.tools;
+    (run, start)
 }
 
 impl Inner {
@@ -402,9 +400,7 @@ impl Inner {
     /// Marks a suspended run whose time to live has passed as expired (`run`
     /// becomes what the store holds then).
     async fn expire_if_due(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
-        let due = run.status == RunStatus::Suspended
-            && run.expires_at.is_some_and(|expires| expires <= Timestamp::now());
-        if !due {
+        if !run.expiry_due(Timestamp::now()) {
             return Ok(());
         }
         // Rare: boxed, so that the future of every caller stays small.
@@ -415,10 +411,11 @@ impl Inner {
     async fn store_expiry(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         let expected = run.version;
         let suspended_since = run.updated_at;
+        let mut staging = Staging::after(run.last_seq);
+        staging.extend(run.expire(Timestamp::now()));
         run.version += 1;
-        run.status = RunStatus::Expired;
-        run.updated_at = Timestamp::now();
-        match self.store.commit(run, expected, &[]).await {
+        run.last_seq = staging.last_seq;
+        match self.store.commit(run, expected, &staging.events).await {
             Ok(()) => {
                 tracing::info!(run_id = %run.id, "suspended run expired");
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);

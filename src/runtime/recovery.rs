@@ -21,7 +21,7 @@ use super::emitter::Staging;
 use super::execute::Work;
 use super::lease::{approved_unexecuted, lease_expired};
 use super::{Runtime, RuntimeError};
-use crate::domain::{Chunk, FinishReason, RunFailure, RunId, RunStatus, Timestamp};
+use crate::domain::{Chunk, RunFailure, RunId, RunStatus, Timestamp};
 use crate::store::StoreError;
 
 /// Orphaned runs read from the store at a time.
@@ -73,7 +73,7 @@ impl Runtime {
             return Ok(false);
         }
         let mut run = self.inner.store.load_run(id).await?;
-        if run.status != RunStatus::Running || !lease_expired(&run, now) {
+        if run.status() != RunStatus::Running || !lease_expired(&run, now) {
             return Ok(false);
         }
         let agent = self.inner.agent_for_run(&run);
@@ -94,26 +94,18 @@ impl Runtime {
                     code: "agent_gone".into(),
                     message: error.to_string(),
                 };
-                first.push(Chunk::Error(failure.clone()));
-                first.push(Chunk::Finish {
-                    reason: FinishReason::Error,
-                    usage: run.state.usage,
-                    text: String::new(),
-                });
-                run.state.failure = Some(failure);
-                run.status = RunStatus::Failed;
-                run.lease = None;
+                first.extend(run.fail(failure, Timestamp::now()));
                 run.last_seq = first.last_seq;
                 return self.commit_takeover(&run, expected, &first).await;
             }
         };
-        run.lease = Some(self.inner.new_lease());
+        run.take_over(self.inner.new_lease());
         run.last_seq = first.last_seq;
         if !self.commit_takeover(&run, expected, &first).await? {
             return Ok(false);
         }
-        let approved = approved_unexecuted(&run.state);
-        let work = if approved.is_empty() && run.state.pending.is_empty() {
+        let approved = approved_unexecuted(&run);
+        let work = if approved.is_empty() && run.pending().is_empty() {
             Work::Steps
         } else {
             Work::Continue(approved)
@@ -132,7 +124,7 @@ impl Runtime {
             Ok(()) => {
                 tracing::info!(run_id = %run.id, last_seq = run.last_seq, "took over a run whose lease expired");
                 if let Some(live) = self.inner.live.get(run.id) {
-                    if run.status != RunStatus::Running {
+                    if run.status() != RunStatus::Running {
                         live.release_stored(first.events.as_slice());
                     }
                 }

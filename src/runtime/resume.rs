@@ -13,9 +13,8 @@ use super::emitter::Staging;
 use super::execute::Work;
 use super::subscribe::Wanted;
 use super::{RunStream, Runtime, RuntimeError};
-use crate::agent::{record_result, Resolution};
 use crate::domain::{
-    Answer, AnswerRecord, AnswerVia, Chunk, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
+    Answer, AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
     Timestamp,
 };
 use crate::store::StoreError;
@@ -90,51 +89,33 @@ impl Runtime {
             return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
         }
         self.inner.expire_if_due(&mut run).await?;
-        if run.status != RunStatus::Suspended {
-            return Err(RuntimeError::NotSuspended(run.status));
+        if run.status() != RunStatus::Suspended {
+            return Err(RuntimeError::NotSuspended(run.status()));
         }
         let agent = self.inner.agent_for_run(&run)?;
-        let index = pick_pending(&run.state.pending, request.tool_call_id.as_deref())?;
-        let resolution = agent.resolve(&run.state.pending[index], &request.answer)?;
+        let index = pick_pending(run.pending(), request.tool_call_id.as_deref())?;
+        let resolution = agent.resolve(&run.pending()[index], &request.answer)?;
         let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
         // The answer fits: claim the suspension. The answer is stored with
         // the claim, so an acknowledged answer is never lost.
-        let answered = run.state.pending.remove(index);
-        run.state.answers.push(AnswerRecord {
-            tool_call_id: answered.call.id.clone(),
-            answer: request.answer.clone(),
+        let suspended_since = run.updated_at;
+        let answer = AnswerRecord {
+            tool_call_id: run.pending()[index].call.id.clone(),
+            answer: request.answer,
             answered_at: Timestamp::now(),
             answered_by: tenant.clone(),
             via,
-        });
-        let mut first = Staging::after(run.last_seq);
-        first.push(Chunk::Start {
-            agent_id: run.agent_id.clone(),
-            resumed: true,
-        });
-        if let Some(request_id) = request.request_id {
-            run.state.resumes.push(ResumeRecord {
-                request_id,
-                tool_call_id: answered.call.id.clone(),
-                answer: request.answer,
-                first_seq: first.last_seq,
-            });
-        }
-        let approved = match resolution {
-            Resolution::Output(output) => {
-                record_result(&mut run.state, &answered.call, output, &mut first).await;
-                None
-            }
-            Resolution::Execute => Some(answered.call),
         };
-        run.status = RunStatus::Running;
-        run.expires_at = None;
-        let suspended_since = std::mem::replace(&mut run.updated_at, Timestamp::now());
-        run.last_seq = first.last_seq;
         // The claim makes this replica the run's executor.
-        run.lease = Some(self.inner.new_lease());
+        let lease = self.inner.new_lease();
+        let (chunks, approved) = run
+            .answer(index, answer, request.request_id, resolution, lease)
+            .ok_or(RuntimeError::NotSuspended(run.status()))?;
+        let mut first = Staging::after(run.last_seq);
+        first.extend(chunks);
+        run.last_seq = first.last_seq;
         let expected = run.version;
         run.version += 1;
         match self.inner.store.commit(&run, expected, &first.events).await {
@@ -154,8 +135,8 @@ impl Runtime {
     /// by another Resume, cancelled, expired), read again.
     async fn lost_claim(&self, tenant: &Tenant, id: RunId) -> RuntimeError {
         match self.inner.load_run_of(tenant, id).await {
-            Ok(run) if run.status == RunStatus::Suspended => RuntimeError::ResumeConflict,
-            Ok(run) => RuntimeError::NotSuspended(run.status),
+            Ok(run) if run.status() == RunStatus::Suspended => RuntimeError::ResumeConflict,
+            Ok(run) => RuntimeError::NotSuspended(run.status()),
             Err(error) => error,
         }
     }

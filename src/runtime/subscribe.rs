@@ -179,7 +179,7 @@ async fn plan(
     }
     let stored = inner.store.read_events(run_id, after_seq).await?;
     let replay = contiguous(stored, after_seq);
-    let follow = match (wanted, run.status) {
+    let follow = match (wanted, run.status()) {
         (Wanted::Segment { .. }, _) => Follow::UntilFinishAfter(after_seq),
         (_, RunStatus::Running) => Follow::UntilFinishAfter(run.last_seq),
         (_, RunStatus::Suspended) if replay.is_empty() => Follow::UntilFinishAfter(run.last_seq),
@@ -313,7 +313,7 @@ impl Forwarder {
             return Next::Done;
         }
         match self.inner.store.load_run(run_id).await {
-            Ok(run) if matches!(run.status, RunStatus::Running | RunStatus::Suspended) => Next::More,
+            Ok(run) if matches!(run.status(), RunStatus::Running | RunStatus::Suspended) => Next::More,
             Ok(run) if run.last_seq > *last => Next::More,
             Ok(_) => Next::Done,
             Err(error) => {

@@ -54,14 +54,14 @@ impl Runtime {
                 });
             }
         }
-        match latest.status {
+        match latest.status() {
             RunStatus::Suspended if request.auto_resume => Ok(Turn::Answer {
                 resume: auto_resume(&latest, request)?,
                 run: Box::new(latest),
             }),
             RunStatus::Running | RunStatus::Suspended => Err(RuntimeError::ThreadBusy {
                 run_id: latest.id,
-                status: latest.status,
+                status: latest.status(),
             }),
             RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled | RunStatus::Expired => {
                 Ok(Turn::Start(Some(latest.id)))
@@ -90,7 +90,7 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
         run_id: run.id,
         waiting: waiting.to_owned(),
     };
-    let pending = run.state.pending.first().ok_or_else(|| refuse("nothing"))?;
+    let pending = run.pending().first().ok_or_else(|| refuse("nothing"))?;
     let question = match &pending.waiting {
         Waiting::Suspended {
             payload: SuspendPayload::AskUser(question),
@@ -186,7 +186,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::ToolCall;
+    use crate::domain::{RunState, Tenant, Timestamp, ToolCall};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -197,16 +197,21 @@ mod tests {
     }
 
     fn run_with(messages: Vec<Message>, previous: Option<RunId>) -> RunRecord {
-        let json = json!({
-            "id": RunId::new(), "agent_id": "a", "status": "expired", "version": 1, "last_seq": 0,
-            "created_at": 0, "updated_at": 0, "expires_at": null, "request_id": null,
-            "metadata": {}, "options": {"max_steps": 1, "require_tool_approval": false,
-            "cancel_on_disconnect": false, "suspend_ttl": {"secs": 1, "nanos": 0}},
-            "state": {"messages": [], "pending": [], "steps": 0,
-            "usage": {"input_tokens": 0, "output_tokens": 0}, "final_text": "", "failure": null},
-        });
-        let mut run: RunRecord = serde_json::from_value(json).expect("a run");
-        run.state.messages = messages;
+        let state = RunState {
+            messages,
+            ..RunState::default()
+        };
+        let lease = crate::domain::Lease::vacant();
+        let (mut run, _) = RunRecord::start(
+            RunId::new(),
+            Tenant::default(),
+            "a".into(),
+            Default::default(),
+            state,
+            lease,
+            Timestamp(0),
+        );
+        run.expire(Timestamp(0));
         run.thread = Some(crate::domain::ThreadLink {
             id: ThreadId::new("t").unwrap(),
             previous,

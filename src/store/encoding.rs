@@ -124,14 +124,19 @@ fn compress(json: &[u8], scratch: &mut Vec<u8>) -> Vec<u8> {
 
 /// Reads back what [`encode`] wrote, or wrote before, or plain JSON.
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(&json(bytes)?).map_err(corrupt)
+}
+
+/// The JSON that [`encode`] (or an earlier build) stored as `bytes`.
+pub(crate) fn json(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, StoreError> {
     let json = match bytes.split_first() {
         Some((&LZ4_DICT_JSON, compressed)) => {
             lz4_flex::block::decompress_size_prepended_with_dict(compressed, DICTIONARY)
         }
         Some((&LZ4_JSON, compressed)) => lz4_flex::block::decompress_size_prepended(compressed),
-        _ => return serde_json::from_slice(bytes).map_err(corrupt),
+        _ => return Ok(std::borrow::Cow::Borrowed(bytes)),
     };
-    serde_json::from_slice(&json.map_err(corrupt)?).map_err(corrupt)
+    json.map(std::borrow::Cow::Owned).map_err(corrupt)
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ impl MemoryStore {
 /// `thread` as read: with its latest run's status and last change.
 fn with_latest(runs: &Runs, thread: &ThreadRecord) -> ThreadRecord {
     let latest = runs.get(&thread.latest_run).map(|(run, _)| LatestRun {
-        status: run.status,
+        status: run.status(),
         updated_at: run.updated_at,
     });
     ThreadRecord {
@@ -242,8 +242,8 @@ impl RunStore for MemoryStore {
         let mut due: Vec<(Timestamp, RunId)> = self
             .lock()
             .values()
-            .filter(|(run, _)| run.status == RunStatus::Suspended)
-            .filter_map(|(run, _)| run.expires_at.filter(|at| *at <= now).map(|at| (at, run.id)))
+            .filter(|(run, _)| run.status() == RunStatus::Suspended)
+            .filter_map(|(run, _)| run.expires_at().filter(|at| *at <= now).map(|at| (at, run.id)))
             .collect();
         due.sort_unstable();
         Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
@@ -269,8 +269,8 @@ impl RunStore for MemoryStore {
         if let Some(last) = events.last() {
             stored.last_seq = last.seq;
         }
-        if let (Some(lease), Some(at)) = (stored.lease.as_mut(), lease_expires_at) {
-            lease.expires_at = at;
+        if let Some(at) = lease_expires_at {
+            stored.renew_lease(at);
         }
         log.extend_from_slice(events);
         Ok(())
@@ -280,8 +280,8 @@ impl RunStore for MemoryStore {
         let mut expired: Vec<(Option<Timestamp>, RunId)> = self
             .lock()
             .values()
-            .filter(|(run, _)| run.status == RunStatus::Running)
-            .map(|(run, _)| (run.lease.as_ref().map(|lease| lease.expires_at), run.id))
+            .filter(|(run, _)| run.status() == RunStatus::Running)
+            .map(|(run, _)| (run.lease().map(|lease| lease.expires_at), run.id))
             .filter(|(at, _)| at.is_none_or(|at| at <= now))
             .collect();
         expired.sort_unstable();
@@ -290,7 +290,7 @@ impl RunStore for MemoryStore {
 
     async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
         let mut counts = BTreeMap::new();
-        for (run, _) in self.lock().values().filter(|(run, _)| run.status == status) {
+        for (run, _) in self.lock().values().filter(|(run, _)| run.status() == status) {
             *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
         }
         Ok(counts)

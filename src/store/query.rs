@@ -51,7 +51,7 @@ impl RunQuery {
     /// Whether `run` passes the filters and the page bound (not the limit).
     pub fn matches(&self, run: &RunRecord) -> bool {
         self.tenant.as_ref().is_none_or(|tenant| run.tenant == *tenant)
-            && self.status.is_none_or(|status| run.status == status)
+            && self.status.is_none_or(|status| run.status() == status)
             && self.agent_id.as_deref().is_none_or(|agent| run.agent_id == agent)
             && self.before.is_none_or(|before| run.id < before)
     }

@@ -1,10 +1,78 @@
-//! Reading a stored run back: the record of its last commit (see
-//! `encoding.rs`), with the columns that appends move since (version,
-//! `last_seq`, the lease's expiry) laid over it; and a thread from its
-//! row joined with its latest run's. Shared by the SQL backends.
+//! A run record as the SQL backends store it, and read it back: the
+//! record of its last commit in an envelope that names its layout (see
+//! [`FORMAT`]), encoded as `encoding.rs` says, with the columns that
+//! appends move since (version, `last_seq`, the lease's expiry) laid over
+//! it; and a thread from its row joined with its latest run's.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use super::{corrupt, StoreError};
-use crate::domain::{LatestRun, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadRecord, Timestamp};
+use crate::domain::{
+    AnswerRecord, LatestRun, Lease, Message, PendingCall, Phase, ResumeRecord, RunFailure, RunId, RunOptions,
+    RunRecord, RunState, RunStatus, Tenant, ThreadId, ThreadLink, ThreadRecord, Timestamp, ToolDefinition,
+    Usage,
+};
+
+/// The layout of the records this build writes: `{"format": 2, "run":
+/// RunRecord}`, the run's phase one tagged value with what only that phase
+/// has. Layout 1, written before phases existed, is a bare record with a
+/// `status` and each phase's data in fields of their own ([`Layout1`]); it
+/// is read, never written. A record's JSON tells the two apart by how it
+/// begins: serde writes an envelope's fields in order, `format` first.
+const FORMAT: u32 = 2;
+
+/// How an envelope's JSON begins.
+const ENVELOPE_PREFIX: &[u8] = b"{\"format\":";
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    format: u32,
+    run: &'a RunRecord,
+}
+
+#[derive(Deserialize)]
+struct StoredEnvelope {
+    format: u32,
+    run: RunRecord,
+}
+
+/// `run` as stored: compressed unless it is soon replaced anyway (the
+/// record of a running run is replaced by its next commit within a step;
+/// the records that stay, suspended or finished, are compressed).
+pub(crate) fn encode_run(run: &RunRecord) -> Result<Vec<u8>, StoreError> {
+    let envelope = Envelope { format: FORMAT, run };
+    if run.status() == RunStatus::Running {
+        super::encoding::encode_plain(&envelope)
+    } else {
+        super::encoding::encode(&envelope)
+    }
+}
+
+/// `run` as stored, never compressed (for a backend that compresses what
+/// it stores itself).
+pub(crate) fn encode_run_plain(run: &RunRecord) -> Result<Vec<u8>, StoreError> {
+    super::encoding::encode_plain(&Envelope { format: FORMAT, run })
+}
+
+/// Reads back a record [`encode_run`] or [`encode_run_plain`] stored, in this layout or an
+/// earlier one.
+pub(crate) fn decode_run(bytes: &[u8]) -> Result<RunRecord, StoreError> {
+    let json = super::encoding::json(bytes)?;
+    if !json.starts_with(ENVELOPE_PREFIX) {
+        let layout1: Layout1 = serde_json::from_slice(&json).map_err(corrupt)?;
+        return Ok(layout1.into());
+    }
+    let stored: StoredEnvelope = serde_json::from_slice(&json).map_err(corrupt)?;
+    if stored.format != FORMAT {
+        return Err(corrupt(format!(
+            "run record layout {} (this build reads layouts 1 and {FORMAT})",
+            stored.format
+        )));
+    }
+    Ok(stored.run)
+}
 
 /// The columns a record read selects, in this order: the record of the
 /// last commit, then what appends moved since (see [`overlay`]).
@@ -17,11 +85,11 @@ pub(crate) fn overlay(
     last_seq: i64,
     lease_expires_at: Option<i64>,
 ) -> Result<RunRecord, StoreError> {
-    let mut run: RunRecord = super::encoding::decode(record)?;
+    let mut run = decode_run(record)?;
     run.version = u64::try_from(version).map_err(corrupt)?;
     run.last_seq = u64::try_from(last_seq).map_err(corrupt)?;
-    if let (Some(lease), Some(at)) = (run.lease.as_mut(), lease_expires_at) {
-        lease.expires_at = Timestamp(at);
+    if let Some(at) = lease_expires_at {
+        run.renew_lease(Timestamp(at));
     }
     Ok(run)
 }
@@ -59,4 +127,100 @@ pub(crate) fn thread(
         latest_run,
         latest,
     })
+}
+
+/// A record as stored before phases existed (layout 1): the status, and
+/// the data of every phase in optional fields.
+#[derive(Deserialize)]
+struct Layout1 {
+    id: RunId,
+    /// Runs stored before tenants existed belong to the default tenant.
+    #[serde(default)]
+    tenant: Tenant,
+    agent_id: String,
+    status: RunStatus,
+    version: u64,
+    last_seq: u64,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    expires_at: Option<Timestamp>,
+    request_id: Option<String>,
+    metadata: BTreeMap<String, String>,
+    options: RunOptions,
+    state: Layout1State,
+    #[serde(default)]
+    run_tools: Vec<ToolDefinition>,
+    #[serde(default)]
+    lease: Option<Lease>,
+    #[serde(default)]
+    thread: Option<ThreadLink>,
+}
+
+#[derive(Deserialize)]
+struct Layout1State {
+    messages: Vec<Message>,
+    pending: Vec<PendingCall>,
+    steps: u32,
+    usage: Usage,
+    final_text: String,
+    failure: Option<RunFailure>,
+    #[serde(default)]
+    cancel_reason: Option<String>,
+    #[serde(default)]
+    resumes: Vec<ResumeRecord>,
+    #[serde(default)]
+    answers: Vec<AnswerRecord>,
+}
+
+impl From<Layout1> for RunRecord {
+    fn from(old: Layout1) -> Self {
+        let state = old.state;
+        let phase = match old.status {
+            RunStatus::Running => Phase::Running {
+                // Stored before leases: nobody holds it, recovery takes it.
+                lease: old.lease.unwrap_or_else(Lease::vacant),
+                pending: state.pending,
+            },
+            RunStatus::Suspended => Phase::Suspended {
+                pending: state.pending,
+                // Stored without an expiry: it never expires.
+                expires_at: old.expires_at.unwrap_or(Timestamp(i64::MAX)),
+            },
+            RunStatus::Completed => Phase::Completed {
+                final_text: state.final_text,
+            },
+            RunStatus::Failed => Phase::Failed {
+                failure: state.failure.unwrap_or_else(|| RunFailure {
+                    code: "internal".into(),
+                    message: "the run failed before failures were recorded".into(),
+                }),
+            },
+            RunStatus::Cancelled => Phase::Cancelled {
+                reason: state.cancel_reason.unwrap_or_default(),
+            },
+            RunStatus::Expired => Phase::Expired,
+        };
+        Self {
+            id: old.id,
+            tenant: old.tenant,
+            agent_id: old.agent_id,
+            version: old.version,
+            last_seq: old.last_seq,
+            created_at: old.created_at,
+            updated_at: old.updated_at,
+            request_id: old.request_id,
+            metadata: old.metadata,
+            options: old.options,
+            run_tools: old.run_tools,
+            thread: old.thread,
+            state: RunState {
+                messages: state.messages,
+                steps: state.steps,
+                usage: state.usage,
+                resumes: state.resumes,
+                answers: state.answers,
+            },
+            phase,
+        }
+    }
 }

@@ -133,24 +133,17 @@ impl RunRow {
             id: run.id.to_string(),
             tenant: run.tenant.to_string(),
             agent_id: run.agent_id.clone(),
-            status: run.status.as_str(),
+            status: run.status().as_str(),
             version: to_i64(run.version),
             last_seq: to_i64(run.last_seq),
             created_at: run.created_at.0,
             updated_at: run.updated_at.0,
-            expires_at: run.expires_at.map(|t| t.0),
+            expires_at: run.expires_at().map(|t| t.0),
             request_id: run.request_id.clone(),
-            lease_owner: run.lease.as_ref().map(|lease| lease.owner.clone()),
-            lease_expires_at: run.lease.as_ref().map(|lease| lease.expires_at.0),
+            lease_owner: run.lease().as_ref().map(|lease| lease.owner.clone()),
+            lease_expires_at: run.lease().as_ref().map(|lease| lease.expires_at.0),
             thread: run.thread.as_ref().map(threads::ThreadLinkRow::new),
-            // A running run's record is replaced by its next commit within
-            // a step; the records that stay (suspended, finished) are
-            // compressed.
-            record: if run.status == RunStatus::Running {
-                crate::store::encoding::encode_plain(run)?
-            } else {
-                crate::store::encoding::encode(run)?
-            },
+            record: crate::store::record::encode_run(run)?,
         })
     }
 }

@@ -115,7 +115,7 @@ fn replica(store: Arc<dyn RunStore>) -> Runtime {
 /// A suspended run that expires `offset_micros` from now (negative: due).
 fn expiring_in(offset_micros: i64) -> RunRecord {
     let mut run = suspended_run("assistant");
-    run.expires_at = Some(Timestamp(Timestamp::now().0 + offset_micros));
+    crate::store::expire_at(&mut run, Timestamp(Timestamp::now().0 + offset_micros));
     run
 }
 
@@ -138,12 +138,12 @@ async fn replicas_sweeping_one_store_expire_each_due_run_once() {
 
     for run in &due {
         let stored = store.load_run(run.id).await.expect("load");
-        assert_eq!(stored.status, Status::Expired);
+        assert_eq!(stored.status(), Status::Expired);
         // One compare-and-set won: the version moved exactly once, and
         // nothing else about the run changed.
         assert_eq!(stored.version, run.version + 1);
         assert_eq!(stored.state, run.state);
-        assert_eq!(stored.expires_at, run.expires_at);
+        assert_eq!(stored.phase, agentd::domain::Phase::Expired);
     }
     assert_eq!(
         store.load_run(later.id).await.expect("load"),
@@ -176,7 +176,7 @@ async fn the_sweeper_task_runs_on_its_interval_and_ends_with_its_runtime() {
     store.create_run(&run, &[]).await.expect("create");
     let mut status = Status::Suspended;
     for _ in 0..100 {
-        status = store.load_run(run.id).await.expect("load").status;
+        status = store.load_run(run.id).await.expect("load").status();
         if status == Status::Expired {
             break;
         }

@@ -9,8 +9,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use agentd::domain::{
-    AskUserOption, AskUserPayload, Chunk, Event, FinishReason, Message, PendingCall, RunId, RunOptions,
-    RunRecord, RunState, RunStatus, SelectionMode, SuspendPayload, Timestamp, ToolCall, Usage, Waiting,
+    AskUserOption, AskUserPayload, Chunk, Event, FinishReason, Lease, Message, PendingCall, Phase,
+    RunFailure, RunId, RunOptions, RunRecord, RunState, RunStatus, SelectionMode, SuspendPayload, Timestamp,
+    ToolCall, Usage, Waiting,
 };
 use agentd::store::{MemoryStore, RunStore, SqliteStore, StoreError};
 use serde_json::json;
@@ -71,14 +72,20 @@ async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
 
     // Suspended again, then moved on before anybody read it.
     let mut again = completed.clone();
-    again.status = RunStatus::Suspended;
+    again.phase = suspended_phase(again.created_at);
     again.version += 1;
     store
         .commit(&again, completed.version, &[])
         .await
         .expect("suspend");
     let mut running = again.clone();
-    running.status = RunStatus::Running;
+    running.phase = Phase::Running {
+        lease: Lease {
+            owner: "replica-a".into(),
+            expires_at: Timestamp(running.updated_at.0 + 10_000_000),
+        },
+        pending: Vec::new(),
+    };
     running.version += 1;
     store.commit(&running, again.version, &[]).await.expect("resume");
     assert_eq!(store.load_run(running.id).await.expect("read"), running);
@@ -399,7 +406,9 @@ async fn stale_commit_changes_nothing(store: &Store) {
 
     // Someone who read version 1 writes after the run moved to version 2.
     let mut late = completed_from(&run, "Enterprise");
-    late.status = RunStatus::Cancelled;
+    late.phase = Phase::Cancelled {
+        reason: "late".into(),
+    };
     let late_events = resumption_events(run.last_seq + 1, "Enterprise");
     assert_conflict(
         store.commit(&late, run.version, &late_events).await,
@@ -625,7 +634,12 @@ async fn mixed_burst_of_commits(store: &Store) {
         // whichever order the burst is applied in): it must fail and leave
         // no trace, even with events whose seqs do not collide.
         let mut stale = completed_from(run, &format!("stale {i}"));
-        stale.status = RunStatus::Failed;
+        stale.phase = Phase::Failed {
+            failure: RunFailure {
+                code: "stale".into(),
+                message: "never was".into(),
+            },
+        };
         let stale_events = resumption_events(good.last_seq + 1, &format!("stale {i}"));
         let s = Arc::clone(store);
         burst.add(
@@ -757,12 +771,10 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
         id,
         tenant: agentd::domain::Tenant::default(),
         agent_id: agent_id.into(),
-        status: RunStatus::Suspended,
         version: 1,
         last_seq: 5,
         created_at: created,
         updated_at: Timestamp(created.0 + 1_500),
-        expires_at: Some(Timestamp(created.0 + 7 * 24 * 3600 * 1_000_000)),
         request_id: Some(format!("req-{id}")),
         metadata: BTreeMap::from([
             ("tenant".to_string(), "acme".to_string()),
@@ -785,26 +797,61 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
                     tool_calls: vec![ask_user_call()],
                 },
             ],
-            pending: vec![PendingCall {
-                call: ask_user_call(),
-                waiting: Waiting::Suspended {
-                    payload: plan_question(),
-                },
-            }],
             steps: 1,
             usage: Usage {
                 input_tokens: 120,
                 output_tokens: 34,
             },
-            final_text: String::new(),
-            failure: None,
-            cancel_reason: None,
             resumes: Vec::new(),
             answers: Vec::new(),
         },
         run_tools: Vec::new(),
-        lease: None,
         thread: None,
+        phase: suspended_phase(created),
+    }
+}
+
+/// `run` as records were stored before phases existed (layout 1): its
+/// status, and each phase's data in fields of their own.
+pub fn layout1(run: &RunRecord) -> serde_json::Value {
+    let mut json = serde_json::to_value(run).expect("json");
+    let object = json.as_object_mut().expect("an object");
+    object.remove("phase");
+    object.insert("status".into(), run.status().as_str().into());
+    object.insert("expires_at".into(), serde_json::json!(run.expires_at()));
+    object.insert("lease".into(), serde_json::json!(run.lease()));
+    let state = object["state"].as_object_mut().expect("the state");
+    state.insert("pending".into(), serde_json::json!(run.pending()));
+    let (final_text, failure, cancel_reason) = match &run.phase {
+        Phase::Completed { final_text } => (final_text.clone(), None, None),
+        Phase::Failed { failure } => (String::new(), Some(failure.clone()), None),
+        Phase::Cancelled { reason } => (String::new(), None, Some(reason.clone())),
+        _ => (String::new(), None, None),
+    };
+    state.insert("final_text".into(), final_text.into());
+    state.insert("failure".into(), serde_json::json!(failure));
+    state.insert("cancel_reason".into(), serde_json::json!(cancel_reason));
+    json
+}
+
+/// Moves the expiry of suspended `run` to `at`.
+pub fn expire_at(run: &mut RunRecord, at: Timestamp) {
+    if let Phase::Suspended { expires_at, .. } = &mut run.phase {
+        *expires_at = at;
+    }
+}
+
+/// Suspended on the ask_user call of [`suspended_run`], for a week from
+/// `since`.
+pub fn suspended_phase(since: Timestamp) -> Phase {
+    Phase::Suspended {
+        pending: vec![PendingCall {
+            call: ask_user_call(),
+            waiting: Waiting::Suspended {
+                payload: plan_question(),
+            },
+        }],
+        expires_at: Timestamp(since.0 + 7 * 24 * 3600 * 1_000_000),
     }
 }
 
@@ -823,12 +870,9 @@ async fn answer(store: &Store, run: &RunRecord, answer: &str) -> (RunRecord, Vec
 
 fn completed_from(run: &RunRecord, answer: &str) -> RunRecord {
     let mut next = run.clone();
-    next.status = RunStatus::Completed;
     next.version = run.version + 1;
     next.last_seq = run.last_seq + resumption_events(1, answer).len() as u64;
     next.updated_at = Timestamp(run.updated_at.0 + 10_000);
-    next.expires_at = None;
-    next.state.pending.clear();
     next.state.messages.push(Message::tool(
         "call_01",
         "ask_user",
@@ -845,7 +889,7 @@ fn completed_from(run: &RunRecord, answer: &str) -> RunRecord {
         input_tokens: 180,
         output_tokens: 12,
     };
-    next.state.final_text = final_text;
+    next.phase = Phase::Completed { final_text };
     next
 }
 

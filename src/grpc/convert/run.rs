@@ -1,7 +1,7 @@
 //! Runs and agents -> their proto messages.
 
 use crate::agent::Agent;
-use crate::domain::{PendingCall, RunRecord, RunStatus, Waiting};
+use crate::domain::{PendingCall, Phase, RunRecord, RunStatus, Waiting};
 use crate::pb;
 
 use super::chunk::{failure_to_proto, payload_to_proto, usage_to_proto};
@@ -29,34 +29,32 @@ fn pending_to_proto(pending: &PendingCall, run: &RunRecord) -> pb::PendingToolCa
         args: Some(json_to_struct(&pending.call.args)),
         suspend_payload,
         awaiting_approval,
-        expires_at: run.expires_at.map(timestamp),
+        expires_at: run.expires_at().map(timestamp),
     }
 }
 
 pub fn run_to_proto(run: &RunRecord) -> pb::Run {
-    let suspended = run.status == RunStatus::Suspended;
+    let (pending, final_text, error, cancel_reason) = match &run.phase {
+        Phase::Suspended { pending, .. } => (pending.as_slice(), "", None, ""),
+        Phase::Completed { final_text } => (&[][..], final_text.as_str(), None, ""),
+        Phase::Failed { failure } => (&[][..], "", Some(failure_to_proto(failure.clone())), ""),
+        Phase::Cancelled { reason } => (&[][..], "", None, reason.as_str()),
+        Phase::Running { .. } | Phase::Expired => (&[][..], "", None, ""),
+    };
     pb::Run {
         run_id: run.id.to_string(),
         agent_id: run.agent_id.clone(),
-        status: status_to_proto(run.status) as i32,
-        pending: if suspended {
-            run.state
-                .pending
-                .iter()
-                .map(|p| pending_to_proto(p, run))
-                .collect()
-        } else {
-            Vec::new()
-        },
+        status: status_to_proto(run.status()) as i32,
+        pending: pending.iter().map(|p| pending_to_proto(p, run)).collect(),
         usage: Some(usage_to_proto(run.state.usage)),
-        final_text: run.state.final_text.clone(),
+        final_text: final_text.to_owned(),
         steps: run.state.steps,
         last_seq: run.last_seq,
         created_at: Some(timestamp(run.created_at)),
         updated_at: Some(timestamp(run.updated_at)),
-        expires_at: run.expires_at.filter(|_| suspended).map(timestamp),
-        error: run.state.failure.clone().map(failure_to_proto),
-        cancel_reason: run.state.cancel_reason.clone().unwrap_or_default(),
+        expires_at: run.expires_at().map(timestamp),
+        error,
+        cancel_reason: cancel_reason.to_owned(),
         metadata: run.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         thread_id: run
             .thread

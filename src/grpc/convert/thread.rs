@@ -73,7 +73,7 @@ pub fn thread_to_proto(view: &ThreadView) -> pb::Thread {
     let mut thread = summary_to_proto(&view.thread);
     // The latest run as read now (a due suspension reads as expired).
     if let Some(latest) = view.runs.last().filter(|run| run.id == view.thread.latest_run) {
-        thread.latest_run_status = status_to_proto(latest.status) as i32;
+        thread.latest_run_status = status_to_proto(latest.status()) as i32;
         thread.updated_at = Some(timestamp(latest.updated_at.max(view.thread.updated_at)));
     }
     thread.run_ids = view.runs.iter().map(|run| run.id.to_string()).collect();

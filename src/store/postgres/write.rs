@@ -191,9 +191,9 @@ pub(super) async fn create(
     events: &[Event],
 ) -> Result<(), StoreError> {
     let columns = event_columns(events)?;
-    let record = encode_plain(run)?;
-    let lease_owner = run.lease.as_ref().map(|lease| lease.owner.as_str());
-    let lease_expires_at = run.lease.as_ref().map(|lease| lease.expires_at.0);
+    let record = crate::store::record::encode_run_plain(run)?;
+    let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
+    let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
     let tenant = run.tenant.as_str();
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let params: [&(dyn ToSql + Sync); 17] = [
@@ -202,12 +202,12 @@ pub(super) async fn create(
         &columns.times,
         &columns.chunks,
         &run.agent_id,
-        &run.status.as_str(),
+        &run.status().as_str(),
         &to_i64(run.version),
         &to_i64(run.last_seq),
         &run.created_at.0,
         &run.updated_at.0,
-        &run.expires_at.map(|at| at.0),
+        &run.expires_at().map(|at| at.0),
         &run.request_id,
         &lease_owner,
         &lease_expires_at,
@@ -232,20 +232,20 @@ pub(super) async fn commit(
     events: &[Event],
 ) -> Result<(), StoreError> {
     let columns = event_columns(events)?;
-    let record = encode_plain(run)?;
-    let lease_owner = run.lease.as_ref().map(|lease| lease.owner.as_str());
-    let lease_expires_at = run.lease.as_ref().map(|lease| lease.expires_at.0);
-    let notice = payload(store, run.id, run.status, run.last_seq, events)?;
+    let record = crate::store::record::encode_run_plain(run)?;
+    let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
+    let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
+    let notice = payload(store, run.id, run.status(), run.last_seq, events)?;
     let params: [&(dyn ToSql + Sync); 13] = [
         &run.id.0,
         &columns.seqs,
         &columns.times,
         &columns.chunks,
-        &run.status.as_str(),
+        &run.status().as_str(),
         &to_i64(run.version),
         &to_i64(run.last_seq),
         &run.updated_at.0,
-        &run.expires_at.map(|at| at.0),
+        &run.expires_at().map(|at| at.0),
         &lease_owner,
         &lease_expires_at,
         &record,

@@ -44,7 +44,7 @@ pub(super) enum Change {
 impl Change {
     /// A write of `run`: its record is kept if the run waits for an answer.
     pub(super) fn stored(run: &RunRecord) -> Self {
-        let keep = run.status == RunStatus::Suspended;
+        let keep = run.status() == RunStatus::Suspended;
         Self::Stored(run.id, keep.then(|| Box::new(run.clone())))
     }
 }
@@ -95,24 +95,19 @@ mod tests {
 
     fn suspended_run() -> RunRecord {
         let now = Timestamp::now();
-        RunRecord {
-            id: RunId::new(),
-            tenant: Default::default(),
-            agent_id: "assistant".into(),
-            status: RunStatus::Suspended,
-            version: 2,
-            last_seq: 5,
-            created_at: now,
-            updated_at: now,
-            expires_at: None,
-            request_id: None,
-            metadata: Default::default(),
-            options: RunOptions::default(),
-            state: RunState::default(),
-            run_tools: Vec::new(),
-            lease: None,
-            thread: None,
-        }
+        let (mut run, _) = RunRecord::start(
+            RunId::new(),
+            Default::default(),
+            "assistant".into(),
+            RunOptions::default(),
+            RunState::default(),
+            crate::domain::Lease::vacant(),
+            now,
+        );
+        run.suspend(Vec::new(), now);
+        run.version = 2;
+        run.last_seq = 5;
+        run
     }
 
     #[test]
@@ -124,7 +119,11 @@ mod tests {
         assert_eq!(recent.take(run.id), None, "a read takes the entry");
 
         recent.committed(Change::stored(&run));
-        run.status = RunStatus::Running;
+        run.take_over(crate::domain::Lease::vacant());
+        run.phase = crate::domain::Phase::Running {
+            lease: crate::domain::Lease::vacant(),
+            pending: Vec::new(),
+        };
         recent.committed(Change::stored(&run));
         assert_eq!(recent.take(run.id), None, "a run that moved on is not kept");
     }

@@ -133,7 +133,7 @@ async fn draining_refuses_new_streams_and_ends_open_ones_after_the_period() {
     // Nothing changed the suspended run.
     let store = SqliteStore::open(server.dir.path().join("agentd.sqlite3")).expect("store");
     let stored = store.load_run(run.parse().unwrap()).await.expect("the run");
-    assert_eq!(stored.status, RunStatus::Suspended);
+    assert_eq!(stored.status(), RunStatus::Suspended);
 }
 
 #[tokio::test]
@@ -234,7 +234,7 @@ async fn sigterm_during_a_live_stream() {
         .load_run(run.parse().unwrap())
         .await
         .expect("the run is stored");
-    assert_eq!(stored.status, RunStatus::Running, "{stored:?}");
+    assert_eq!(stored.status(), RunStatus::Running, "{stored:?}");
     drop(store);
 
     // A new process finds it and takes it over.

@@ -5,7 +5,7 @@
 //! has data (expiry times are earlier than any a previous suite run used,
 //! and results are checked among this test's own runs).
 
-use agentd::domain::{Chunk, Event, Lease, RunId, RunRecord, RunStatus, Timestamp};
+use agentd::domain::{Chunk, Event, Lease, Phase, RunId, RunRecord, Timestamp};
 use agentd::store::StoreError;
 
 use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, Store};
@@ -20,13 +20,13 @@ pub async fn leases_conform(store: &Store) {
 /// A run that executes on `owner` until `expires_at`, with 5 events stored.
 fn running_run(owner: &str, expires_at: Timestamp) -> RunRecord {
     let mut run = suspended_run("assistant");
-    run.status = RunStatus::Running;
-    run.expires_at = None;
-    run.state.pending.clear();
-    run.lease = Some(Lease {
-        owner: owner.into(),
-        expires_at,
-    });
+    run.phase = Phase::Running {
+        lease: Lease {
+            owner: owner.into(),
+            expires_at,
+        },
+        pending: Vec::new(),
+    };
     run
 }
 
@@ -54,10 +54,7 @@ async fn appends_extend_a_running_run(store: &Store) {
     let mut expected = run.clone();
     expected.version = run.version + 1;
     expected.last_seq = run.last_seq + 3;
-    expected.lease = Some(Lease {
-        owner: "replica-a".into(),
-        expires_at: later,
-    });
+    expected.renew_lease(later);
     assert_eq!(
         stored, expected,
         "version, last_seq and lease moved; the state did not"
@@ -71,19 +68,16 @@ async fn appends_extend_a_running_run(store: &Store) {
         .await
         .expect("renew");
     expected.version += 1;
-    expected.lease = Some(Lease {
-        owner: "replica-a".into(),
-        expires_at: renewed,
-    });
+    expected.renew_lease(renewed);
     assert_eq!(store.load_run(run.id).await.expect("load"), expected);
 
     // The step's commit follows the appends, with the version they left.
     let mut done = expected.clone();
     done.version += 1;
-    done.status = RunStatus::Completed;
-    done.lease = None;
+    done.phase = Phase::Completed {
+        final_text: "token0 token1 token2 done".into(),
+    };
     done.last_seq += 2;
-    done.state.final_text = "token0 token1 token2 done".into();
     let tail = text_events(expected.last_seq + 1, 2);
     store
         .commit(&done, expected.version, &tail)
@@ -153,13 +147,17 @@ async fn expired_leases_soonest_first(store: &Store) {
         mine.push((offset, run.id));
     }
     let mut leaseless = running_run("nobody", at(0));
-    leaseless.lease = None;
+    // Stored before leases: it reads back with a vacant one.
+    leaseless.phase = Phase::Running {
+        lease: Lease::vacant(),
+        pending: Vec::new(),
+    };
     store.create_run(&leaseless, &[]).await.expect("create");
     let alive = running_run("replica-alive", at(100));
     store.create_run(&alive, &[]).await.expect("create");
     // Not running: never listed, whatever its lease says.
     let mut suspended = running_run("replica-gone", at(5));
-    suspended.status = RunStatus::Suspended;
+    suspended.phase = super::suspended_phase(suspended.created_at);
     store.create_run(&suspended, &[]).await.expect("create");
 
     let ours: Vec<RunId> = mine
@@ -191,7 +189,7 @@ async fn expired_leases_soonest_first(store: &Store) {
     let mut taken = store.load_run(id(10)).await.expect("load");
     let expected = taken.version;
     taken.version += 1;
-    taken.lease = Some(Lease {
+    taken.take_over(Lease {
         owner: "replica-b".into(),
         expires_at: at(1_000),
     });

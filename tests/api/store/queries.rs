@@ -4,7 +4,7 @@
 //! (and expiry times earlier than any a previous suite run used), so it
 //! holds on a store that already has data.
 
-use agentd::domain::{RunId, RunRecord, RunStatus, Timestamp};
+use agentd::domain::{Phase, RunId, RunRecord, RunStatus, Timestamp};
 use agentd::store::RunQuery;
 
 use super::{completed_from, resumption_events, suspended_run, suspension_events, Store};
@@ -118,7 +118,7 @@ async fn listing_filters_newest_first(store: &Store) {
         suspended(store, &neighbour).await;
     }
     let with_status =
-        |status: RunStatus| newest_first(mine.iter().filter(|r| r.status == status).cloned().collect());
+        |status: RunStatus| newest_first(mine.iter().filter(|r| r.status() == status).cloned().collect());
 
     // Agent filter: every run of the agent, whole, newest first.
     let all_mine = list(store, query(None, Some(&agent), 100)).await;
@@ -140,7 +140,7 @@ async fn listing_filters_newest_first(store: &Store) {
     let completed_anywhere = list(store, query(Some(RunStatus::Completed), None, 10_000)).await;
     assert!(completed_anywhere
         .iter()
-        .all(|r| r.status == RunStatus::Completed));
+        .all(|r| r.status() == RunStatus::Completed));
     for run in with_status(RunStatus::Completed) {
         assert!(completed_anywhere.contains(&run), "{} missing", run.id);
     }
@@ -193,7 +193,7 @@ async fn listing_pages_without_gaps_or_repeats(store: &Store) {
         let expected = newest_first(
             before_first_page
                 .into_iter()
-                .filter(|r| status.is_none_or(|s| r.status == s))
+                .filter(|r| status.is_none_or(|s| r.status() == s))
                 .collect(),
         );
 
@@ -252,7 +252,7 @@ async fn due_suspensions_soonest_first(store: &Store) {
     let mut due = Vec::new();
     for offset in [40, 10, 30, 20] {
         let mut run = suspended_run(&agent);
-        run.expires_at = Some(at(offset));
+        super::expire_at(&mut run, at(offset));
         create(store, &run).await;
         due.push((offset, run));
     }
@@ -266,16 +266,15 @@ async fn due_suspensions_soonest_first(store: &Store) {
 
     // Not due: suspended until later, or no longer suspended.
     let mut later = suspended_run(&agent);
-    later.expires_at = Some(at(100));
+    super::expire_at(&mut later, at(100));
     create(store, &later).await;
     let mut finished = completed(store, &agent).await;
     let previous = finished.version;
     finished.version += 1;
-    finished.expires_at = Some(at(5));
     store
         .commit(&finished, previous, &[])
         .await
-        .expect("commit a completed run with a past expiry");
+        .expect("commit a completed run");
 
     let due_at = |now: i64, limit: usize| async move {
         let got = store
@@ -296,7 +295,7 @@ async fn due_suspensions_soonest_first(store: &Store) {
     let (_, first) = &due[0];
     let mut expired = first.clone();
     expired.version += 1;
-    expired.status = RunStatus::Expired;
+    expired.phase = Phase::Expired;
     store.commit(&expired, first.version, &[]).await.expect("expire");
     assert_eq!(
         due_at(100, 100).await,

@@ -3,7 +3,7 @@
 //! when asked to; runs stored before tenants existed belong to the default
 //! tenant.
 
-use agentd::domain::{RunId, RunRecord, RunStatus, Tenant};
+use agentd::domain::{Phase, RunId, RunRecord, RunStatus, Tenant};
 use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
 
 use super::{suspended_run, suspension_events, Store};
@@ -35,7 +35,9 @@ async fn the_tenant_is_kept(store: &Store) {
     assert_eq!(store.load_run(run.id).await.expect("load").tenant, tenant);
     let mut moved = run.clone();
     moved.version += 1;
-    moved.status = RunStatus::Completed;
+    moved.phase = Phase::Completed {
+        final_text: "done".into(),
+    };
     store.commit(&moved, run.version, &[]).await.expect("commit");
     assert_eq!(store.load_run(run.id).await.expect("load"), moved);
 }
@@ -87,7 +89,9 @@ async fn listings_filter_by_tenant(store: &Store) {
         if index == 0 {
             let mut done = mine[0].clone();
             done.version += 1;
-            done.status = RunStatus::Completed;
+            done.phase = Phase::Completed {
+                final_text: "done".into(),
+            };
             store.commit(&done, mine[0].version, &[]).await.expect("commit");
             mine[0] = done;
         }
@@ -145,7 +149,7 @@ async fn runs_stored_before_tenants_belong_to_the_default_tenant() {
         conn.pragma_update(None, "user_version", 3)
             .expect("schema version");
         // The record as it was stored then: without a tenant.
-        let mut record = serde_json::to_value(&old).expect("json");
+        let mut record = super::layout1(&old);
         record.as_object_mut().expect("an object").remove("tenant");
         conn.execute(
             "INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, updated_at, \
@@ -157,7 +161,7 @@ async fn runs_stored_before_tenants_belong_to_the_default_tenant() {
                 old.last_seq as i64,
                 old.created_at.0,
                 old.updated_at.0,
-                old.expires_at.map(|at| at.0),
+                old.expires_at().map(|at| at.0),
                 old.request_id,
                 serde_json::to_vec(&record).expect("bytes"),
             ],

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use agentd::domain::{
-    RunId, RunRecord, RunStatus, Tenant, ThreadCursor, ThreadId, ThreadLink, ThreadQuery, Timestamp,
+    Lease, Phase, RunId, RunRecord, RunStatus, Tenant, ThreadCursor, ThreadId, ThreadLink, ThreadQuery,
+    Timestamp,
 };
 use agentd::store::StoreError;
 use tokio::sync::Barrier;
@@ -36,9 +37,9 @@ fn thread_id(label: &str) -> ThreadId {
 fn thread_run(tenant: &Tenant, thread: &ThreadId, previous: Option<RunId>) -> RunRecord {
     let mut run = suspended_run("assistant");
     run.tenant = tenant.clone();
-    run.status = RunStatus::Completed;
-    run.expires_at = None;
-    run.state.pending.clear();
+    run.phase = Phase::Completed {
+        final_text: "done".into(),
+    };
     run.thread = Some(ThreadLink {
         id: thread.clone(),
         previous,
@@ -274,7 +275,10 @@ async fn idle_threads_are_found_by_last_activity(store: &Store) {
     let mut running = thread_run(&tenant, &thread_id("running"), None);
     running.created_at = long_ago(0);
     running.updated_at = long_ago(1);
-    running.status = RunStatus::Running;
+    running.phase = Phase::Running {
+        lease: Lease::vacant(),
+        pending: Vec::new(),
+    };
     for run in [&idle, &active, &running] {
         store.create_run(run, &[]).await.expect("create");
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd::agent::{AgentRegistry, AgentSpec};
-use agentd::domain::{RunId, RunStatus, Tenant, ThreadId, ThreadLink, Timestamp};
+use agentd::domain::{Phase, RunId, Tenant, ThreadId, ThreadLink, Timestamp};
 use agentd::runtime::{Runtime, RuntimeConfig};
 use agentd::store::{MemoryStore, RunStore, StoreError};
 
@@ -24,9 +24,9 @@ async fn thread_run(
 ) -> RunId {
     let now = Timestamp::now().0;
     let mut run = suspended_run("assistant");
-    run.status = RunStatus::Completed;
-    run.state.pending.clear();
-    run.expires_at = None;
+    run.phase = Phase::Completed {
+        final_text: "done".into(),
+    };
     run.created_at = Timestamp(now - created_days_ago * DAY);
     run.updated_at = Timestamp(now - changed_days_ago * DAY);
     run.thread = Some(ThreadLink {
