@@ -15,7 +15,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::{mpsc, oneshot};
 
 mod durability;
-mod gathered_wal;
 mod leases;
 mod lock;
 mod queries;
@@ -193,7 +192,7 @@ impl SqliteStore {
         }
         // Before the database is touched: another server may be using it.
         let lock = lock::acquire(&path)?;
-        let mut writer = open_writer(&path, synchronous)?;
+        let mut writer = Connection::open(&path).map_err(backend)?;
         configure(&writer, synchronous).map_err(backend)?;
         writer
             .pragma_update(None, "journal_mode", "WAL")
@@ -237,19 +236,6 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         self.readers.read(query).await
     }
-}
-
-/// The writer's connection. When every commit syncs the WAL, it writes
-/// each commit's frames with one system call (see `gathered_wal.rs`).
-fn open_writer(path: &Path, synchronous: Synchronous) -> Result<Connection, StoreError> {
-    match synchronous {
-        Synchronous::Full => {
-            let vfs = gathered_wal::register().map_err(StoreError::Backend)?;
-            Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)
-        }
-        Synchronous::Normal => Connection::open(path),
-    }
-    .map_err(backend)
 }
 
 fn configure(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {
