@@ -19,14 +19,12 @@ mod leases;
 mod lock;
 mod queries;
 mod readers;
-mod recent;
 mod threads;
 mod writer;
 
 pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
-use recent::{Change, RecentRuns};
 
 use super::{corrupt, RunQuery, RunStore, StoreError};
 use crate::chunk::Event;
@@ -54,8 +52,6 @@ const MAX_BATCH: usize = 512;
 pub struct SqliteStore {
     writes: mpsc::UnboundedSender<Write>,
     readers: Arc<ReaderPool>,
-    /// Runs suspended lately, kept by the writer (see `recent.rs`).
-    recent: Arc<RecentRuns>,
     /// No other process opens the database while this store is open (see
     /// `lock.rs`).
     _lock: lock::StoreLock,
@@ -112,8 +108,6 @@ enum WriteKind {
 struct Write {
     kind: WriteKind,
     events: Option<EventBatch>,
-    /// What the write does to the recent runs, once committed.
-    change: Change,
     done: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -200,26 +194,22 @@ impl SqliteStore {
         migrate(&mut writer)?;
 
         let (writes, queue) = mpsc::unbounded_channel();
-        let recent = Arc::new(RecentRuns::default());
-        let kept = Arc::clone(&recent);
         std::thread::Builder::new()
             .name("agentd-sqlite-writer".into())
-            .spawn(move || writer::write_loop(writer, queue, &kept))
+            .spawn(move || writer::write_loop(writer, queue))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
         Ok(Self {
             writes,
             readers: Arc::new(ReaderPool::new(path)),
-            recent,
             _lock: lock,
         })
     }
 
-    async fn write(&self, kind: WriteKind, events: &[Event], change: Change) -> Result<(), StoreError> {
+    async fn write(&self, kind: WriteKind, events: &[Event]) -> Result<(), StoreError> {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
             events: event_batch(events)?,
-            change,
             done,
         };
         self.writes
@@ -316,7 +306,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 impl RunStore for SqliteStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
         let kind = WriteKind::Create(RunRow::new(run)?);
-        self.write(kind, events, Change::stored(run)).await
+        self.write(kind, events).await
     }
 
     async fn commit(
@@ -329,7 +319,7 @@ impl RunStore for SqliteStore {
             run: RunRow::new(run)?,
             expected_version: to_i64(expected_version),
         };
-        self.write(kind, events, Change::stored(run)).await
+        self.write(kind, events).await
     }
 
     async fn append_events(
@@ -345,7 +335,7 @@ impl RunStore for SqliteStore {
             last_seq: events.last().map(|event| to_i64(event.seq)),
             lease_expires_at: lease_expires_at.map(|at| at.0),
         };
-        self.write(kind, events, Change::Stored(id, None)).await
+        self.write(kind, events).await
     }
 
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
@@ -354,9 +344,6 @@ impl RunStore for SqliteStore {
     }
 
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        if let Some(run) = self.recent.take(id) {
-            return Ok(run);
-        }
         self.read(move |conn| {
             let sql = format!("SELECT {} FROM runs WHERE id = ?1", leases::RECORD_COLUMNS);
             let record = conn
@@ -448,7 +435,7 @@ impl RunStore for SqliteStore {
             tenant: tenant.to_string(),
             thread_id: id.to_string(),
         };
-        self.write(kind, &[], Change::Deleted).await
+        self.write(kind, &[]).await
     }
 
     async fn idle_threads(
@@ -464,7 +451,7 @@ impl RunStore for SqliteStore {
         let probe = WriteKind::Probe {
             at: Timestamp::now().0,
         };
-        self.write(probe, &[], Change::Nothing).await?;
+        self.write(probe, &[]).await?;
         let path = self.readers.path().to_path_buf();
         tokio::task::spawn_blocking(move || queries::ping(&path))
             .await
