@@ -4,14 +4,14 @@
 //! several times (the call's arguments, the payload, the conversation), and
 //! every record and chunk spells out the same field names, so compression
 //! against a dictionary of those names (`lz4_dictionary.txt`) brings them
-//! down to about a third of their JSON, for a few microseconds. Fewer
-//! bytes per write is what makes a commit cheap: the store writes,
+//! down to about a third of their JSON, where LZ4 without it leaves more
+//! than half; `lz4_flex` hashes the dictionary afresh on each call, which
+//! costs a few tenths of a microsecond of the one or two a value takes.
+//! Fewer bytes per write is what makes a commit cheap: the store writes,
 //! checksums and syncs whole pages. Plain JSON, as stored before
 //! compression existed, and LZ4 without the dictionary, as stored before
 //! it did, read back unchanged: the three are told apart by the first
 //! byte.
-
-mod lz4;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -39,86 +39,38 @@ const HEADER: usize = 1 + 4;
 /// Below this size compression rarely pays for its header.
 const MIN_COMPRESSED: usize = 192;
 
-/// Scratch buffers reused by every encoding on a thread: the JSON grows in
-/// place instead of through a chain of reallocations, and LZ4 writes into a
-/// buffer that is already there; what is returned is one allocation of the
-/// final size.
-struct Scratch {
-    json: Vec<u8>,
-    compressed: Vec<u8>,
-}
-
-/// A scratch buffer that grew past this (a very long conversation) is let
-/// go after use rather than kept for the thread's lifetime.
-const MAX_KEPT: usize = 1 << 20;
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = const {
-        std::cell::RefCell::new(Scratch { json: Vec::new(), compressed: Vec::new() })
-    };
-}
-
 /// `value` as JSON, compressed if that is smaller.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    with_json(value, compress)
+    encode_plain(value).map(compress)
 }
 
 /// `value` as plain JSON: for what is overwritten soon anyway (the record
 /// of a run while it runs), where compressing would cost more than it
 /// saves.
 pub(crate) fn encode_plain<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    with_json(value, |json, _| json.to_vec())
+    serde_json::to_vec(value).map_err(corrupt)
 }
 
-/// `value` written as JSON into this thread's scratch buffer, then made
-/// into the bytes to store by `finish` (given the LZ4 scratch buffer too).
-/// Never called again from inside `value`'s serialisation.
-fn with_json<T: Serialize>(
-    value: &T,
-    finish: impl FnOnce(&[u8], &mut Vec<u8>) -> Vec<u8>,
-) -> Result<Vec<u8>, StoreError> {
-    SCRATCH.with_borrow_mut(|Scratch { json, compressed }| {
-        json.clear();
-        let encoded = serde_json::to_writer(&mut *json, value)
-            .map_err(corrupt)
-            .map(|()| finish(json, compressed));
-        for buffer in [json, compressed] {
-            if buffer.capacity() > MAX_KEPT {
-                *buffer = Vec::new();
-            }
-        }
-        encoded
-    })
-}
-
-/// `json` compressed if that makes it smaller, else as it is; `scratch`
-/// is where LZ4 writes.
-fn compress(json: &[u8], scratch: &mut Vec<u8>) -> Vec<u8> {
+/// `json` compressed against [`DICTIONARY`] if that makes it smaller, else
+/// as it is.
+fn compress(json: Vec<u8>) -> Vec<u8> {
     if json.len() < MIN_COMPRESSED {
-        return json.to_vec();
+        return json;
     }
-    // The marker, the size `decompress_size_prepended` reads (little-endian
-    // u32), then the block.
+    // The marker, the size `decompress_size_prepended_with_dict` reads
+    // (little-endian u32), then the block.
     let Ok(size) = u32::try_from(json.len()) else {
-        return json.to_vec();
+        return json;
     };
-    scratch.clear();
-    scratch.push(LZ4_DICT_JSON);
-    scratch.extend_from_slice(&size.to_le_bytes());
-    if lz4::STORE.fits(json.len()) {
-        lz4::STORE.compress(json, scratch);
-    } else {
-        // Too long for 16-bit positions: the general compressor.
-        scratch.resize(HEADER + lz4_flex::block::get_maximum_output_size(json.len()), 0);
-        match lz4_flex::block::compress_into_with_dict(json, &mut scratch[HEADER..], DICTIONARY) {
-            Ok(written) => scratch.truncate(HEADER + written),
-            Err(_) => return json.to_vec(),
+    let mut stored = vec![0; HEADER + lz4_flex::block::get_maximum_output_size(json.len())];
+    stored[0] = LZ4_DICT_JSON;
+    stored[1..HEADER].copy_from_slice(&size.to_le_bytes());
+    match lz4_flex::block::compress_into_with_dict(&json, &mut stored[HEADER..], DICTIONARY) {
+        Ok(written) if HEADER + written < json.len() => {
+            stored.truncate(HEADER + written);
+            stored
         }
-    }
-    if scratch.len() < json.len() {
-        scratch.to_vec()
-    } else {
-        json.to_vec()
+        _ => json,
     }
 }
 
@@ -193,12 +145,13 @@ mod tests {
     }
 
     #[test]
-    fn values_too_long_for_the_prepared_compressor_shrink_too() {
+    fn values_longer_than_lz4s_window_shrink_too() {
+        // Longer than LZ4's 64 KiB window, which the dictionary is in.
         let long = Chunk::TextDelta {
             text: "Which plan should I set up for you? ".repeat(3000),
         };
         let json = serde_json::to_vec(&long).unwrap();
-        assert!(!lz4::STORE.fits(json.len()));
+        assert!(json.len() > 1 << 16);
         let bytes = encode(&long).unwrap();
         assert_eq!(bytes.first(), Some(&LZ4_DICT_JSON));
         assert!(bytes.len() < json.len() / 10);
@@ -241,8 +194,8 @@ mod tests {
     }
 
     #[test]
-    fn each_encoding_stands_alone_though_buffers_are_reused() {
-        // Longest first: what follows must not carry its bytes.
+    fn every_encoding_reads_back_and_is_never_larger_than_its_json() {
+        // Sizes on both sides of the compression threshold, longest first.
         let values: Vec<Chunk> = [400, 12, 60, 2, 200]
             .into_iter()
             .map(|words| Chunk::TextDelta {

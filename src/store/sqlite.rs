@@ -15,19 +15,16 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::{mpsc, oneshot};
 
 mod durability;
-mod gathered_wal;
 mod leases;
 mod lock;
 mod queries;
 mod readers;
-mod recent;
 mod threads;
 mod writer;
 
 pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
-use recent::{Change, RecentRuns};
 
 use super::{corrupt, RunQuery, RunStore, StoreError};
 use crate::domain::{
@@ -53,8 +50,6 @@ const MAX_BATCH: usize = 512;
 pub struct SqliteStore {
     writes: mpsc::UnboundedSender<Write>,
     readers: Arc<ReaderPool>,
-    /// Runs suspended lately, kept by the writer (see `recent.rs`).
-    recent: Arc<RecentRuns>,
     /// No other process opens the database while this store is open (see
     /// `lock.rs`).
     _lock: lock::StoreLock,
@@ -111,8 +106,6 @@ enum WriteKind {
 struct Write {
     kind: WriteKind,
     events: Option<EventBatch>,
-    /// What the write does to the recent runs, once committed.
-    change: Change,
     done: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -184,7 +177,7 @@ impl SqliteStore {
         }
         // Before the database is touched: another server may be using it.
         let lock = lock::acquire(&path)?;
-        let mut writer = open_writer(&path, synchronous)?;
+        let mut writer = Connection::open(&path).map_err(backend)?;
         configure(&writer, synchronous).map_err(backend)?;
         writer
             .pragma_update(None, "journal_mode", "WAL")
@@ -192,26 +185,22 @@ impl SqliteStore {
         migrate(&mut writer)?;
 
         let (writes, queue) = mpsc::unbounded_channel();
-        let recent = Arc::new(RecentRuns::default());
-        let kept = Arc::clone(&recent);
         std::thread::Builder::new()
             .name("agentd-sqlite-writer".into())
-            .spawn(move || writer::write_loop(writer, queue, &kept))
+            .spawn(move || writer::write_loop(writer, queue))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
         Ok(Self {
             writes,
             readers: Arc::new(ReaderPool::new(path)),
-            recent,
             _lock: lock,
         })
     }
 
-    async fn write(&self, kind: WriteKind, events: &[Event], change: Change) -> Result<(), StoreError> {
+    async fn write(&self, kind: WriteKind, events: &[Event]) -> Result<(), StoreError> {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
             events: event_batch(events)?,
-            change,
             done,
         };
         self.writes
@@ -228,19 +217,6 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         self.readers.read(query).await
     }
-}
-
-/// The writer's connection. When every commit syncs the WAL, it writes
-/// each commit's frames with one system call (see `gathered_wal.rs`).
-fn open_writer(path: &Path, synchronous: Synchronous) -> Result<Connection, StoreError> {
-    match synchronous {
-        Synchronous::Full => {
-            let vfs = gathered_wal::register().map_err(StoreError::Backend)?;
-            Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)
-        }
-        Synchronous::Normal => Connection::open(path),
-    }
-    .map_err(backend)
 }
 
 fn configure(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {
@@ -321,7 +297,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 impl RunStore for SqliteStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
         let kind = WriteKind::Create(RunRow::new(run)?);
-        self.write(kind, events, Change::stored(run)).await
+        self.write(kind, events).await
     }
 
     async fn commit(
@@ -334,7 +310,7 @@ impl RunStore for SqliteStore {
             run: RunRow::new(run)?,
             expected_version: to_i64(expected_version),
         };
-        self.write(kind, events, Change::stored(run)).await
+        self.write(kind, events).await
     }
 
     async fn append_events(
@@ -350,7 +326,7 @@ impl RunStore for SqliteStore {
             last_seq: events.last().map(|event| to_i64(event.seq)),
             lease_expires_at: lease_expires_at.map(|at| at.0),
         };
-        self.write(kind, events, Change::Stored(id, None)).await
+        self.write(kind, events).await
     }
 
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
@@ -359,9 +335,6 @@ impl RunStore for SqliteStore {
     }
 
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        if let Some(run) = self.recent.take(id) {
-            return Ok(run);
-        }
         self.read(move |conn| {
             let sql = format!("SELECT {} FROM runs WHERE id = ?1", leases::RECORD_COLUMNS);
             let record = conn
@@ -453,7 +426,7 @@ impl RunStore for SqliteStore {
             tenant: tenant.to_string(),
             thread_id: id.to_string(),
         };
-        self.write(kind, &[], Change::Deleted).await
+        self.write(kind, &[]).await
     }
 
     async fn idle_threads(
@@ -469,7 +442,7 @@ impl RunStore for SqliteStore {
         let probe = WriteKind::Probe {
             at: Timestamp::now().0,
         };
-        self.write(probe, &[], Change::Nothing).await?;
+        self.write(probe, &[]).await?;
         let path = self.readers.path().to_path_buf();
         tokio::task::spawn_blocking(move || queries::ping(&path))
             .await

@@ -49,11 +49,12 @@ async fn postgres_store_conforms() {
     conformance(Arc::new(store)).await;
 }
 
-/// SQLite keeps the runs it suspended lately as records, for the Resume
-/// that follows: a read of one gives what the file holds, and a later write
-/// of the run replaces it (a stale entry would read back as suspended).
+/// A SQLite run reads back as its latest write stored it: a suspended run
+/// read twice (as a Resume reads it), then answered, then suspended again
+/// and resumed before anybody read it (a stale read would see it
+/// suspended).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sqlite_reads_a_suspended_run_the_same_from_memory_and_from_the_file() {
+async fn sqlite_reads_a_run_back_as_its_latest_write_stored_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store: Store = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
     let suspended = suspended_run("assistant");

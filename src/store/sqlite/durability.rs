@@ -4,11 +4,9 @@
 //! The default, `FULL`, makes every commit reach the disk before it is
 //! acknowledged, so a suspension a client has seen survives power loss as
 //! well as a crash of the process; group commit pays one fsync for every
-//! write waiting, and the writer hands each commit's WAL frames to the
-//! file system in one write (see `gathered_wal.rs`). `NORMAL` (in WAL
-//! mode) survives a crash of the process but may lose the last commits on
-//! power loss or an operating system crash, and fsyncs only at
-//! checkpoints. BENCHMARKS.md measures both.
+//! write waiting. `NORMAL` (in WAL mode) survives a crash of the process
+//! but may lose the last commits on power loss or an operating system
+//! crash, and fsyncs only at checkpoints. BENCHMARKS.md measures both.
 
 use crate::store::StoreError;
 

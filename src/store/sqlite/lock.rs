@@ -1,8 +1,9 @@
 //! One process per SQLite store. The embedded store is single-process by
-//! design (its writer thread is the only writer, and it keeps recently
-//! suspended runs in memory), so opening it takes an exclusive lock on a
-//! file beside the database, `<database>.lock`, held until the store is
-//! dropped (or the process dies: the kernel drops the lock).
+//! design (its writer thread is the only writer, and its server takes over
+//! every run left running at startup as its own), so opening it takes an
+//! exclusive lock on a file beside the database, `<database>.lock`, held
+//! until the store is dropped (or the process dies: the kernel drops the
+//! lock).
 //! A second server on the same database is refused at start, with the
 //! lock's path and the pid of its holder, which the file records. Several
 //! replicas share a PostgreSQL store instead.

@@ -8,17 +8,12 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
-use super::recent::RecentRuns;
 use super::{backend, leases, threads, EventBatch, RunRow, Write, WriteKind, MAX_BATCH};
 use crate::store::StoreError;
 
 /// The writer thread: takes every write waiting, commits them in one
-/// transaction, brings `recent` up to what it stored, then answers each.
-pub(super) fn write_loop(
-    mut conn: Connection,
-    mut queue: mpsc::UnboundedReceiver<Write>,
-    recent: &RecentRuns,
-) {
+/// transaction, then answers each.
+pub(super) fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceiver<Write>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
@@ -30,9 +25,6 @@ pub(super) fn write_loop(
         }
         let outcomes = commit_batch(&mut conn, &batch);
         for (write, outcome) in batch.drain(..).zip(outcomes) {
-            if outcome.is_ok() {
-                recent.committed(write.change);
-            }
             // The caller may have gone away; the write stands regardless.
             let _ = write.done.send(outcome);
         }
