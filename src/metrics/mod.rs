@@ -8,7 +8,6 @@
 //! restart and counts what every replica sharing the store did.
 
 mod http;
-mod store;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -21,7 +20,6 @@ use prometheus::{
 };
 
 pub use http::serve_http;
-pub use store::MeasuredStore;
 pub use stream::{MeasuredStream, Rpc};
 
 use crate::run::RunStatus;

@@ -66,8 +66,10 @@ pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
 /// Every write is atomic: the run record and the events that come with it
 /// are stored together or not at all.
 ///
-/// The runtime reaches every backend through `metrics::MeasuredStore`,
-/// which delegates each method: a method added here is added there too.
+/// The runtime reaches every backend through one layer of its own
+/// (`runtime/store_layer.rs`: the shutdown fence, the timing of each
+/// operation, refused writes told to the health watch), which implements
+/// each method by calling the backend's.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
