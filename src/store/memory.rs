@@ -290,6 +290,11 @@ impl RunStore for MemoryStore {
         Ok(expired.into_iter().take(limit).map(|(_, id)| id).collect())
     }
 
+    /// Memory is always reachable and always takes writes.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
         let mut counts = BTreeMap::new();
         for (run, _) in self.lock().values().filter(|(run, _)| run.status == status) {

@@ -144,42 +144,16 @@ pub trait RunStore: Send + Sync + 'static {
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
 
     /// How many runs are in `status` now, by agent (agents with none are
-    /// left out). This default pages through [`RunStore::list_runs`]; a
-    /// backend with an index on status counts from it instead.
-    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
-        const PAGE: usize = 500;
-        let mut counts = BTreeMap::new();
-        let mut before = None;
-        loop {
-            let query = RunQuery {
-                tenant: None,
-                status: Some(status),
-                agent_id: None,
-                before,
-                limit: PAGE,
-            };
-            let page = self.list_runs(&query).await?;
-            for run in &page {
-                *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
-            }
-            if page.len() < PAGE {
-                return Ok(counts);
-            }
-            before = page.last().map(|run| run.id);
-        }
-    }
+    /// left out). The suspended-runs gauge reads it at every scrape: a
+    /// durable backend counts from an index on status, never paging
+    /// through the runs.
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError>;
 
     /// A cheap round trip that fails while the store cannot be reached or
     /// refuses writes (a full disk, a read-only database); the server's
-    /// health check calls it periodically. Backends write a row of their
-    /// own for it; this default reads one run.
-    async fn ping(&self) -> Result<(), StoreError> {
-        let query = RunQuery {
-            limit: 1,
-            ..RunQuery::default()
-        };
-        self.list_runs(&query).await.map(|_| ())
-    }
+    /// health check calls it periodically. A durable backend writes a row
+    /// of its own for it, since a read alone still answers on a full disk.
+    async fn ping(&self) -> Result<(), StoreError>;
 
     /// Extends a running run without rewriting its state: appends `events`
     /// (seqs after the stored `last_seq`), moves `last_seq` to the last of
