@@ -33,7 +33,7 @@ use tokio::sync::{watch, Notify};
 use crate::chunk::Event;
 use crate::metrics::Metrics;
 use crate::run::{RunId, RunRecord, RunStatus};
-use crate::store::{RunFeed, RunQuery, RunStore, StoreError};
+use crate::store::{RunQuery, RunStore, Sharing, StoreError};
 use crate::tenant::Tenant;
 use crate::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use crate::time::Timestamp;
@@ -224,8 +224,9 @@ impl RunStore for StoreLayer {
             .await
     }
 
-    fn feed(&self) -> Option<Arc<dyn RunFeed>> {
-        self.inner.feed()
+    /// A property of the store, not an operation: neither fenced nor timed.
+    fn sharing(&self) -> Sharing {
+        self.inner.sharing()
     }
 }
 

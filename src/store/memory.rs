@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{RunQuery, RunStore, StoreError};
+use super::{RunQuery, RunStore, Sharing, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
@@ -301,5 +301,10 @@ impl RunStore for MemoryStore {
             *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
         }
         Ok(counts)
+    }
+
+    /// Nothing outside this process can reach it.
+    fn sharing(&self) -> Sharing {
+        Sharing::Owned
     }
 }

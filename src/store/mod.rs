@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-pub use feed::{FeedItem, FeedMessage, RunFeed};
+pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use query::RunQuery;
@@ -178,12 +178,13 @@ pub trait RunStore: Send + Sync + 'static {
     /// compare-and-set.
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
 
-    /// Changes other processes make to this store's runs, as they happen,
-    /// for a store that several servers share; `None` for a store that one
-    /// process owns (every change then happens in this process).
-    fn feed(&self) -> Option<std::sync::Arc<dyn RunFeed>> {
-        None
-    }
+    /// Whether several servers share this store, fixed for its life.
+    /// [`Sharing::Owned`]: every change happens in this process, so the
+    /// runs left running at startup are its own to take over, and its live
+    /// runs carry every chunk to its subscribers. [`Sharing::Shared`]: the
+    /// store's feed carries, as they happen, the changes the other servers
+    /// make, and leases decide who executes a run.
+    fn sharing(&self) -> Sharing;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (or a plain path;

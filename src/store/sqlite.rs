@@ -29,7 +29,7 @@ pub use durability::{parse_location, Synchronous};
 use readers::ReaderPool;
 use recent::{Change, RecentRuns};
 
-use super::{corrupt, RunQuery, RunStore, StoreError};
+use super::{corrupt, RunQuery, RunStore, Sharing, StoreError};
 use crate::chunk::Event;
 use crate::run::{RunId, RunRecord, RunStatus};
 use crate::tenant::Tenant;
@@ -483,5 +483,10 @@ impl RunStore for SqliteStore {
         tokio::task::spawn_blocking(move || queries::ping(&path))
             .await
             .map_err(|e| StoreError::Backend(format!("ping task failed: {e}")))?
+    }
+
+    /// The lock file keeps every other process out (see `sqlite/lock.rs`).
+    fn sharing(&self) -> Sharing {
+        Sharing::Owned
     }
 }

@@ -13,7 +13,7 @@ use agentd::agent::{AgentRegistry, AgentSpec};
 use agentd::chunk::Event;
 use agentd::run::{RunId, RunRecord, RunStatus};
 use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
+use agentd::store::{RunQuery, RunStore, Sharing, SqliteStore, StoreError};
 use agentd::tenant::Tenant;
 use agentd::thread::{ThreadId, ThreadQuery, ThreadRecord};
 use agentd::time::Timestamp;
@@ -169,5 +169,9 @@ impl RunStore for ControlledStore {
         limit: usize,
     ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
         self.inner.idle_threads(cutoff, limit).await
+    }
+
+    fn sharing(&self) -> Sharing {
+        self.inner.sharing()
     }
 }

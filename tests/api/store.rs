@@ -11,7 +11,7 @@ use std::sync::Arc;
 use agentd::agent::Message;
 use agentd::chunk::{Chunk, Event, FinishReason, Usage};
 use agentd::run::{PendingCall, RunId, RunOptions, RunRecord, RunState, RunStatus, Waiting};
-use agentd::store::{MemoryStore, RunStore, SqliteStore, StoreError};
+use agentd::store::{MemoryStore, RunStore, Sharing, SqliteStore, StoreError};
 use agentd::time::Timestamp;
 use agentd::tools::{AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, ToolCall};
 use serde_json::json;
@@ -29,13 +29,16 @@ type Store = Arc<dyn RunStore>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_store_conforms() {
-    conformance(Arc::new(MemoryStore::default())).await;
+    let store = MemoryStore::default();
+    assert!(matches!(store.sharing(), Sharing::Owned));
+    conformance(Arc::new(store)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_store_conforms() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(dir.path().join("x.sqlite3")).expect("open sqlite");
+    assert!(matches!(store.sharing(), Sharing::Owned));
     conformance(Arc::new(store)).await;
 }
 
@@ -46,6 +49,7 @@ async fn sqlite_store_conforms() {
 async fn postgres_store_conforms() {
     let schema = crate::pg::TestSchema::create().await;
     let store = agentd::store::PostgresStore::open(&schema.url()).expect("open postgres");
+    assert!(matches!(store.sharing(), Sharing::Shared(_)));
     conformance(Arc::new(store)).await;
 }
 
