@@ -69,7 +69,9 @@ pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
 /// The runtime reaches every backend through one layer of its own
 /// (`runtime/store_layer.rs`: the shutdown fence, the timing of each
 /// operation, refused writes told to the health watch), which implements
-/// each method by calling the backend's.
+/// each method by calling the backend's. The trait has no default bodies:
+/// every backend and that layer implement every method, so that a method
+/// added here is a compile error until each has it, never a silent fallback.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
