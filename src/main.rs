@@ -195,7 +195,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("binding the metrics endpoint {metrics_listen}"))?;
         tracing::info!("metrics at http://{}/metrics", metrics.local_addr()?);
         // Serves until the process ends, through the drain period too.
-        tokio::spawn(agentd::metrics::serve_http(
+        tokio::spawn(server::metrics_endpoint::serve_http(
             metrics,
             runtime.clone(),
             std::future::pending(),

@@ -4,9 +4,12 @@
 //! ephemeral port and `main` only deals with config and signals. The agent
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
+//! The Prometheus endpoint is served beside it, on a listener of its own
+//! (`metrics_endpoint/`).
 
 mod drain;
 mod health;
+pub mod metrics_endpoint;
 mod options;
 mod tls;
 

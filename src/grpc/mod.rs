@@ -109,7 +109,9 @@ impl AgentService for AgentServiceImpl {
         let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
         let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
-            self.runtime.metrics().resume_rejected(refused);
+            if let Some(reason) = refused.resume_rejection() {
+                self.runtime.metrics().resume_rejected(reason);
+            }
         })?;
         let mut stream = self.runtime.resume(&tenant, resume).await?;
         with_first_chunks(&mut stream, deadline).await;

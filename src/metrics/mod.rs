@@ -3,12 +3,11 @@
 //! open streams) and how long things take (histograms). One [`Metrics`]
 //! handle per runtime, with a registry of its own, so that several servers
 //! in one process never share counts. Recording never fails and never
-//! blocks; `http.rs` serves the text format. The suspended-runs gauge is
-//! read from the store at each scrape ([`scrape`]), so it is right after a
-//! restart and counts what every replica sharing the store did.
+//! blocks. The metrics know nothing of the runtime that records into them:
+//! the server's metrics endpoint (`server/metrics_endpoint/`) serves the
+//! text format, and sets the suspended-runs gauge from the store at each
+//! scrape.
 
-mod http;
-mod store;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -20,15 +19,9 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-pub use http::serve_http;
-pub use store::MeasuredStore;
 pub use stream::{MeasuredStream, Rpc};
 
-use crate::domain::{RunStatus, Timestamp};
-use crate::runtime::{Runtime, RuntimeError};
-
-/// How long a scrape waits for the store's count of suspended runs.
-const COUNT_TIMEOUT: Duration = Duration::from_secs(2);
+use crate::domain::Timestamp;
 
 /// The metrics of one runtime. Cloning shares them.
 #[derive(Clone)]
@@ -221,12 +214,12 @@ impl Metrics {
             .observe(waited);
     }
 
-    /// A Resume was refused. Store failures are not the answer's fault and
-    /// are not counted here.
-    pub fn resume_rejected(&self, error: &RuntimeError) {
-        if let Some(reason) = rejection_reason(error) {
-            self.families.resume_rejections.with_label_values(&[reason]).inc();
-        }
+    /// A Resume was refused for `reason`.
+    pub fn resume_rejected(&self, reason: ResumeRejection) {
+        self.families
+            .resume_rejections
+            .with_label_values(&[reason.as_str()])
+            .inc();
     }
 
     /// Sets the suspended-runs gauge to what the store holds: `counts` by
@@ -263,20 +256,6 @@ impl Metrics {
     }
 }
 
-/// Every metric of `runtime` in the Prometheus text format, with the
-/// suspended-runs gauge counted from the store now. If the store does not
-/// answer in time, the gauge keeps its last value (and the health check
-/// reports the store).
-pub async fn scrape(runtime: &Runtime) -> Result<String, prometheus::Error> {
-    let count = runtime.store().count_runs_by_agent(RunStatus::Suspended);
-    match tokio::time::timeout(COUNT_TIMEOUT, count).await {
-        Ok(Ok(counts)) => runtime.metrics().set_suspended_runs(&counts),
-        Ok(Err(error)) => tracing::warn!(%error, "metrics: could not count the suspended runs"),
-        Err(_) => tracing::warn!("metrics: counting the suspended runs timed out"),
-    }
-    runtime.metrics().render()
-}
-
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -289,23 +268,40 @@ impl fmt::Debug for Metrics {
     }
 }
 
-/// The `reason` label of a refused Resume; `None` when the answer was not
-/// at fault.
-fn rejection_reason(error: &RuntimeError) -> Option<&'static str> {
-    Some(match error {
-        RuntimeError::InvalidAnswer(_) => "invalid_answer",
-        RuntimeError::InvalidRequest { .. } => "invalid_request",
-        RuntimeError::NotSuspended(_) => "not_suspended",
-        RuntimeError::ToolCallNotPending { .. } => "tool_call_not_pending",
-        RuntimeError::ToolCallAmbiguous { .. } => "tool_call_ambiguous",
-        RuntimeError::ResumeConflict => "resume_conflict",
-        RuntimeError::RequestIdReused(_) => "request_id_reused",
-        RuntimeError::RunNotFound => "run_not_found",
-        RuntimeError::AgentGone(_) => "agent_gone",
-        RuntimeError::Store(_) | RuntimeError::Busy => return None,
-        // Refusals a Resume cannot meet today; counted rather than lost.
-        _ => "other",
-    })
+/// Why a Resume was refused, as the `reason` label of
+/// `agentd_resume_rejections_total` names it. Refusals that are not the
+/// answer's fault (the store failed, the run kept changing) have none and
+/// are not counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeRejection {
+    InvalidAnswer,
+    InvalidRequest,
+    NotSuspended,
+    ToolCallNotPending,
+    ToolCallAmbiguous,
+    ResumeConflict,
+    RequestIdReused,
+    RunNotFound,
+    AgentGone,
+    /// A refusal a Resume cannot meet today; counted rather than lost.
+    Other,
+}
+
+impl ResumeRejection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumeRejection::InvalidAnswer => "invalid_answer",
+            ResumeRejection::InvalidRequest => "invalid_request",
+            ResumeRejection::NotSuspended => "not_suspended",
+            ResumeRejection::ToolCallNotPending => "tool_call_not_pending",
+            ResumeRejection::ToolCallAmbiguous => "tool_call_ambiguous",
+            ResumeRejection::ResumeConflict => "resume_conflict",
+            ResumeRejection::RequestIdReused => "request_id_reused",
+            ResumeRejection::RunNotFound => "run_not_found",
+            ResumeRejection::AgentGone => "agent_gone",
+            ResumeRejection::Other => "other",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -317,8 +313,7 @@ mod tests {
         let metrics = Metrics::new();
         metrics.run_started("a");
         metrics.run_suspended("a");
-        metrics.resume_rejected(&RuntimeError::NotSuspended(RunStatus::Completed));
-        metrics.resume_rejected(&RuntimeError::Busy);
+        metrics.resume_rejected(ResumeRejection::NotSuspended);
         let text = metrics.render().expect("render");
         assert!(
             text.contains("agentd_runs_started_total{agent=\"a\"} 1"),

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::lease::lease_expired;
 use super::Runtime;
 use crate::domain::{RunRecord, RunStatus, Timestamp};
-use crate::store::FeedMessage;
+use crate::store::{FeedMessage, Sharing};
 
 /// How long CancelRun waits for the holder to stop the run.
 const OWNER_WAIT: Duration = Duration::from_secs(5);
@@ -20,16 +20,16 @@ const OWNER_WAIT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 
 impl Runtime {
-    /// Whether another replica holds a live lease on `run` and a feed can
-    /// reach it.
+    /// Whether another replica holds a live lease on `run` and the shared
+    /// store's feed can reach it.
     pub(super) fn owner_may_stop(&self, run: &RunRecord) -> bool {
-        self.inner.store.feed().is_some() && !lease_expired(run, Timestamp::now())
+        self.inner.store.sharing().is_shared() && !lease_expired(run, Timestamp::now())
     }
 
     /// Asks the holder to cancel `run` and waits (bounded) until the store
     /// shows it no longer running.
     pub(super) async fn ask_owner_to_cancel(&self, run: &RunRecord, reason: &str) {
-        let Some(feed) = self.inner.store.feed() else {
+        let Sharing::Shared(feed) = self.inner.store.sharing() else {
             return;
         };
         let message = FeedMessage::CancelRequested {

@@ -2,6 +2,7 @@
 //! status in one place (`grpc/status.rs`).
 
 use crate::domain::{AnswerError, RunId, RunStatus};
+use crate::metrics::ResumeRejection;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -68,5 +69,46 @@ impl From<StoreError> for RuntimeError {
             StoreError::NotFound => RuntimeError::RunNotFound,
             other => RuntimeError::Store(other),
         }
+    }
+}
+
+impl RuntimeError {
+    /// Why a Resume refused with this error was refused, for the metrics;
+    /// `None` when the answer was not at fault (the store failed, or the
+    /// run kept changing), which is not counted as a rejection.
+    pub fn resume_rejection(&self) -> Option<ResumeRejection> {
+        Some(match self {
+            RuntimeError::InvalidAnswer(_) => ResumeRejection::InvalidAnswer,
+            RuntimeError::InvalidRequest { .. } => ResumeRejection::InvalidRequest,
+            RuntimeError::NotSuspended(_) => ResumeRejection::NotSuspended,
+            RuntimeError::ToolCallNotPending { .. } => ResumeRejection::ToolCallNotPending,
+            RuntimeError::ToolCallAmbiguous { .. } => ResumeRejection::ToolCallAmbiguous,
+            RuntimeError::ResumeConflict => ResumeRejection::ResumeConflict,
+            RuntimeError::RequestIdReused(_) => ResumeRejection::RequestIdReused,
+            RuntimeError::RunNotFound => ResumeRejection::RunNotFound,
+            RuntimeError::AgentGone(_) => ResumeRejection::AgentGone,
+            RuntimeError::Store(_) | RuntimeError::Busy => return None,
+            // Refusals a Resume cannot meet today; counted rather than lost.
+            _ => ResumeRejection::Other,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_answer_is_a_rejection_and_a_failing_store_is_not() {
+        let not_suspended = RuntimeError::NotSuspended(RunStatus::Completed);
+        assert_eq!(
+            not_suspended.resume_rejection(),
+            Some(ResumeRejection::NotSuspended)
+        );
+        assert_eq!(RuntimeError::Busy.resume_rejection(), None);
+        let store = RuntimeError::Store(StoreError::Backend("down".into()));
+        assert_eq!(store.resume_rejection(), None);
+        let agent = RuntimeError::AgentNotFound("a".into());
+        assert_eq!(agent.resume_rejection(), Some(ResumeRejection::Other));
     }
 }

@@ -12,15 +12,18 @@ use tokio::task::JoinHandle;
 
 use super::live::Signal;
 use super::{Inner, Runtime};
-use crate::store::{FeedItem, FeedMessage};
+use crate::store::{FeedItem, FeedMessage, Sharing};
 
 impl Runtime {
-    /// Starts the bridge, if the store has a feed. Subscribes before it
-    /// returns, so nothing sent after this call is missed. The task ends
-    /// once every handle of this runtime is dropped; abort it to stop it
-    /// sooner.
+    /// Starts the bridge, if the store is shared (and so has a feed).
+    /// Subscribes before it returns, so nothing sent after this call is
+    /// missed. The task ends once every handle of this runtime is dropped;
+    /// abort it to stop it sooner.
     pub fn spawn_feed_bridge(&self) -> Option<JoinHandle<()>> {
-        let mut items = self.inner.store.feed()?.subscribe();
+        let Sharing::Shared(feed) = self.inner.store.sharing() else {
+            return None;
+        };
+        let mut items = feed.subscribe();
         let inner: Weak<Inner> = Arc::downgrade(&self.inner);
         Some(tokio::spawn(async move {
             loop {

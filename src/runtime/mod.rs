@@ -11,7 +11,6 @@ mod error;
 mod execute;
 mod expiry;
 mod feed;
-mod fence;
 mod lease;
 mod list;
 mod live;
@@ -19,6 +18,7 @@ mod periodic;
 mod recovery;
 mod resume;
 mod run_agent;
+mod store_layer;
 mod stream;
 mod subscribe;
 mod tenant_runs;
@@ -48,7 +48,7 @@ use crate::domain::{
     Timestamp, ToolDefinition, ToolOutput,
 };
 use crate::limits::Limits;
-use crate::metrics::{MeasuredStore, Metrics};
+use crate::metrics::Metrics;
 use crate::store::{RunStore, StoreError};
 use crate::tools::{ToolContext, ToolOutcome};
 
@@ -133,8 +133,9 @@ struct Inner {
     store: Arc<dyn RunStore>,
     config: RuntimeConfig,
     live: LiveRuns,
-    /// Stops every write once the server has shut down (see `fence.rs`).
-    fence: fence::Fence,
+    /// Stops every write once the server has shut down (see
+    /// `store_layer.rs`, the layer `store` is behind).
+    fence: store_layer::Fence,
     /// Runs executing here, per tenant (see `tenant_runs.rs`).
     tenant_runs: Arc<tenant_runs::TenantRuns>,
 }
@@ -142,8 +143,7 @@ struct Inner {
 impl Runtime {
     pub fn new(agents: AgentRegistry, store: Arc<dyn RunStore>, config: RuntimeConfig) -> Self {
         let live = LiveRuns::default();
-        let store = MeasuredStore::wrap(store, config.metrics.clone());
-        let (store, fence) = fence::FencedStore::wrap(store);
+        let (store, fence) = store_layer::StoreLayer::wrap(store, config.metrics.clone());
         Self {
             inner: Arc::new(Inner {
                 agents,

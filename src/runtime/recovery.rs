@@ -33,7 +33,7 @@ impl Runtime {
     /// before serving); with a shared store, none (leases decide). Returns
     /// how many runs this replica took over.
     pub async fn recover_at_startup(&self) -> Result<usize, RuntimeError> {
-        if self.inner.store.feed().is_some() {
+        if self.inner.store.sharing().is_shared() {
             return Ok(0);
         }
         self.recover(Timestamp(i64::MAX)).await

@@ -67,8 +67,8 @@ impl Runtime {
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
         let resumed = self.try_resume(tenant, request, loaded, via).await;
-        if let Err(error) = &resumed {
-            self.inner.config.metrics.resume_rejected(error);
+        if let Some(reason) = resumed.as_ref().err().and_then(RuntimeError::resume_rejection) {
+            self.inner.config.metrics.resume_rejected(reason);
         }
         resumed
     }

@@ -286,7 +286,7 @@ impl Forwarder {
         &self,
         signals: &mut broadcast::Receiver<Signal>,
     ) -> Result<Signal, broadcast::error::RecvError> {
-        if self.inner.store.feed().is_none() {
+        if !self.inner.store.sharing().is_shared() {
             return signals.recv().await;
         }
         match tokio::time::timeout(QUIET_RECHECK, signals.recv()).await {

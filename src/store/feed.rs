@@ -3,6 +3,8 @@
 //! trait; what a server does with them is the runtime's business. A store
 //! that one process owns has no feed.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
@@ -55,4 +57,32 @@ pub trait RunFeed: Send + Sync + 'static {
 
     /// Sends a message to every other server.
     async fn publish(&self, message: &FeedMessage) -> Result<(), StoreError>;
+}
+
+/// Whether other processes change a store's runs too: a property every
+/// store states ([`super::RunStore::sharing`]), fixed for its life. A
+/// shared store cannot lack its feed.
+#[derive(Clone)]
+pub enum Sharing {
+    /// One process owns the store (an embedded file, memory): every change
+    /// to its runs happens in this process.
+    Owned,
+    /// Several servers share the store; the feed carries what the others
+    /// do to its runs.
+    Shared(Arc<dyn RunFeed>),
+}
+
+impl Sharing {
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Sharing::Shared(_))
+    }
+}
+
+impl std::fmt::Debug for Sharing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sharing::Owned => "Owned",
+            Sharing::Shared(_) => "Shared",
+        })
+    }
 }

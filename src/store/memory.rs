@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{RunQuery, RunStore, StoreError};
+use super::{RunQuery, RunStore, Sharing, StoreError};
 use crate::domain::{
     Event, LatestRun, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
@@ -288,11 +288,21 @@ impl RunStore for MemoryStore {
         Ok(expired.into_iter().take(limit).map(|(_, id)| id).collect())
     }
 
+    /// Memory is always reachable and always takes writes.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
         let mut counts = BTreeMap::new();
         for (run, _) in self.lock().values().filter(|(run, _)| run.status() == status) {
             *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
         }
         Ok(counts)
+    }
+
+    /// Nothing outside this process can reach it.
+    fn sharing(&self) -> Sharing {
+        Sharing::Owned
     }
 }

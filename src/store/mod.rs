@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-pub use feed::{FeedItem, FeedMessage, RunFeed};
+pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use query::RunQuery;
@@ -64,8 +64,12 @@ pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
 /// Every write is atomic: the run record and the events that come with it
 /// are stored together or not at all.
 ///
-/// The runtime reaches every backend through `metrics::MeasuredStore`,
-/// which delegates each method: a method added here is added there too.
+/// The runtime reaches every backend through one layer of its own
+/// (`runtime/store_layer.rs`: the shutdown fence, the timing of each
+/// operation, refused writes told to the health watch), which implements
+/// each method by calling the backend's. The trait has no default bodies:
+/// every backend and that layer implement every method, so that a method
+/// added here is a compile error until each has it, never a silent fallback.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Stores a new run with its first events. `AlreadyExists` if the id is
@@ -140,42 +144,16 @@ pub trait RunStore: Send + Sync + 'static {
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
 
     /// How many runs are in `status` now, by agent (agents with none are
-    /// left out). This default pages through [`RunStore::list_runs`]; a
-    /// backend with an index on status counts from it instead.
-    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
-        const PAGE: usize = 500;
-        let mut counts = BTreeMap::new();
-        let mut before = None;
-        loop {
-            let query = RunQuery {
-                tenant: None,
-                status: Some(status),
-                agent_id: None,
-                before,
-                limit: PAGE,
-            };
-            let page = self.list_runs(&query).await?;
-            for run in &page {
-                *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
-            }
-            if page.len() < PAGE {
-                return Ok(counts);
-            }
-            before = page.last().map(|run| run.id);
-        }
-    }
+    /// left out). The suspended-runs gauge reads it at every scrape: a
+    /// durable backend counts from an index on status, never paging
+    /// through the runs.
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError>;
 
     /// A cheap round trip that fails while the store cannot be reached or
     /// refuses writes (a full disk, a read-only database); the server's
-    /// health check calls it periodically. Backends write a row of their
-    /// own for it; this default reads one run.
-    async fn ping(&self) -> Result<(), StoreError> {
-        let query = RunQuery {
-            limit: 1,
-            ..RunQuery::default()
-        };
-        self.list_runs(&query).await.map(|_| ())
-    }
+    /// health check calls it periodically. A durable backend writes a row
+    /// of its own for it, since a read alone still answers on a full disk.
+    async fn ping(&self) -> Result<(), StoreError>;
 
     /// Extends a running run without rewriting its state: appends `events`
     /// (seqs after the stored `last_seq`), moves `last_seq` to the last of
@@ -200,12 +178,13 @@ pub trait RunStore: Send + Sync + 'static {
     /// compare-and-set.
     async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
 
-    /// Changes other processes make to this store's runs, as they happen,
-    /// for a store that several servers share; `None` for a store that one
-    /// process owns (every change then happens in this process).
-    fn feed(&self) -> Option<std::sync::Arc<dyn RunFeed>> {
-        None
-    }
+    /// Whether several servers share this store, fixed for its life.
+    /// [`Sharing::Owned`]: every change happens in this process, so the
+    /// runs left running at startup are its own to take over, and its live
+    /// runs carry every chunk to its subscribers. [`Sharing::Shared`]: the
+    /// store's feed carries, as they happen, the changes the other servers
+    /// make, and leases decide who executes a run.
+    fn sharing(&self) -> Sharing;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (or a plain path;

@@ -26,7 +26,7 @@ pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
 
-use super::{corrupt, RunQuery, RunStore, StoreError};
+use super::{corrupt, RunQuery, RunStore, Sharing, StoreError};
 use crate::domain::{
     Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
@@ -447,5 +447,10 @@ impl RunStore for SqliteStore {
         tokio::task::spawn_blocking(move || queries::ping(&path))
             .await
             .map_err(|e| StoreError::Backend(format!("ping task failed: {e}")))?
+    }
+
+    /// The lock file keeps every other process out (see `sqlite/lock.rs`).
+    fn sharing(&self) -> Sharing {
+        Sharing::Owned
     }
 }

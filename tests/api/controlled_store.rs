@@ -14,7 +14,7 @@ use agentd::domain::{
     Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
+use agentd::store::{RunQuery, RunStore, Sharing, SqliteStore, StoreError};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
@@ -167,5 +167,9 @@ impl RunStore for ControlledStore {
         limit: usize,
     ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
         self.inner.idle_threads(cutoff, limit).await
+    }
+
+    fn sharing(&self) -> Sharing {
+        self.inner.sharing()
     }
 }

@@ -37,7 +37,7 @@ async fn start(data_dir: &Path) -> Metered {
         let _ = stopped.await;
     };
     let (stop_metrics, metrics_stopped) = tokio::sync::watch::channel(());
-    tokio::spawn(agentd::metrics::serve_http(
+    tokio::spawn(server::metrics_endpoint::serve_http(
         metrics_listener,
         runtime.clone(),
         async move {

@@ -13,7 +13,7 @@ use agentd::domain::{
     RunFailure, RunId, RunOptions, RunRecord, RunState, RunStatus, SelectionMode, SuspendPayload, Timestamp,
     ToolCall, Usage, Waiting,
 };
-use agentd::store::{MemoryStore, RunStore, SqliteStore, StoreError};
+use agentd::store::{MemoryStore, RunStore, Sharing, SqliteStore, StoreError};
 use serde_json::json;
 use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
@@ -29,13 +29,16 @@ type Store = Arc<dyn RunStore>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_store_conforms() {
-    conformance(Arc::new(MemoryStore::default())).await;
+    let store = MemoryStore::default();
+    assert!(matches!(store.sharing(), Sharing::Owned));
+    conformance(Arc::new(store)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_store_conforms() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(dir.path().join("x.sqlite3")).expect("open sqlite");
+    assert!(matches!(store.sharing(), Sharing::Owned));
     conformance(Arc::new(store)).await;
 }
 
@@ -46,6 +49,7 @@ async fn sqlite_store_conforms() {
 async fn postgres_store_conforms() {
     let schema = crate::pg::TestSchema::create().await;
     let store = agentd::store::PostgresStore::open(&schema.url()).expect("open postgres");
+    assert!(matches!(store.sharing(), Sharing::Shared(_)));
     conformance(Arc::new(store)).await;
 }
 

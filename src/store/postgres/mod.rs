@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::{RunFeed, RunQuery, RunStore, StoreError};
+use super::{RunFeed, RunQuery, RunStore, Sharing, StoreError};
 use crate::domain::{
     Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
@@ -214,8 +214,8 @@ impl RunStore for PostgresStore {
         threads::idle_threads(&self.client().await?, cutoff, limit).await
     }
 
-    fn feed(&self) -> Option<Arc<dyn RunFeed>> {
-        Some(Arc::clone(&self.feed) as Arc<dyn RunFeed>)
+    fn sharing(&self) -> Sharing {
+        Sharing::Shared(Arc::clone(&self.feed) as Arc<dyn RunFeed>)
     }
 }
 
