@@ -38,6 +38,19 @@ struct StoredEnvelope {
     run: RunRecord,
 }
 
+/// An envelope's layout alone, for the error about one this build does
+/// not know.
+#[derive(Deserialize)]
+struct LayoutOnly {
+    format: u32,
+}
+
+fn unknown_layout(format: u32) -> StoreError {
+    corrupt(format!(
+        "run record layout {format}: this build reads layouts 1 and {FORMAT}"
+    ))
+}
+
 /// `run` as stored: compressed unless it is soon replaced anyway (the
 /// record of a running run is replaced by its next commit within a step;
 /// the records that stay, suspended or finished, are compressed).
@@ -64,14 +77,15 @@ pub(crate) fn decode_run(bytes: &[u8]) -> Result<RunRecord, StoreError> {
         let layout1: Layout1 = serde_json::from_slice(&json).map_err(corrupt)?;
         return Ok(layout1.into());
     }
-    let stored: StoredEnvelope = serde_json::from_slice(&json).map_err(corrupt)?;
-    if stored.format != FORMAT {
-        return Err(corrupt(format!(
-            "run record layout {} (this build reads layouts 1 and {FORMAT})",
-            stored.format
-        )));
+    match serde_json::from_slice::<StoredEnvelope>(&json) {
+        Ok(stored) if stored.format == FORMAT => Ok(stored.run),
+        Ok(StoredEnvelope { format, .. }) => Err(unknown_layout(format)),
+        Err(error) => Err(match serde_json::from_slice::<LayoutOnly>(&json) {
+            // A later build's layout, which this one cannot read.
+            Ok(LayoutOnly { format }) if format != FORMAT => unknown_layout(format),
+            _ => corrupt(error),
+        }),
     }
-    Ok(stored.run)
 }
 
 /// The columns a record read selects, in this order: the record of the
@@ -222,5 +236,93 @@ impl From<Layout1> for RunRecord {
             },
             phase,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{SuspendPayload, Waiting};
+
+    /// A suspended run as a build before phases stored it, byte for byte.
+    const LAYOUT1_SUSPENDED: &str = r#"{"id":"019ad5a2-7c1e-7d3a-9a51-6f0e2b8c4d10","tenant":"acme","agent_id":"assistant","status":"suspended","version":3,"last_seq":6,"created_at":1796066454000000,"updated_at":1796066455000000,"expires_at":1796671255000000,"request_id":"req-1","metadata":{"ticket":"T-42"},"options":{"max_steps":10,"require_tool_approval":false,"cancel_on_disconnect":true,"suspend_ttl":{"secs":604800,"nanos":0}},"state":{"messages":[{"role":"user","content":"Help me pick a plan"},{"role":"assistant","content":"","tool_calls":[{"id":"call_1_1","name":"ask_user","args":{"question":"Which plan?"}}]}],"pending":[{"call":{"id":"call_1_1","name":"ask_user","args":{"question":"Which plan?"}},"waiting":{"kind":"suspended","payload":{"kind":"custom","data":{"question":"Which plan?"}}}}],"steps":1,"usage":{"input_tokens":12,"output_tokens":7},"final_text":"","failure":null}}"#;
+
+    #[test]
+    fn a_record_stored_before_phases_reads_back_in_its_phase() {
+        let run = decode_run(LAYOUT1_SUSPENDED.as_bytes()).expect("layout 1");
+        assert_eq!(run.tenant.as_str(), "acme");
+        assert_eq!((run.version, run.last_seq), (3, 6));
+        let Phase::Suspended { pending, expires_at } = &run.phase else {
+            panic!("not suspended: {:?}", run.phase);
+        };
+        assert_eq!(*expires_at, Timestamp(1_796_671_255_000_000));
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].call.id, "call_1_1");
+        assert!(matches!(
+            &pending[0].waiting,
+            Waiting::Suspended {
+                payload: SuspendPayload::Custom { .. }
+            }
+        ));
+        assert_eq!(run.state.messages.len(), 2);
+        // Written again, it is in this build's layout and reads back the same.
+        let stored = encode_run(&run).expect("encode");
+        assert!(super::super::encoding::json(&stored)
+            .unwrap()
+            .starts_with(ENVELOPE_PREFIX));
+        assert_eq!(decode_run(&stored).expect("layout 2"), run);
+    }
+
+    #[test]
+    fn each_phase_of_layout_1_maps_to_its_own() {
+        let with = |status: &str, state_extra: &str| {
+            let json = LAYOUT1_SUSPENDED
+                .replace(r#""status":"suspended""#, &format!(r#""status":"{status}""#))
+                .replace(r#""final_text":"","failure":null"#, state_extra);
+            decode_run(json.as_bytes()).expect("layout 1").phase
+        };
+        assert_eq!(
+            with("completed", r#""final_text":"Pro it is.","failure":null"#),
+            Phase::Completed {
+                final_text: "Pro it is.".into()
+            }
+        );
+        let failure = RunFailure {
+            code: "provider_error".into(),
+            message: "boom".into(),
+        };
+        assert_eq!(
+            with(
+                "failed",
+                r#""final_text":"","failure":{"code":"provider_error","message":"boom"}"#
+            ),
+            Phase::Failed { failure }
+        );
+        assert_eq!(
+            with(
+                "cancelled",
+                r#""final_text":"","failure":null,"cancel_reason":"no longer needed""#
+            ),
+            Phase::Cancelled {
+                reason: "no longer needed".into()
+            }
+        );
+        assert_eq!(
+            with("expired", r#""final_text":"","failure":null"#),
+            Phase::Expired
+        );
+        // Running before leases existed: a vacant lease, taken over first.
+        let Phase::Running { lease, pending } = with("running", r#""final_text":"","failure":null"#) else {
+            panic!("not running");
+        };
+        assert_eq!(lease, Lease::vacant());
+        assert_eq!(pending.len(), 1, "calls still waiting stay pending");
+    }
+
+    #[test]
+    fn a_layout_this_build_does_not_know_is_corrupt_not_misread() {
+        let json = br#"{"format":3,"run":{}}"#;
+        let error = decode_run(json).expect_err("layout 3");
+        assert!(error.to_string().contains("layout 3"), "{error}");
     }
 }
