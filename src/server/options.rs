@@ -61,8 +61,8 @@ impl ServeOptions {
             authenticator: Authenticator::new(keys),
             authenticate_health: settings.auth.authenticate_health,
             authenticate_reflection: settings.auth.authenticate_reflection,
-            tls: settings.tls.load()?,
-            drain: DEFAULT_DRAIN,
+            tls: super::tls::load(&settings.tls)?,
+            drain: settings.server.drain_timeout,
         })
     }
 
