@@ -34,7 +34,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the gRPC API (the default).
-    Serve(ServeArgs),
+    // Boxed: every server setting makes it the largest variant by far.
+    Serve(Box<ServeArgs>),
     /// Talk to an agent from the terminal: streams its answers and asks
     /// you its questions.
     Chat(agentd::chat::ChatArgs),
@@ -98,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
     })?;
     match cli.command {
         Some(Command::Chat(args)) => Ok(agentd::chat::run(args).await?),
-        Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Serve(args)) => serve(*args).await,
         Some(Command::Bench(args)) => bench::run(args).await,
         None => serve(cli.serve).await,
     }

@@ -49,7 +49,7 @@ pub fn short(duration: Duration) -> String {
     ];
     let (unit, size) = UNITS
         .into_iter()
-        .find(|(_, size)| nanos % size == 0 && nanos > 0)
+        .find(|(_, size)| nanos > 0 && nanos.is_multiple_of(*size))
         .unwrap_or(("s", 1_000_000_000));
     format!("{}{unit}", nanos / size)
 }
@@ -93,7 +93,15 @@ mod tests {
 
     #[test]
     fn a_bad_duration_says_what_to_write() {
-        for bad in ["", "30", "ten", "30w x", "-1s", "5 parsecs", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "30",
+            "ten",
+            "30w x",
+            "-1s",
+            "5 parsecs",
+            "99999999999999999999d",
+        ] {
             let message = parse(bad).expect_err(bad);
             assert!(message.contains(SYNTAX), "{message}");
             assert!(message.contains(&format!("{bad:?}")), "{message}");

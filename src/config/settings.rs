@@ -230,7 +230,11 @@ pub fn renamed_key(
     old: &'static str,
     deprecated: Option<Duration>,
 ) -> Result<Option<Duration>, super::ConfigError> {
-    let names = |key| Names { key, flag: "", env: "" };
+    let names = |key| Names {
+        key,
+        flag: "",
+        env: "",
+    };
     renamed(&Source::File(table), names(new), value, names(old), deprecated)
 }
 

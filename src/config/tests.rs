@@ -81,14 +81,24 @@ fn defaults_are_those_documented() {
 fn a_flag_beats_a_variable_beats_the_file_beats_the_default() {
     let file_text = "[server]\nlease_ttl = \"30s\"\nlease_renew = \"3s\"\nrecovery_interval = \"4s\"\n";
     let vars = [("AGENTD_LEASE_TTL", "20s"), ("AGENTD_LEASE_RENEW", "5s")];
-    let overrides = flags(&["--lease-ttl", "15s"])
-        .unwrap()
-        .or(env(&vars).unwrap());
+    let overrides = flags(&["--lease-ttl", "15s"]).unwrap().or(env(&vars).unwrap());
     let settings = file(file_text).unwrap().settle(overrides);
     assert_eq!(settings.server.lease_ttl, Duration::from_secs(15), "the flag");
-    assert_eq!(settings.server.lease_renew, Duration::from_secs(5), "the variable");
-    assert_eq!(settings.server.recovery_interval, Duration::from_secs(4), "the file");
-    assert_eq!(settings.server.sweep_interval, Duration::from_secs(30), "the default");
+    assert_eq!(
+        settings.server.lease_renew,
+        Duration::from_secs(5),
+        "the variable"
+    );
+    assert_eq!(
+        settings.server.recovery_interval,
+        Duration::from_secs(4),
+        "the file"
+    );
+    assert_eq!(
+        settings.server.sweep_interval,
+        Duration::from_secs(30),
+        "the default"
+    );
 }
 
 #[test]
@@ -129,7 +139,10 @@ fn every_source_reads_durations_in_every_unit() {
 #[test]
 fn a_bad_duration_names_the_setting_and_the_syntax() {
     let error = file("[server]\nsweep_interval = \"30\"\n").unwrap_err();
-    assert!(error.contains("sweep_interval") && error.contains(duration::SYNTAX), "{error}");
+    assert!(
+        error.contains("sweep_interval") && error.contains(duration::SYNTAX),
+        "{error}"
+    );
 
     let error = env(&[("AGENTD_SWEEP_INTERVAL", "soon")]).unwrap_err().to_string();
     assert!(
@@ -141,12 +154,16 @@ fn a_bad_duration_names_the_setting_and_the_syntax() {
         .err()
         .expect("refused")
         .to_string();
-    assert!(error.contains("--sweep-interval") && error.contains(duration::SYNTAX), "{error}");
+    assert!(
+        error.contains("--sweep-interval") && error.contains(duration::SYNTAX),
+        "{error}"
+    );
 }
 
 #[test]
 fn deprecated_spellings_still_work_and_warn() {
-    let (file, warned) = warnings(|| file("[server]\nsuspend_ttl_secs = 86400\nlease_ttl_ms = 1500\n").unwrap());
+    let (file, warned) =
+        warnings(|| file("[server]\nsuspend_ttl_secs = 86400\nlease_ttl_ms = 1500\n").unwrap());
     assert_eq!(file.server.suspend_ttl, Some(Duration::from_secs(86_400)));
     assert_eq!(file.server.lease_ttl, Some(Duration::from_millis(1500)));
     assert!(
@@ -175,10 +192,14 @@ fn deprecated_spellings_still_work_and_warn() {
 #[test]
 fn a_deprecated_spelling_counts_where_its_source_ranks() {
     // The old variable is still a variable: below a flag, above the file.
-    let overrides = flags(&["--lease-ttl", "5s"])
+    let overrides = flags(&["--lease-ttl", "5s"]).unwrap().or(env(&[
+        ("AGENTD_LEASE_TTL_MS", "700"),
+        ("AGENTD_SUSPEND_TTL_SECS", "60"),
+    ])
+    .unwrap());
+    let settings = file("[server]\nsuspend_ttl = \"1h\"\n")
         .unwrap()
-        .or(env(&[("AGENTD_LEASE_TTL_MS", "700"), ("AGENTD_SUSPEND_TTL_SECS", "60")]).unwrap());
-    let settings = file("[server]\nsuspend_ttl = \"1h\"\n").unwrap().settle(overrides);
+        .settle(overrides);
     assert_eq!(settings.server.lease_ttl, Duration::from_secs(5));
     assert_eq!(settings.server.suspend_ttl, Duration::from_secs(60));
 }
@@ -198,10 +219,16 @@ fn both_spellings_in_one_source_are_refused() {
         "--drain-timeout and --drain-secs are one setting (--drain-secs is its deprecated spelling): \
          give only --drain-timeout"
     );
-    let error = env(&[("AGENTD_SWEEP_INTERVAL", "1m"), ("AGENTD_SWEEP_INTERVAL_SECS", "60")])
-        .unwrap_err()
-        .to_string();
-    assert!(error.starts_with("AGENTD_SWEEP_INTERVAL and AGENTD_SWEEP_INTERVAL_SECS"), "{error}");
+    let error = env(&[
+        ("AGENTD_SWEEP_INTERVAL", "1m"),
+        ("AGENTD_SWEEP_INTERVAL_SECS", "60"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.starts_with("AGENTD_SWEEP_INTERVAL and AGENTD_SWEEP_INTERVAL_SECS"),
+        "{error}"
+    );
 }
 
 #[test]

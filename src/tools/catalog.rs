@@ -113,14 +113,18 @@ impl ToolCatalog {
         }
         // All at once; the first failure ends the others. The servers stay
         // in configuration order.
-        let servers = try_join_all(connect.into_iter().map(|(config, endpoint, timeouts)| async move {
-            McpServer::connect(config, endpoint, timeouts)
-                .await
-                .map_err(|reason| CatalogError::Server {
-                    name: config.name.clone(),
-                    reason,
-                })
-        }))
+        let servers = try_join_all(
+            connect
+                .into_iter()
+                .map(|(config, endpoint, timeouts)| async move {
+                    McpServer::connect(config, endpoint, timeouts)
+                        .await
+                        .map_err(|reason| CatalogError::Server {
+                            name: config.name.clone(),
+                            reason,
+                        })
+                }),
+        )
         .await?;
         Ok(Self {
             tools,
