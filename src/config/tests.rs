@@ -250,3 +250,47 @@ fn thread_retention_is_read_from_the_file() {
     let none = FileConfig::default().settle(Overrides::default());
     assert_eq!(none.thread_retention, None);
 }
+
+#[test]
+fn deprecated_keys_of_agents_tools_and_mcp_servers_still_count() {
+    let text = r#"
+        [[agents]]
+        id = "waiting"
+        suspend_ttl_secs = 60
+
+        [[tools]]
+        kind = "http"
+        name = "lookup"
+        url = "http://127.0.0.1:9/"
+        timeout_ms = 250
+
+        [[mcp_servers]]
+        name = "echo"
+        command = "mcp-echo"
+        startup_timeout_ms = 1500
+    "#;
+    let config = file(text).unwrap();
+    let agents = crate::agent::AgentRegistry::from_specs(&config.agents).unwrap();
+    let waiting = agents.get("waiting").expect("the agent");
+    assert_eq!(waiting.suspend_ttl, Some(Duration::from_secs(60)));
+    let ToolConfig::Http(http) = &config.tools[0] else {
+        panic!("an HTTP tool");
+    };
+    assert_eq!(http.timeout(), Ok(Duration::from_millis(250)));
+    let timeouts = config.mcp_servers[0].timeouts().unwrap();
+    assert_eq!(timeouts.startup, Duration::from_millis(1500));
+    assert_eq!(timeouts.call, crate::tools::mcp::DEFAULT_CALL_TIMEOUT);
+
+    let both = file(&format!("{text}startup_timeout = \"1s\"\n")).unwrap();
+    let error = both.mcp_servers[0].timeouts().unwrap_err();
+    assert!(error.contains("one setting"), "{error}");
+    let both = file("[[agents]]\nid = \"twice\"\nsuspend_ttl = \"1m\"\nsuspend_ttl_secs = 60\n").unwrap();
+    let error = crate::agent::AgentRegistry::from_specs(&both.agents)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("suspend_ttl in [[agents]] \"twice\" and suspend_ttl_secs"),
+        "{error}"
+    );
+}

@@ -54,7 +54,8 @@ pub enum OptionsError {
 }
 
 impl ServeOptions {
-    /// Reads the API keys and TLS files the settings name.
+    /// Reads the API keys and TLS files the settings name, and takes their
+    /// drain period.
     pub fn from_settings(settings: &ServerSettings) -> Result<Self, OptionsError> {
         let keys = ApiKeys::load(&settings.tenants, settings.auth.api_keys_file.as_deref())?;
         Ok(Self {
