@@ -1,16 +1,14 @@
 //! The `agentd` binary: parses configuration, initialises tracing, binds the
 //! listener and serves until SIGINT or SIGTERM.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use agentd::config::{FileConfig, Overrides};
-use agentd::server::{self, ServeOptions, TlsConfig};
+use agentd::server::{self, ServeOptions};
 use agentd::telemetry::{self, LogFormat, TelemetryOptions};
 
 mod bench;
@@ -36,7 +34,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the gRPC API (the default).
-    Serve(ServeArgs),
+    // Boxed: every server setting makes it the largest variant by far.
+    Serve(Box<ServeArgs>),
     /// Talk to an agent from the terminal: streams its answers and asks
     /// you its questions.
     Chat(agentd::chat::ChatArgs),
@@ -56,62 +55,9 @@ struct ServeArgs {
     /// The TOML file with server settings and agents.
     #[arg(long, env = "AGENTD_CONFIG")]
     config: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1:50051].
-    #[arg(long, env = "AGENTD_LISTEN")]
-    listen: Option<SocketAddr>,
-    /// Folder for the embedded SQLite store [default: ./agentd-data].
-    #[arg(long, env = "AGENTD_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    /// Run store URL: sqlite://PATH (add ?synchronous=normal to trade power-loss durability for fewer fsyncs), postgres://... or memory: [default: SQLite in the data dir].
-    #[arg(long, env = "AGENTD_STORE")]
-    store: Option<String>,
-    /// Seconds open streams get to finish after SIGINT/SIGTERM before the
-    /// server closes them.
-    #[arg(long, env = "AGENTD_DRAIN_SECS", default_value_t = 10)]
-    drain_secs: u64,
-    /// Seconds a suspended run waits for an answer before it expires [default: 7 days].
-    #[arg(long, env = "AGENTD_SUSPEND_TTL_SECS")]
-    suspend_ttl_secs: Option<u64>,
-    /// Seconds between two sweeps that mark suspended runs past their time
-    /// to live expired; 0 disables the sweep [default: 30].
-    #[arg(long, env = "AGENTD_SWEEP_INTERVAL_SECS")]
-    sweep_interval_secs: Option<u64>,
-    /// Serve Prometheus metrics (GET /metrics) on this address, e.g.
-    /// 127.0.0.1:9090 [default: no metrics endpoint].
-    #[arg(long, env = "AGENTD_METRICS_LISTEN")]
-    metrics_listen: Option<SocketAddr>,
-    /// This replica's id, the owner of the leases on the runs it executes;
-    /// unique among replicas sharing a store [default: a fresh UUID].
-    #[arg(long, env = "AGENTD_REPLICA_ID")]
-    replica_id: Option<String>,
-    /// Milliseconds a run lease holds without renewal: a replica that dies
-    /// loses its running runs to another this long after its last write
-    /// [default: 10000].
-    #[arg(long, env = "AGENTD_LEASE_TTL_MS")]
-    lease_ttl_ms: Option<u64>,
-    /// Milliseconds between renewals of the leases of executing runs
-    /// [default: 2000].
-    #[arg(long, env = "AGENTD_LEASE_RENEW_MS")]
-    lease_renew_ms: Option<u64>,
-    /// Milliseconds between searches for running runs whose lease expired;
-    /// 0 disables the search [default: 2000].
-    #[arg(long, env = "AGENTD_RECOVERY_INTERVAL_MS")]
-    recovery_interval_ms: Option<u64>,
-    /// A file of `tenant:key` lines: API keys the server accepts, besides
-    /// those of [[tenants]] [default: [auth] api_keys_file].
-    #[arg(long, env = "AGENTD_API_KEYS_FILE")]
-    api_keys_file: Option<PathBuf>,
-    /// The TLS certificate chain (PEM); with --tls-key the server speaks
-    /// TLS only [default: [tls] cert].
-    #[arg(long, env = "AGENTD_TLS_CERT")]
-    tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM) [default: [tls] key].
-    #[arg(long, env = "AGENTD_TLS_KEY")]
-    tls_key: Option<PathBuf>,
-    /// CA certificates (PEM): clients must present a certificate they
-    /// signed (mutual TLS) [default: [tls] client_ca].
-    #[arg(long, env = "AGENTD_TLS_CLIENT_CA")]
-    tls_client_ca: Option<PathBuf>,
+    /// Every other setting (`config/server.rs` declares them).
+    #[command(flatten)]
+    overrides: Overrides,
 }
 
 /// mimalloc instead of the system allocator: the server allocates and frees
@@ -153,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
     })?;
     match cli.command {
         Some(Command::Chat(args)) => Ok(agentd::chat::run(args).await?),
-        Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Serve(args)) => serve(*args).await,
         Some(Command::Bench(args)) => bench::run(args).await,
         None => serve(cli.serve).await,
     }
@@ -164,32 +110,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
     };
-    let settings = file.settle(Overrides {
-        listen: args.listen,
-        data_dir: args.data_dir,
-        store: args.store,
-        suspend_ttl_secs: args.suspend_ttl_secs,
-        sweep_interval_secs: args.sweep_interval_secs,
-        metrics_listen: args.metrics_listen,
-        replica_id: args.replica_id,
-        lease_ttl_ms: args.lease_ttl_ms,
-        lease_renew_ms: args.lease_renew_ms,
-        recovery_interval_ms: args.recovery_interval_ms,
-        api_keys_file: args.api_keys_file,
-        tls: TlsConfig {
-            cert: args.tls_cert,
-            key: args.tls_key,
-            client_ca: args.tls_client_ca,
-        },
-    });
-    let options = ServeOptions::from_settings(&settings)?.with_drain(Duration::from_secs(args.drain_secs));
+    let env = Overrides::from_env(|name| std::env::var(name).ok())?;
+    let settings = file.settle(Overrides::from_flags(args.overrides)?.or(env));
+    let options = ServeOptions::from_settings(&settings)?;
     let runtime = server::build_runtime(&settings).await?;
-    let listener = TcpListener::bind(settings.listen)
+    let listen = settings.server.listen;
+    let listener = TcpListener::bind(listen)
         .await
-        .with_context(|| format!("binding {}", settings.listen))?;
+        .with_context(|| format!("binding {listen}"))?;
     let address = listener.local_addr()?;
-    tracing::info!(store = %settings.store, tls = settings.tls.is_enabled(), "agentd listening on {address}");
-    if let Some(metrics_listen) = settings.metrics_listen {
+    tracing::info!(store = %settings.server.store_url(), tls = settings.tls.is_enabled(), "agentd listening on {address}");
+    if let Some(metrics_listen) = settings.server.metrics_listen {
         let metrics = TcpListener::bind(metrics_listen)
             .await
             .with_context(|| format!("binding the metrics endpoint {metrics_listen}"))?;

@@ -23,7 +23,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
 pub use options::{OptionsError, ServeOptions, DEFAULT_DRAIN};
-pub use tls::{TlsConfig, TlsError};
+pub use tls::TlsError;
 
 use crate::agent::{AgentRegistry, RegistryError};
 use crate::config::ServerSettings;
@@ -66,13 +66,17 @@ pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeEr
         .await?
         .with_ask_user_limits(settings.limits.ask_user());
     let agents = AgentRegistry::from_specs_with_tools(&settings.agents, &catalog, &settings.providers)?;
-    let store: Arc<dyn RunStore> = store::open(&settings.store)?;
+    let store: Arc<dyn RunStore> = store::open(&settings.server.store_url())?;
     let defaults = RuntimeConfig::default();
     let config = RuntimeConfig {
-        suspend_ttl: settings.suspend_ttl,
-        sweep_interval: settings.sweep_interval,
-        lease: settings.lease.clone(),
-        replica_id: settings.replica_id.clone().unwrap_or(defaults.replica_id.clone()),
+        suspend_ttl: settings.server.suspend_ttl,
+        sweep_interval: settings.server.sweep_interval,
+        lease: settings.server.lease(),
+        replica_id: settings
+            .server
+            .replica_id
+            .clone()
+            .unwrap_or(defaults.replica_id.clone()),
         limits: settings.limits.clone(),
         thread_retention: settings.thread_retention,
         ..defaults

@@ -1,10 +1,12 @@
 //! The agents a server hosts, built from their configuration.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 
 use super::{Agent, ToolEntry, DEFAULT_MAX_STEPS};
+use crate::config::{duration::Unit, ConfigError};
 use crate::model::{ModelCatalog, ModelConfigError, ProviderConfigs};
 use crate::tools::{AskUser, ToolCatalog};
 
@@ -24,8 +26,11 @@ pub struct AgentSpec {
     pub instructions: Option<String>,
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
-    /// Seconds this agent's suspensions wait for an answer (default: the
-    /// server's `suspend_ttl_secs`).
+    /// How long this agent's suspensions wait for an answer (`"2h"`;
+    /// default: the server's `suspend_ttl`).
+    #[serde(default, deserialize_with = "crate::config::duration::deserialize_option")]
+    pub suspend_ttl: Option<Duration>,
+    /// Deprecated spelling of `suspend_ttl`, in seconds.
     #[serde(default)]
     pub suspend_ttl_secs: Option<u64>,
     /// The agent's tools: names (`"ask_user"`) or tables
@@ -72,6 +77,7 @@ impl AgentSpec {
             model: default_model(),
             instructions: None,
             max_steps: DEFAULT_MAX_STEPS,
+            suspend_ttl: None,
             suspend_ttl_secs: None,
             tools: default_tools(),
             default: true,
@@ -112,6 +118,12 @@ pub enum RegistryError {
     SeveralDefaults(Vec<String>),
     #[error("{0}")]
     InvalidTool(String),
+    #[error("agent {agent}: {source}")]
+    Setting {
+        agent: String,
+        #[source]
+        source: ConfigError,
+    },
 }
 
 /// The agents of a server; one of them is the default.
@@ -215,7 +227,17 @@ fn build_agent(
     agent.approval_required = approval_required;
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
-    agent.suspend_ttl = spec.suspend_ttl_secs.map(std::time::Duration::from_secs);
+    agent.suspend_ttl = crate::config::settings::renamed_key(
+        format!("[[agents]] {:?}", spec.id),
+        "suspend_ttl",
+        spec.suspend_ttl,
+        "suspend_ttl_secs",
+        spec.suspend_ttl_secs.map(|secs| Unit::Seconds.of(secs)),
+    )
+    .map_err(|source| RegistryError::Setting {
+        agent: spec.id.clone(),
+        source,
+    })?;
     agent.history = super::HistoryWindow {
         max_messages: spec.history_max_messages,
         max_tokens: spec.history_max_tokens,

@@ -1,7 +1,8 @@
 //! Where API keys come from: `[[tenants]]` in `agentd.toml` (each naming
 //! an environment variable and/or a file holding its keys) and a keys file
 //! of `tenant:key` lines (`[auth] api_keys_file`, `--api-keys-file`,
-//! `AGENTD_API_KEYS_FILE`). Loading reads them once, at startup. Errors
+//! `AGENTD_API_KEYS_FILE`, declared in `config/server.rs` with the rest of
+//! `[auth]`). Loading reads them once, at startup. Errors
 //! name the tenant, variable, file and line, never the key.
 
 use std::collections::BTreeSet;
@@ -24,22 +25,6 @@ pub struct TenantConfig {
     /// A file holding the tenant's keys, one a line (`#` starts a comment).
     #[serde(default)]
     pub api_keys_file: Option<PathBuf>,
-}
-
-/// `[auth]`: the shared keys file, and whether health and reflection
-/// need a key too (by default they are open, for probes and tools).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct AuthConfig {
-    /// A file of `tenant:key` lines (`#` starts a comment).
-    #[serde(default)]
-    pub api_keys_file: Option<PathBuf>,
-    /// `grpc.health.v1.Health` requires an API key too.
-    #[serde(default)]
-    pub authenticate_health: bool,
-    /// Server reflection requires an API key too.
-    #[serde(default)]
-    pub authenticate_reflection: bool,
 }
 
 /// A key source that cannot be used. Never holds a key.

@@ -8,5 +8,5 @@
 mod config;
 mod keys;
 
-pub use config::{AuthConfig, AuthConfigError, TenantConfig};
+pub use config::{AuthConfigError, TenantConfig};
 pub use keys::{ApiKeys, MIN_RECOMMENDED_KEY_LEN};

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agentd::config::duration;
 use clap::{Args, Subcommand, ValueEnum};
 
 /// `agentd bench SCENARIO`; its help text is the doc of the `Bench` command
@@ -50,11 +51,11 @@ pub struct LoadArgs {
     /// Cycles in flight; a list (`-c 1,16,64,256`) runs each in turn.
     #[arg(short = 'c', long, value_delimiter = ',', default_value = "64")]
     pub concurrency: Vec<usize>,
-    /// How long to measure, after the warm-up (`10s`, `500ms`, `1m`).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// How long to measure, after the warm-up (`10s`, `500ms`, `1m`, `1m30s`).
+    #[arg(long, default_value = "10s", value_parser = duration::parse)]
     pub duration: Duration,
     /// How long to run before measuring.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = duration::parse)]
     pub warmup: Duration,
     /// Clients that share one HTTP/2 connection (16 workers per connection
     /// by default: 64 in flight use 4 connections).
@@ -148,36 +149,27 @@ pub struct CeilingServerArgs {
     pub options: CeilingOptions,
 }
 
-/// Parses `10s`, `500ms`, `2m` or a plain number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 10s, 500ms or 1m"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => number,
-        "ms" => number / 1000.0,
-        "m" | "min" => number * 60.0,
-        other => return Err(format!("unknown unit {other:?}: use ms, s or m")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
 
+    #[derive(Parser)]
+    struct Load {
+        #[command(flatten)]
+        load: LoadArgs,
+    }
+
     #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("3h").is_err());
+    fn durations_are_written_with_units() {
+        let parsed = Load::try_parse_from(["bench", "--duration", "1m30s", "--warmup", "500ms"]).unwrap();
+        assert_eq!(parsed.load.duration, Duration::from_secs(90));
+        assert_eq!(parsed.load.warmup, Duration::from_millis(500));
+        let defaults = Load::try_parse_from(["bench"]).unwrap();
+        assert_eq!(defaults.load.duration, Duration::from_secs(10));
+        assert_eq!(defaults.load.warmup, Duration::from_secs(2));
+        assert!(Load::try_parse_from(["bench", "--duration", "10"]).is_err());
+        assert!(Load::try_parse_from(["bench", "--warmup", "ten"]).is_err());
     }
 }

@@ -34,13 +34,18 @@ pub struct ModelCatalog {
 
 impl ModelCatalog {
     /// A catalog over the `[providers]` tables; every table is checked now,
-    /// used or not.
+    /// used or not, and its deprecated spellings folded in once (so that
+    /// each warns once).
     pub fn new(configs: &ProviderConfigs) -> Result<Self, ModelConfigError> {
-        for name in configs.keys() {
-            ProviderSettings::resolve(name, configs)?;
+        let mut folded = ProviderConfigs::new();
+        for (name, config) in configs {
+            folded.insert(name.clone(), config.fold_deprecated(name)?);
+        }
+        for name in folded.keys() {
+            ProviderSettings::resolve(name, &folded)?;
         }
         Ok(Self {
-            configs: configs.clone(),
+            configs: folded,
             transports: HashMap::new(),
         })
     }

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::config::duration;
+use crate::config::settings::renamed_key;
+
 /// The `[providers]` tables, by name.
 pub type ProviderConfigs = BTreeMap<String, ProviderConfig>;
 
@@ -46,21 +49,89 @@ pub struct ProviderConfig {
     /// is sent (local servers need none). The built-in providers read
     /// `OPENAI_API_KEY` and `ANTHROPIC_API_KEY`.
     pub api_key_env: Option<String>,
-    /// Seconds to establish a connection (default 10).
-    pub connect_timeout_secs: Option<f64>,
-    /// Seconds from sending a request to the response's first byte (default 60).
-    pub first_byte_timeout_secs: Option<f64>,
-    /// Seconds the stream may stay silent between two chunks (default 120).
-    pub idle_timeout_secs: Option<f64>,
+    /// How long establishing a connection may take (default 10s).
+    #[serde(default, deserialize_with = "duration::deserialize_option")]
+    pub connect_timeout: Option<Duration>,
+    /// How long from sending a request to the response's first byte
+    /// (default 60s).
+    #[serde(default, deserialize_with = "duration::deserialize_option")]
+    pub first_byte_timeout: Option<Duration>,
+    /// How long the stream may stay silent between two chunks (default 2m).
+    #[serde(default, deserialize_with = "duration::deserialize_option")]
+    pub idle_timeout: Option<Duration>,
     /// Retries of a request answered 429 or 5xx, or that could not
     /// connect, before any of its stream was read (default 2).
     pub max_retries: Option<u32>,
-    /// Seconds before the first retry when the provider gives no
-    /// Retry-After; doubled each time, with jitter (default 0.5).
-    pub retry_backoff_secs: Option<f64>,
+    /// The wait before the first retry when the provider gives no
+    /// Retry-After; doubled each time, with jitter (default 500ms).
+    #[serde(default, deserialize_with = "duration::deserialize_option")]
+    pub retry_backoff: Option<Duration>,
     /// Output tokens a step may produce. Anthropic requires it (default
     /// 4096); for OpenAI-compatible providers it is sent only when set.
     pub max_tokens: Option<u32>,
+    /// Deprecated spelling of `connect_timeout`, in seconds.
+    pub connect_timeout_secs: Option<f64>,
+    /// Deprecated spelling of `first_byte_timeout`, in seconds.
+    pub first_byte_timeout_secs: Option<f64>,
+    /// Deprecated spelling of `idle_timeout`, in seconds.
+    pub idle_timeout_secs: Option<f64>,
+    /// Deprecated spelling of `retry_backoff`, in seconds.
+    pub retry_backoff_secs: Option<f64>,
+}
+
+impl ProviderConfig {
+    /// The table with each timeout given under its deprecated name (a
+    /// number of seconds) moved to its current one, with a warning; both
+    /// names in one table are an error.
+    pub fn fold_deprecated(&self, name: &str) -> Result<ProviderConfig, ProviderError> {
+        let fold = |key: &'static str, value: Option<Duration>, old: &'static str, secs: Option<f64>| {
+            let deprecated = secs
+                .map(|secs| {
+                    Duration::try_from_secs_f64(secs).map_err(|_| ProviderError::BadDuration {
+                        name: name.to_owned(),
+                        field: old,
+                    })
+                })
+                .transpose()?;
+            renamed_key(format!("[providers.{name}]"), key, value, old, deprecated).map_err(|error| {
+                ProviderError::Setting {
+                    name: name.to_owned(),
+                    message: error.to_string(),
+                }
+            })
+        };
+        Ok(ProviderConfig {
+            connect_timeout: fold(
+                "connect_timeout",
+                self.connect_timeout,
+                "connect_timeout_secs",
+                self.connect_timeout_secs,
+            )?,
+            first_byte_timeout: fold(
+                "first_byte_timeout",
+                self.first_byte_timeout,
+                "first_byte_timeout_secs",
+                self.first_byte_timeout_secs,
+            )?,
+            idle_timeout: fold(
+                "idle_timeout",
+                self.idle_timeout,
+                "idle_timeout_secs",
+                self.idle_timeout_secs,
+            )?,
+            retry_backoff: fold(
+                "retry_backoff",
+                self.retry_backoff,
+                "retry_backoff_secs",
+                self.retry_backoff_secs,
+            )?,
+            connect_timeout_secs: None,
+            first_byte_timeout_secs: None,
+            idle_timeout_secs: None,
+            retry_backoff_secs: None,
+            ..self.clone()
+        })
+    }
 }
 
 /// A provider's settings with every default filled in.
@@ -80,11 +151,11 @@ pub struct ProviderSettings {
     pub max_tokens: Option<u32>,
 }
 
-pub const DEFAULT_CONNECT_TIMEOUT_SECS: f64 = 10.0;
-pub const DEFAULT_FIRST_BYTE_TIMEOUT_SECS: f64 = 60.0;
-pub const DEFAULT_IDLE_TIMEOUT_SECS: f64 = 120.0;
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
-pub const DEFAULT_RETRY_BACKOFF_SECS: f64 = 0.5;
+pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
 pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
 
 /// A provider table that cannot be used.
@@ -98,8 +169,10 @@ pub enum ProviderError {
     MissingBaseUrl(String),
     #[error("provider {name:?}: base_url {url:?} must start with http:// or https://")]
     BadBaseUrl { name: String, url: String },
-    #[error("provider {name:?}: {field} must be a positive number of seconds")]
+    #[error("provider {name:?}: {field} must be more than zero")]
     BadDuration { name: String, field: &'static str },
+    #[error("provider {name:?}: {message}")]
+    Setting { name: String, message: String },
 }
 
 fn built_in(name: &str) -> Option<(ProviderKind, &'static str)> {
@@ -110,23 +183,19 @@ fn built_in(name: &str) -> Option<(ProviderKind, &'static str)> {
     }
 }
 
-fn seconds(
+/// A timeout as configured, else its default; it must be more than zero.
+fn positive(
     name: &str,
     field: &'static str,
-    value: Option<f64>,
-    default: f64,
+    value: Option<Duration>,
+    default: Duration,
 ) -> Result<Duration, ProviderError> {
-    let secs = value.unwrap_or(default);
-    if secs.is_finite() && secs > 0.0 {
-        Duration::try_from_secs_f64(secs).map_err(|_| ProviderError::BadDuration {
+    match value.unwrap_or(default) {
+        Duration::ZERO => Err(ProviderError::BadDuration {
             name: name.to_owned(),
             field,
-        })
-    } else {
-        Err(ProviderError::BadDuration {
-            name: name.to_owned(),
-            field,
-        })
+        }),
+        duration => Ok(duration),
     }
 }
 
@@ -137,7 +206,7 @@ impl ProviderSettings {
     pub fn resolve(name: &str, configs: &ProviderConfigs) -> Result<Self, ProviderError> {
         let builtin = built_in(name);
         let config = match (configs.get(name), builtin) {
-            (Some(config), _) => config.clone(),
+            (Some(config), _) => config.fold_deprecated(name)?,
             (None, Some(_)) => ProviderConfig::default(),
             (None, None) => return Err(ProviderError::Unknown(name.to_owned())),
         };
@@ -176,31 +245,21 @@ impl ProviderSettings {
             base_url,
             api_key_env,
             api_key,
-            connect_timeout: seconds(
+            connect_timeout: positive(
                 name,
-                "connect_timeout_secs",
-                config.connect_timeout_secs,
-                DEFAULT_CONNECT_TIMEOUT_SECS,
+                "connect_timeout",
+                config.connect_timeout,
+                DEFAULT_CONNECT_TIMEOUT,
             )?,
-            first_byte_timeout: seconds(
+            first_byte_timeout: positive(
                 name,
-                "first_byte_timeout_secs",
-                config.first_byte_timeout_secs,
-                DEFAULT_FIRST_BYTE_TIMEOUT_SECS,
+                "first_byte_timeout",
+                config.first_byte_timeout,
+                DEFAULT_FIRST_BYTE_TIMEOUT,
             )?,
-            idle_timeout: seconds(
-                name,
-                "idle_timeout_secs",
-                config.idle_timeout_secs,
-                DEFAULT_IDLE_TIMEOUT_SECS,
-            )?,
+            idle_timeout: positive(name, "idle_timeout", config.idle_timeout, DEFAULT_IDLE_TIMEOUT)?,
             max_retries: config.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-            retry_backoff: seconds(
-                name,
-                "retry_backoff_secs",
-                config.retry_backoff_secs,
-                DEFAULT_RETRY_BACKOFF_SECS,
-            )?,
+            retry_backoff: positive(name, "retry_backoff", config.retry_backoff, DEFAULT_RETRY_BACKOFF)?,
             max_tokens,
         })
     }
@@ -234,7 +293,7 @@ mod tests {
             [ollama]
             kind = "openai"
             base_url = "http://localhost:11434/v1/"
-            idle_timeout_secs = 0.25
+            idle_timeout = "250ms"
             max_retries = 0
             "#,
         );
@@ -283,6 +342,28 @@ mod tests {
                 field: "idle_timeout_secs",
                 ..
             })
+        ));
+        let zero_timeout = configs("[openai]\nidle_timeout = \"0s\"");
+        assert!(matches!(
+            ProviderSettings::resolve("openai", &zero_timeout),
+            Err(ProviderError::BadDuration {
+                field: "idle_timeout",
+                ..
+            })
+        ));
+        assert!(toml::from_str::<ProviderConfigs>("[openai]\nidle_timeout = \"2\"").is_err());
+    }
+
+    #[test]
+    fn deprecated_seconds_still_count_but_not_beside_the_new_key() {
+        let old = configs("[openai]\nidle_timeout_secs = 0.25\nretry_backoff_secs = 2");
+        let openai = ProviderSettings::resolve("openai", &old).unwrap();
+        assert_eq!(openai.idle_timeout, Duration::from_millis(250));
+        assert_eq!(openai.retry_backoff, Duration::from_secs(2));
+        let both = configs("[openai]\nidle_timeout_secs = 1\nidle_timeout = \"1s\"");
+        assert!(matches!(
+            ProviderSettings::resolve("openai", &both),
+            Err(ProviderError::Setting { .. })
         ));
     }
 

@@ -54,15 +54,16 @@ pub enum OptionsError {
 }
 
 impl ServeOptions {
-    /// Reads the API keys and TLS files the settings name.
+    /// Reads the API keys and TLS files the settings name, and takes their
+    /// drain period.
     pub fn from_settings(settings: &ServerSettings) -> Result<Self, OptionsError> {
         let keys = ApiKeys::load(&settings.tenants, settings.auth.api_keys_file.as_deref())?;
         Ok(Self {
             authenticator: Authenticator::new(keys),
             authenticate_health: settings.auth.authenticate_health,
             authenticate_reflection: settings.auth.authenticate_reflection,
-            tls: settings.tls.load()?,
-            drain: DEFAULT_DRAIN,
+            tls: super::tls::load(&settings.tls)?,
+            drain: settings.server.drain_timeout,
         })
     }
 

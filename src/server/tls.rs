@@ -2,28 +2,15 @@
 //! (PEM files), and optionally a CA whose client certificates the server
 //! requires (mutual TLS). The files are read once, at startup; a missing
 //! or unreadable file, or a key without a certificate, stops the server
-//! from starting rather than letting it serve in the clear.
+//! from starting rather than letting it serve in the clear. Which files
+//! they are is configuration (`config::TlsConfig`); this module only reads
+//! them into tonic's `ServerTlsConfig`.
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
-/// `[tls]` (and `--tls-cert`, `--tls-key`, `--tls-client-ca`).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct TlsConfig {
-    /// The server's certificate chain, PEM.
-    #[serde(default)]
-    pub cert: Option<PathBuf>,
-    /// The certificate's private key, PEM.
-    #[serde(default)]
-    pub key: Option<PathBuf>,
-    /// CA certificates, PEM: when set, clients must present a certificate
-    /// signed by one of them.
-    #[serde(default)]
-    pub client_ca: Option<PathBuf>,
-}
+use crate::config::TlsConfig;
 
 /// TLS settings that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -38,36 +25,20 @@ pub enum TlsError {
     NotPem { path: PathBuf, what: &'static str },
 }
 
-impl TlsConfig {
-    /// Each field of `self` that is set, else `other`'s.
-    pub fn or(self, other: TlsConfig) -> TlsConfig {
-        TlsConfig {
-            cert: self.cert.or(other.cert),
-            key: self.key.or(other.key),
-            client_ca: self.client_ca.or(other.client_ca),
-        }
+/// Reads the files `config` names: `None` when TLS is off.
+pub fn load(config: &TlsConfig) -> Result<Option<ServerTlsConfig>, TlsError> {
+    let (cert, key) = match (&config.cert, &config.key) {
+        (None, None) if config.client_ca.is_some() => return Err(TlsError::ClientCaWithoutTls),
+        (None, None) => return Ok(None),
+        (Some(cert), Some(key)) => (cert, key),
+        _ => return Err(TlsError::Incomplete),
+    };
+    let identity = Identity::from_pem(read_pem(cert, "certificate")?, read_pem(key, "private key")?);
+    let mut tls = ServerTlsConfig::new().identity(identity);
+    if let Some(ca) = &config.client_ca {
+        tls = tls.client_ca_root(Certificate::from_pem(read_pem(ca, "certificate")?));
     }
-
-    /// Whether the server speaks TLS.
-    pub fn is_enabled(&self) -> bool {
-        self.cert.is_some() || self.key.is_some()
-    }
-
-    /// Reads the files: `None` when TLS is off.
-    pub fn load(&self) -> Result<Option<ServerTlsConfig>, TlsError> {
-        let (cert, key) = match (&self.cert, &self.key) {
-            (None, None) if self.client_ca.is_some() => return Err(TlsError::ClientCaWithoutTls),
-            (None, None) => return Ok(None),
-            (Some(cert), Some(key)) => (cert, key),
-            _ => return Err(TlsError::Incomplete),
-        };
-        let identity = Identity::from_pem(read_pem(cert, "certificate")?, read_pem(key, "private key")?);
-        let mut config = ServerTlsConfig::new().identity(identity);
-        if let Some(ca) = &self.client_ca {
-            config = config.client_ca_root(Certificate::from_pem(read_pem(ca, "certificate")?));
-        }
-        Ok(Some(config))
-    }
+    Ok(Some(tls))
 }
 
 /// A PEM file's text; an error if it has no PEM block at all.
@@ -95,13 +66,13 @@ mod tests {
             cert: Some("cert.pem".into()),
             ..TlsConfig::default()
         };
-        assert!(matches!(only_cert.load(), Err(TlsError::Incomplete)));
+        assert!(matches!(load(&only_cert), Err(TlsError::Incomplete)));
         let only_ca = TlsConfig {
             client_ca: Some("ca.pem".into()),
             ..TlsConfig::default()
         };
-        assert!(matches!(only_ca.load(), Err(TlsError::ClientCaWithoutTls)));
-        assert!(TlsConfig::default().load().unwrap().is_none());
+        assert!(matches!(load(&only_ca), Err(TlsError::ClientCaWithoutTls)));
+        assert!(load(&TlsConfig::default()).unwrap().is_none());
     }
 
     #[test]
@@ -114,28 +85,12 @@ mod tests {
             key: Some(dir.path().join("missing.pem")),
             client_ca: None,
         };
-        assert!(matches!(config.load(), Err(TlsError::NotPem { .. })));
+        assert!(matches!(load(&config), Err(TlsError::NotPem { .. })));
         let config = TlsConfig {
             cert: Some(dir.path().join("missing.pem")),
             key: Some(text),
             client_ca: None,
         };
-        assert!(matches!(config.load(), Err(TlsError::Read { .. })));
-    }
-
-    #[test]
-    fn flags_override_the_file_field_by_field() {
-        let file = TlsConfig {
-            cert: Some("file-cert".into()),
-            key: Some("file-key".into()),
-            client_ca: None,
-        };
-        let flags = TlsConfig {
-            key: Some("flag-key".into()),
-            ..TlsConfig::default()
-        };
-        let merged = flags.or(file);
-        assert_eq!(merged.cert, Some("file-cert".into()));
-        assert_eq!(merged.key, Some("flag-key".into()));
+        assert!(matches!(load(&config), Err(TlsError::Read { .. })));
     }
 }

@@ -99,7 +99,10 @@ impl ToolCatalog {
             if !names.insert(config.name.as_str()) {
                 return Err(CatalogError::DuplicateServer(config.name.clone()));
             }
-            let endpoint = config.endpoint().map_err(|reason| CatalogError::Server {
+            let checked = config
+                .endpoint()
+                .and_then(|endpoint| Ok((endpoint, config.timeouts()?)));
+            let (endpoint, timeouts) = checked.map_err(|reason| CatalogError::Server {
                 name: config.name.clone(),
                 reason,
             })?;
@@ -107,18 +110,22 @@ impl ToolCatalog {
                 tracing::warn!(server = %config.name, "MCP server is not used by any agent: not connected");
                 continue;
             }
-            connect.push((config, endpoint));
+            connect.push((config, endpoint, timeouts));
         }
         // All at once; the first failure ends the others. The servers stay
         // in configuration order.
-        let servers = try_join_all(connect.into_iter().map(|(config, endpoint)| async move {
-            McpServer::connect(config, endpoint)
-                .await
-                .map_err(|reason| CatalogError::Server {
-                    name: config.name.clone(),
-                    reason,
-                })
-        }))
+        let servers = try_join_all(
+            connect
+                .into_iter()
+                .map(|(config, endpoint, timeouts)| async move {
+                    McpServer::connect(config, endpoint, timeouts)
+                        .await
+                        .map_err(|reason| CatalogError::Server {
+                            name: config.name.clone(),
+                            reason,
+                        })
+                }),
+        )
         .await?;
         Ok(Self {
             tools,
@@ -250,7 +257,7 @@ mod tests {
             panic!("expected an http tool");
         };
         assert_eq!(http.method, super::super::http::HttpMethod::Get);
-        assert_eq!(http.timeout_ms, super::super::http::DEFAULT_TIMEOUT_MS);
+        assert_eq!(http.timeout(), Ok(super::super::http::DEFAULT_TIMEOUT));
         assert!(!http.idempotent);
         assert_eq!(http.input_schema, any_object());
         let printed = format!("{http:?}");

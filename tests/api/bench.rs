@@ -53,7 +53,7 @@ fn assert_load(result: &Value, concurrency: u64) {
 
 #[tokio::test]
 async fn bench_cycle_measures_agentd_and_the_ceiling() {
-    let report = bench(&["cycle", "-c", "2", "--duration", "1s", "--warmup", "0"]).await;
+    let report = bench(&["cycle", "-c", "2", "--duration", "1s", "--warmup", "0s"]).await;
     assert_eq!(report["scenario"], "cycle");
     assert_eq!(report["ceiling"]["synchronous"], "full");
     assert_eq!(report["ceiling"]["group_commit"], true);

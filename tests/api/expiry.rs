@@ -41,7 +41,7 @@ fn ids(runs: &[pb::Run]) -> Vec<&str> {
 async fn the_sweeper_expires_a_run_after_its_time_to_live() {
     let temp = tempfile::tempdir().expect("temp dir");
     let mut settings = settings_in(temp.path());
-    settings.sweep_interval = Duration::from_millis(100);
+    settings.server.sweep_interval = Duration::from_millis(100);
     let server = TestServer::start_with(settings).await;
 
     let before = micros_now();

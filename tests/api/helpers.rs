@@ -23,11 +23,10 @@ pub struct TestServer {
 
 /// Settings for a test server whose store lives in `data_dir`.
 pub fn settings_in(data_dir: &Path) -> ServerSettings {
-    FileConfig::default().settle(Overrides {
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        data_dir: Some(data_dir.to_owned()),
-        ..Overrides::default()
-    })
+    let mut settings = FileConfig::default().settle(Overrides::default());
+    settings.server.listen = "127.0.0.1:0".parse().unwrap();
+    settings.server.data_dir = data_dir.to_owned();
+    settings
 }
 
 impl TestServer {

@@ -1,11 +1,11 @@
-//! Structured logs of the real binary: with `--log-format json` every line
-//! is a JSON object, and the lines a run writes carry the run's id, agent
-//! and tenant in their spans.
+//! Logs of the real binary: with `--log-format json` every line is a JSON
+//! object, and the lines a run writes carry the run's id, agent and tenant
+//! in their spans; a setting spelled as earlier versions did is warned of.
 
 use serde_json::Value;
 
-use crate::helpers::{collect, finish_reason};
-use crate::process::ServerProcess;
+use crate::helpers::{collect, finish_reason, suspensions};
+use crate::process::{stream_prompt, ServerProcess};
 use crate::security::auth::ACME_KEY;
 use crate::security::server::{keyed, write_file};
 use agentd::pb;
@@ -88,5 +88,49 @@ async fn json_log_lines_name_the_run_agent_and_tenant() {
             .as_str()
             .is_some_and(|m| m.contains("agentd listening on"))),
         "the startup line is JSON too"
+    );
+}
+
+/// A file key, a flag and a variable spelled as earlier versions spelled
+/// them still configure the server, each with one warning that names its
+/// current spelling.
+#[tokio::test]
+async fn deprecated_spellings_still_configure_the_server_and_warn() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let config = write_file(data.path(), "agentd.toml", "[server]\nsuspend_ttl_secs = 120\n");
+    let process = ServerProcess::start_with(
+        data.path(),
+        &[
+            "--config",
+            config.to_str().expect("a UTF-8 path"),
+            "--drain-secs",
+            "1",
+        ],
+        &[("AGENTD_LEASE_TTL_MS", "4000")],
+    );
+    let log = process.log_text();
+    for warning in [
+        "suspend_ttl_secs in [server] is deprecated: write suspend_ttl = \"2m\" instead",
+        "--drain-secs is deprecated: write --drain-timeout 1s instead",
+        "AGENTD_LEASE_TTL_MS is deprecated: write AGENTD_LEASE_TTL=4s instead",
+    ] {
+        assert_eq!(log.matches(warning).count(), 1, "{warning}\n{log}");
+    }
+
+    // The file's suspend_ttl_secs is the time to live of a suspension.
+    let seconds_now = || {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock");
+        i64::try_from(since.as_secs()).expect("seconds fit")
+    };
+    let before = seconds_now();
+    let chunks = stream_prompt(&mut process.client().await, "pick a plan").await;
+    let after = seconds_now();
+    let expires_at = suspensions(&chunks)[0].expires_at.expect("expires_at");
+    assert!(
+        (before + 120..=after + 121).contains(&expires_at.seconds),
+        "expires at {} s, suspended between {before} s and {after} s",
+        expires_at.seconds
     );
 }

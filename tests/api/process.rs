@@ -82,18 +82,18 @@ impl ServerProcess {
     }
 
     fn spawn(label: Option<&str>, mut command: Command, data_dir: &Path, envs: &[(&str, &str)]) -> Self {
+        // Settings from the environment must not leak into the test.
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("AGENTD_") {
+                command.env_remove(name);
+            }
+        }
         let mut child = command
             .envs(envs.iter().copied())
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(data_dir)
-            // Settings from the environment must not leak into the test.
-            .env_remove("AGENTD_CONFIG")
-            .env_remove("AGENTD_LISTEN")
-            .env_remove("AGENTD_DATA_DIR")
-            .env_remove("AGENTD_STORE")
-            .env_remove("AGENTD_SUSPEND_TTL_SECS")
             .env("RUST_LOG", "info")
             // tracing-subscriber honours NO_COLOR; escapes are stripped anyway.
             .env("NO_COLOR", "1")

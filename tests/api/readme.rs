@@ -228,3 +228,33 @@ fn blocks_are_read_between_the_markers_only() {
         Some("01a2-b".to_owned())
     );
 }
+
+/// The README's settings table has a row for every flag of `agentd serve`,
+/// with its variable: a setting added to `config/server.rs` is documented.
+#[test]
+fn the_settings_table_lists_every_setting() {
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        overrides: agentd::config::Overrides,
+    }
+    let readme = include_str!("../../README.md");
+    let command = <Serve as clap::CommandFactory>::command();
+    let mut rows = 0;
+    for arg in command.get_arguments().filter(|arg| !arg.is_hide_set()) {
+        let flag = arg.get_long().expect("every setting has a long flag");
+        let help = arg.get_help().expect("every setting has help").to_string();
+        let env = help
+            .split("[env: ")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .expect("the help names the variable");
+        let row = readme
+            .lines()
+            .find(|line| line.starts_with(&format!("| `--{flag} ")))
+            .unwrap_or_else(|| panic!("no README row for --{flag}"));
+        assert!(row.contains(&format!("`{env}`")), "{row}");
+        rows += 1;
+    }
+    assert!(rows > 15, "{rows} settings");
+}

@@ -30,11 +30,9 @@ async fn collect(stream: tonic::Streaming<AgentChunk>) -> anyhow::Result<Vec<Age
 
 /// Runs one cycle on an in-process agentd and keeps its chunks.
 pub async fn record() -> anyhow::Result<Script> {
-    let settings = FileConfig::default().settle(Overrides {
-        store: Some("memory:".into()),
-        sweep_interval_secs: Some(0),
-        ..Overrides::default()
-    });
+    let mut settings = FileConfig::default().settle(Overrides::default());
+    settings.server.store = Some("memory:".into());
+    settings.server.sweep_interval = std::time::Duration::ZERO;
     let runtime = server::build_runtime(&settings)
         .await
         .context("building the recording agentd")?;

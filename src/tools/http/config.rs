@@ -5,14 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::config::duration::Unit;
+use crate::config::settings::renamed_key;
 use crate::domain::any_object;
 
-/// Milliseconds an HTTP tool waits for a response when not configured.
-pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// How long an HTTP tool waits for a response when not configured.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of a response body given to the model when not configured.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 /// Retries of an idempotent tool when not configured.
@@ -51,9 +54,13 @@ pub struct HttpToolConfig {
     /// `${NAME}`, resolved at start-up.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// How long one attempt may take, response body included.
-    #[serde(default = "default_timeout_ms")]
-    pub timeout_ms: u64,
+    /// How long one attempt may take, response body included (`"5s"`;
+    /// default [`DEFAULT_TIMEOUT`]).
+    #[serde(default, deserialize_with = "crate::config::duration::deserialize_option")]
+    pub timeout: Option<Duration>,
+    /// Deprecated spelling of `timeout`, in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
     /// Longer response bodies are cut, with a marker saying so.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: usize,
@@ -64,10 +71,6 @@ pub struct HttpToolConfig {
     /// Retries of an idempotent tool.
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
-}
-
-fn default_timeout_ms() -> u64 {
-    DEFAULT_TIMEOUT_MS
 }
 
 fn default_max_response_bytes() -> usize {
@@ -86,10 +89,31 @@ impl fmt::Debug for HttpToolConfig {
             .field("url", &self.url)
             .field("method", &self.method)
             .field("headers (values redacted)", &header_names)
+            .field("timeout", &self.timeout)
             .field("timeout_ms", &self.timeout_ms)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("idempotent", &self.idempotent)
             .field("max_retries", &self.max_retries)
             .finish_non_exhaustive()
+    }
+}
+
+impl HttpToolConfig {
+    /// How long one attempt may take: `timeout`, its deprecated spelling
+    /// `timeout_ms` (with a warning), or the default.
+    pub fn timeout(&self) -> Result<Duration, String> {
+        let timeout = renamed_key(
+            format!("[[tools]] {:?}", self.name),
+            "timeout",
+            self.timeout,
+            "timeout_ms",
+            self.timeout_ms.map(|ms| Unit::Milliseconds.of(ms)),
+        )
+        .map_err(|error| error.to_string())?
+        .unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return Err("timeout: must be more than zero".into());
+        }
+        Ok(timeout)
     }
 }

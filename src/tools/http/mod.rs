@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-pub use config::{HttpMethod, HttpToolConfig, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS};
+pub use config::{HttpMethod, HttpToolConfig, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT};
 
 use super::secrets::SecretMap;
 use super::{Tool, ToolContext, ToolOutcome};
@@ -57,9 +57,7 @@ impl HttpTool {
                 url.scheme()
             ));
         }
-        if config.timeout_ms == 0 {
-            return Err("timeout_ms: must be at least 1".into());
-        }
+        let timeout = config.timeout()?;
         if config.max_response_bytes == 0 {
             return Err("max_response_bytes: must be at least 1".into());
         }
@@ -76,7 +74,7 @@ impl HttpTool {
             method: config.method,
             url,
             headers,
-            timeout: Duration::from_millis(config.timeout_ms),
+            timeout,
             max_response_bytes: config.max_response_bytes,
             retries: if config.idempotent { config.max_retries } else { 0 },
         })

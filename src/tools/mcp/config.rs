@@ -10,12 +10,14 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde::Deserialize;
 
+use crate::config::duration::Unit;
+use crate::config::settings::renamed_key;
 use crate::tools::secrets::SecretMap;
 
-/// Milliseconds a tool call may take when not configured.
-pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
-/// Milliseconds start-up keeps trying to reach a server when not configured.
-pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
+/// How long a tool call may take when not configured.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long start-up keeps trying to reach a server when not configured.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An MCP server as configured.
 #[derive(Clone, Deserialize, PartialEq)]
@@ -40,21 +42,21 @@ pub struct McpServerConfig {
     /// variables as `${NAME}`.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// How long one tool call may take.
-    #[serde(default = "default_call_timeout_ms")]
-    pub timeout_ms: u64,
+    /// How long one tool call may take (`"1m"`; default
+    /// [`DEFAULT_CALL_TIMEOUT`]).
+    #[serde(default, deserialize_with = "crate::config::duration::deserialize_option")]
+    pub timeout: Option<Duration>,
+    /// Deprecated spelling of `timeout`, in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
     /// How long start-up keeps trying to reach the server before it gives
-    /// up (and the server does not start).
-    #[serde(default = "default_startup_timeout_ms")]
-    pub startup_timeout_ms: u64,
-}
-
-fn default_call_timeout_ms() -> u64 {
-    DEFAULT_CALL_TIMEOUT_MS
-}
-
-fn default_startup_timeout_ms() -> u64 {
-    DEFAULT_STARTUP_TIMEOUT_MS
+    /// up (and the server does not start; default
+    /// [`DEFAULT_STARTUP_TIMEOUT`]).
+    #[serde(default, deserialize_with = "crate::config::duration::deserialize_option")]
+    pub startup_timeout: Option<Duration>,
+    /// Deprecated spelling of `startup_timeout`, in milliseconds.
+    #[serde(default)]
+    pub startup_timeout_ms: Option<u64>,
 }
 
 impl fmt::Debug for McpServerConfig {
@@ -69,10 +71,21 @@ impl fmt::Debug for McpServerConfig {
                 "headers (values redacted)",
                 &self.headers.keys().collect::<Vec<_>>(),
             )
+            .field("timeout", &self.timeout)
             .field("timeout_ms", &self.timeout_ms)
+            .field("startup_timeout", &self.startup_timeout)
             .field("startup_timeout_ms", &self.startup_timeout_ms)
             .finish()
     }
+}
+
+/// How long a server's calls and its start-up may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// One tool call.
+    pub call: Duration,
+    /// Trying to reach the server at start-up.
+    pub startup: Duration,
 }
 
 /// How to reach a server, with `${NAME}` references resolved.
@@ -104,9 +117,6 @@ impl McpServerConfig {
                 "name: {:?} is not a valid server name: use letters, digits, `_` or `-`",
                 self.name
             ));
-        }
-        if self.timeout_ms == 0 {
-            return Err("timeout_ms: must be at least 1".into());
         }
         match (&self.command, &self.url) {
             (Some(command), None) => {
@@ -145,11 +155,36 @@ impl McpServerConfig {
         }
     }
 
-    pub fn call_timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms)
+    /// The entry's timeouts: each as configured, under its name or its
+    /// deprecated one (with a warning), else the default. Errors name the
+    /// field.
+    pub fn timeouts(&self) -> Result<Timeouts, String> {
+        let call = self
+            .duration("timeout", self.timeout, "timeout_ms", self.timeout_ms)?
+            .unwrap_or(DEFAULT_CALL_TIMEOUT);
+        if call.is_zero() {
+            return Err("timeout: must be more than zero".into());
+        }
+        let startup = self
+            .duration(
+                "startup_timeout",
+                self.startup_timeout,
+                "startup_timeout_ms",
+                self.startup_timeout_ms,
+            )?
+            .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+        Ok(Timeouts { call, startup })
     }
 
-    pub fn startup_timeout(&self) -> Duration {
-        Duration::from_millis(self.startup_timeout_ms)
+    fn duration(
+        &self,
+        key: &'static str,
+        value: Option<Duration>,
+        old: &'static str,
+        millis: Option<u64>,
+    ) -> Result<Option<Duration>, String> {
+        let table = format!("[[mcp_servers]] {:?}", self.name);
+        renamed_key(table, key, value, old, millis.map(|ms| Unit::Milliseconds.of(ms)))
+            .map_err(|error| error.to_string())
     }
 }

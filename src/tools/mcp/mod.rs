@@ -15,7 +15,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use config::{Endpoint, McpServerConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
+pub use config::{Endpoint, McpServerConfig, Timeouts, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT};
 use connection::{CallError, Connection};
 
 use super::{Tool, ToolContext, ToolOutcome};
@@ -42,9 +42,14 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// Connects (retrying until the server's start-up timeout), lists its
     /// tools and keeps the connection supervised from then on.
-    /// `endpoint` is `config`'s, checked.
-    pub async fn connect(config: &McpServerConfig, endpoint: Endpoint) -> Result<Self, String> {
-        let session = connection::connect_within(&endpoint, config.startup_timeout()).await?;
+    /// `endpoint` and `timeouts` are `config`'s, checked.
+    pub async fn connect(
+        config: &McpServerConfig,
+        endpoint: Endpoint,
+        timeouts: Timeouts,
+    ) -> Result<Self, String> {
+        let call_timeout = timeouts.call;
+        let session = connection::connect_within(&endpoint, timeouts.startup).await?;
         let listed = session
             .peer()
             .list_all_tools()
@@ -54,7 +59,7 @@ impl McpServer {
             &config.name,
             endpoint,
             session,
-            config.call_timeout(),
+            call_timeout,
         ));
         tracing::info!(server = %config.name, tools = listed.len(), "MCP server connected");
         let tools = listed
@@ -75,7 +80,7 @@ impl McpServer {
                         resume_schema: None,
                     },
                     connection: Arc::clone(&connection),
-                    timeout_ms: config.timeout_ms,
+                    timeout: call_timeout,
                 }) as Arc<dyn Tool>
             })
             .collect();
@@ -104,7 +109,7 @@ impl McpServer {
 struct McpTool {
     spec: ToolSpec,
     connection: Arc<Connection>,
-    timeout_ms: u64,
+    timeout: std::time::Duration,
 }
 
 #[async_trait]
@@ -120,7 +125,7 @@ impl Tool for McpTool {
             Err(CallError::Unavailable) => ToolOutput::error(format!("MCP server {server} is unavailable")),
             Err(CallError::TimedOut) => ToolOutput::error(format!(
                 "MCP server {server} did not answer within {} ms",
-                self.timeout_ms
+                self.timeout.as_millis()
             )),
             Err(CallError::Refused(message)) => {
                 ToolOutput::error(format!("MCP server {server} refused the call: {message}"))

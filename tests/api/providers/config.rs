@@ -32,11 +32,9 @@ async fn readme_provider_examples_configure_a_server() {
         let file: FileConfig = toml::from_str(&block).unwrap_or_else(|e| panic!("{e}\n{block}"));
         let expected: Vec<String> = file.agents.iter().map(|a| a.model.clone()).collect();
         let temp = tempfile::tempdir().expect("temp dir");
-        let settings = file.settle(Overrides {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            data_dir: Some(temp.path().to_owned()),
-            ..Overrides::default()
-        });
+        let mut settings = file.settle(Overrides::default());
+        settings.server.listen = "127.0.0.1:0".parse().unwrap();
+        settings.server.data_dir = temp.path().to_owned();
         let server = TestServer::start_with(settings).await;
         let agents = server
             .client()

@@ -140,7 +140,10 @@ async fn a_stalled_stream_trips_the_idle_timeout() {
         let stall = Reply::Stall {
             head: head.to_owned(),
         };
-        let server = harness_with(kind, vec![stall], |config| config.idle_timeout_secs = Some(0.3)).await;
+        let server = harness_with(kind, vec![stall], |config| {
+            config.idle_timeout = Some(Duration::from_millis(300))
+        })
+        .await;
         let chunks = server.stream("hello").await;
         assert_eq!(
             text(&chunks),

@@ -11,6 +11,7 @@ mod mock;
 mod openai;
 
 use std::ops::Deref;
+use std::time::Duration;
 
 use agentd::agent::{AgentSpec, ToolEntry};
 use agentd::grpc::convert::struct_to_json;
@@ -49,12 +50,12 @@ fn provider_config(kind: ProviderKind, base_url: &str) -> ProviderConfig {
         kind: Some(kind),
         base_url: Some(base_url.to_owned()),
         api_key_env: Some("CARGO_PKG_NAME".to_owned()),
-        connect_timeout_secs: Some(5.0),
-        first_byte_timeout_secs: Some(10.0),
-        idle_timeout_secs: Some(10.0),
+        connect_timeout: Some(Duration::from_secs(5)),
+        first_byte_timeout: Some(Duration::from_secs(10)),
+        idle_timeout: Some(Duration::from_secs(10)),
         max_retries: Some(2),
-        retry_backoff_secs: Some(0.01),
-        max_tokens: None,
+        retry_backoff: Some(Duration::from_millis(10)),
+        ..ProviderConfig::default()
     }
 }
 

@@ -3,6 +3,7 @@
 //! second), and the calls the tests make to them.
 
 use std::path::Path;
+use std::time::Duration;
 
 use agentd::pb::agent_chunk::Chunk;
 use agentd::pb::AgentChunk;
@@ -11,10 +12,10 @@ use crate::pg::TestSchema;
 use crate::process::ServerProcess;
 pub use crate::process::{get_run, seqs, start_run, stream_prompt, subscribe};
 
-/// Lease settings of every replica in these tests, in milliseconds.
-pub const LEASE_TTL_MS: u64 = 1000;
-const LEASE_RENEW_MS: u64 = 200;
-const RECOVERY_INTERVAL_MS: u64 = 200;
+/// Lease settings of every replica in these tests.
+pub const LEASE_TTL: Duration = Duration::from_secs(1);
+const LEASE_RENEW: &str = "200ms";
+const RECOVERY_INTERVAL: &str = "200ms";
 
 /// A replica is an agentd process; its log lines are prefixed with its name.
 pub type Replica = ServerProcess;
@@ -23,19 +24,15 @@ impl ServerProcess {
     /// Starts a replica named `name` on `store` (a URL), with its data dir
     /// in `data_dir`, and waits until it listens.
     pub fn on_store(store: &str, data_dir: &Path, name: &str) -> Self {
-        let (ttl, renew, recovery) = (
-            LEASE_TTL_MS.to_string(),
-            LEASE_RENEW_MS.to_string(),
-            RECOVERY_INTERVAL_MS.to_string(),
-        );
+        let ttl = agentd::config::duration::short(LEASE_TTL);
         Self::start_labelled(
             Some(name),
             data_dir,
             &["--store", store, "--replica-id", name],
             &[
-                ("AGENTD_LEASE_TTL_MS", &ttl),
-                ("AGENTD_LEASE_RENEW_MS", &renew),
-                ("AGENTD_RECOVERY_INTERVAL_MS", &recovery),
+                ("AGENTD_LEASE_TTL", &ttl),
+                ("AGENTD_LEASE_RENEW", LEASE_RENEW),
+                ("AGENTD_RECOVERY_INTERVAL", RECOVERY_INTERVAL),
             ],
         )
     }

@@ -177,7 +177,7 @@ async fn sigterm_during_a_live_stream() {
     let keys = keys.to_str().expect("a UTF-8 path");
     let mut process = ServerProcess::start_with(
         data.path(),
-        &["--drain-secs", "2"],
+        &["--drain-timeout", "2s"],
         &[("AGENTD_API_KEYS_FILE", keys)],
     );
     let channel = process.channel().await;

@@ -74,7 +74,8 @@ async fn the_store_keeps_everything() {
     assert_eq!(thread.messages.len(), 6, "{:?}", super::transcript(&thread));
 }
 
-/// The README's configuration example sets the thread settings it shows.
+/// The README's configuration example sets the thread and duration
+/// settings it shows.
 #[test]
 fn the_readme_configuration_example_parses() {
     let readme = include_str!("../../../README.md");
@@ -84,6 +85,10 @@ fn the_readme_configuration_example_parses() {
         file.threads.retention,
         Some(std::time::Duration::from_secs(30 * 86_400))
     );
+    let day = std::time::Duration::from_secs(86_400);
+    assert_eq!(file.server.suspend_ttl, Some(day));
+    let planner = file.agents.iter().find(|a| a.id == "planner").expect("planner");
+    assert_eq!(planner.suspend_ttl, Some(day / 12));
     let quiet = file.agents.iter().find(|a| a.id == "quiet").expect("quiet");
     assert_eq!(quiet.history_max_messages, Some(40));
     assert_eq!(quiet.history_max_tokens, Some(16_000));

@@ -44,7 +44,7 @@ async fn web_server(http: &HttpServer) -> ToolServer {
         kind = "http"
         name = "slow"
         url = "{slow}"
-        timeout_ms = 300
+        timeout = "300ms"
 
         [[tools]]
         kind = "http"

@@ -18,7 +18,7 @@ async fn stdio_server() -> ToolServer {
             [[mcp_servers]]
             name = "echo"
             command = {program:?}
-            timeout_ms = 10000
+            timeout = "10s"
             "#,
             program = program.display().to_string(),
         ),
@@ -34,7 +34,7 @@ async fn http_server(mcp: &McpHttpServer, tools: &[&str]) -> ToolServer {
             [[mcp_servers]]
             name = "web"
             url = "{url}"
-            timeout_ms = 10000
+            timeout = "10s"
             "#,
             url = mcp.url(),
         ),
@@ -154,7 +154,7 @@ async fn a_server_that_cannot_be_reached_stops_the_start() {
         [[mcp_servers]]
         name = "missing"
         command = "/nonexistent/mcp-server"
-        startup_timeout_ms = 300
+        startup_timeout = "300ms"
         "#,
     )
     .await;
@@ -186,7 +186,7 @@ async fn a_header_that_is_not_a_header_stops_the_start_at_once() {
         name = "web"
         url = "http://127.0.0.1:9/mcp"
         headers = { "not a header" = "x" }
-        startup_timeout_ms = 30000
+        startup_timeout = "30s"
         "#,
     )
     .await;
