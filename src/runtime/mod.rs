@@ -2,28 +2,13 @@
 //! a run and persists each one through the [`RunStore`] before the client can
 //! depend on it. It knows nothing of gRPC.
 
-mod auto_answer;
-mod cancel;
-mod cancel_remote;
-mod drive;
-mod emitter;
 mod error;
-mod execute;
-mod expiry;
-mod feed;
-mod lease;
-mod list;
-mod live;
+mod execution;
+mod fanout;
+mod lifecycle;
 mod periodic;
-mod recovery;
-mod resume;
-mod run_agent;
+mod reads;
 mod store_layer;
-mod stream;
-mod subscribe;
-mod tenant_runs;
-mod thread_read;
-mod threads;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,15 +17,14 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::instrument;
 
-pub use emitter::{Emitter, Staging};
 pub use error::RuntimeError;
-pub use lease::{new_replica_id, LeaseSettings};
-pub use list::{ListRuns, RunPage, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
-use live::LiveRuns;
-pub use resume::ResumeRun;
-pub use stream::{MapEvents, RunStream};
-use subscribe::Wanted;
-pub use thread_read::{ListThreads, ThreadPage, ThreadView};
+pub use execution::{new_replica_id, Emitter, LeaseSettings, Staging};
+use execution::{with_run_tools, Work};
+use fanout::{LiveRuns, Wanted};
+pub use fanout::{MapEvents, RunStream};
+pub use lifecycle::ResumeRun;
+use lifecycle::Turn;
+pub use reads::{ListRuns, ListThreads, RunPage, ThreadPage, ThreadView, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
 use crate::agent::{Agent, AgentRegistry};
 use crate::domain::{
@@ -136,8 +120,8 @@ struct Inner {
     /// Stops every write once the server has shut down (see
     /// `store_layer.rs`, the layer `store` is behind).
     fence: store_layer::Fence,
-    /// Runs executing here, per tenant (see `tenant_runs.rs`).
-    tenant_runs: Arc<tenant_runs::TenantRuns>,
+    /// Runs executing here, per tenant (see `execution/tenant_runs.rs`).
+    tenant_runs: Arc<execution::TenantRuns>,
 }
 
 impl Runtime {
@@ -207,7 +191,7 @@ impl Runtime {
     /// `tenant` started a run with before gets that run's stream, replayed
     /// then live, instead. The run belongs to `tenant`.
     ///
-    /// With a `thread_id`, the run is the thread's next (see `threads.rs`):
+    /// With a `thread_id`, the run is the thread's next (see `lifecycle/threads.rs`):
     /// refused while the thread's latest run is running or suspended,
     /// unless `auto_resume` answers that run's question, which streams its
     /// continuation instead.
@@ -218,7 +202,7 @@ impl Runtime {
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?
             .clone();
-        let agent = run_agent::with_run_tools(agent, &request.tools)?;
+        let agent = with_run_tools(agent, &request.tools)?;
         if request.messages.is_empty() {
             return Err(RuntimeError::InvalidRequest {
                 field: "messages",
@@ -243,12 +227,12 @@ impl Runtime {
         let mut previous = None;
         if let Some(thread_id) = &request.thread_id {
             match Box::pin(self.thread_turn(tenant, thread_id, &request)).await? {
-                threads::Turn::Start(after) => previous = after,
-                threads::Turn::Answer { resume, run } => {
+                Turn::Start(after) => previous = after,
+                Turn::Answer { resume, run } => {
                     let answer = self.resume_via(tenant, resume, Some(run), AnswerVia::AutoResume);
                     return Box::pin(answer).await;
                 }
-                threads::Turn::Replay { run_id, first_seq } => {
+                Turn::Replay { run_id, first_seq } => {
                     return self.follow(tenant, run_id, Wanted::Segment { first_seq }).await
                 }
             }
@@ -294,7 +278,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
-        Ok(self.execute(agent, run, first.events, execute::Work::Steps, slot))
+        Ok(self.execute(agent, run, first.events, Work::Steps, slot))
     }
 
     /// Reads a run of `tenant` (a suspended run past its time to live reads
@@ -389,7 +373,11 @@ fn new_run(
 impl Inner {
     /// Reads a run of `tenant`: another tenant's run is not found, exactly
     /// as a run that does not exist.
-    async fn load_run_of(&self, tenant: &Tenant, id: RunId) -> Result<RunRecord, RuntimeError> {
+    pub(in crate::runtime) async fn load_run_of(
+        &self,
+        tenant: &Tenant,
+        id: RunId,
+    ) -> Result<RunRecord, RuntimeError> {
         let run = self.store.load_run(id).await?;
         if run.tenant != *tenant {
             return Err(RuntimeError::RunNotFound);
@@ -399,7 +387,7 @@ impl Inner {
 
     /// Marks a suspended run whose time to live has passed as expired (`run`
     /// becomes what the store holds then).
-    async fn expire_if_due(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
+    pub(in crate::runtime) async fn expire_if_due(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         if !run.expiry_due(Timestamp::now()) {
             return Ok(());
         }

@@ -8,12 +8,13 @@
 use std::collections::HashMap;
 
 use super::auto_answer::answer_from_text;
-use super::{Inner, ResumeRun, Runtime, RuntimeError, StartRun};
+use super::ResumeRun;
 use crate::domain::{Message, RunId, RunRecord, RunStatus, SuspendPayload, Tenant, ThreadId, Waiting};
+use crate::runtime::{Inner, Runtime, RuntimeError, StartRun};
 use crate::store::StoreError;
 
 /// What a StreamAgent on a thread does.
-pub(super) enum Turn {
+pub(in crate::runtime) enum Turn {
     /// Start a run after this one (`None`: the thread's first run).
     Start(Option<RunId>),
     /// Answer the latest run's question (auto-resume); `run` is the latest
@@ -26,7 +27,7 @@ pub(super) enum Turn {
 
 impl Runtime {
     /// Decides what `request` does on `tenant`'s thread `thread`.
-    pub(super) async fn thread_turn(
+    pub(in crate::runtime) async fn thread_turn(
         &self,
         tenant: &Tenant,
         thread: &ThreadId,
@@ -71,7 +72,7 @@ impl Runtime {
 
     /// The refusal of a start that lost the race for `thread`: names the
     /// run that won.
-    pub(super) async fn thread_taken(&self, tenant: &Tenant, thread: &ThreadId) -> RuntimeError {
+    pub(in crate::runtime) async fn thread_taken(&self, tenant: &Tenant, thread: &ThreadId) -> RuntimeError {
         match self.inner.store.load_thread(tenant, thread).await {
             Ok(record) => RuntimeError::ThreadBusy {
                 run_id: record.latest_run,
@@ -125,7 +126,7 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
 
 /// `runs` of one thread in thread order, oldest first, ending with `last`
 /// (following each run's link to the one before it).
-pub(super) fn in_thread_order(runs: Vec<RunRecord>, last: RunId) -> Vec<RunRecord> {
+pub(in crate::runtime) fn in_thread_order(runs: Vec<RunRecord>, last: RunId) -> Vec<RunRecord> {
     let mut by_id: HashMap<RunId, RunRecord> = runs.into_iter().map(|run| (run.id, run)).collect();
     let mut ordered = Vec::with_capacity(by_id.len());
     let mut next = Some(last);
@@ -166,7 +167,10 @@ fn history_of(run: &RunRecord) -> impl Iterator<Item = Message> + '_ {
 impl Inner {
     /// The history `run` continues: every message of the runs before it in
     /// its thread (none without a thread). Read once per execution.
-    pub(super) async fn thread_history(&self, run: &RunRecord) -> Result<Vec<Message>, StoreError> {
+    pub(in crate::runtime) async fn thread_history(
+        &self,
+        run: &RunRecord,
+    ) -> Result<Vec<Message>, StoreError> {
         let Some(link) = &run.thread else {
             return Ok(Vec::new());
         };

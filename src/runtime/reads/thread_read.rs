@@ -8,9 +8,9 @@ use std::time::Duration;
 use tracing::instrument;
 
 use super::list::effective_page_size;
-use super::threads::in_thread_order;
-use super::{Inner, Runtime, RuntimeError};
 use crate::domain::{RunId, RunRecord, Tenant, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
+use crate::runtime::lifecycle::in_thread_order;
+use crate::runtime::{Inner, Runtime, RuntimeError};
 use crate::store::StoreError;
 
 /// Idle threads deleted per sweep at most; the rest wait for the next.
@@ -138,7 +138,10 @@ impl Inner {
     }
 
     #[instrument(skip_all)]
-    pub(super) async fn sweep_idle_threads(&self, retention: Duration) -> Result<usize, RuntimeError> {
+    pub(in crate::runtime) async fn sweep_idle_threads(
+        &self,
+        retention: Duration,
+    ) -> Result<usize, RuntimeError> {
         let cutoff = Timestamp(
             Timestamp::now()
                 .0

@@ -5,15 +5,16 @@
 //! may sweep the same store: exactly one writer wins, the others see the
 //! conflict and move on. It never touches a run that is not yet due.
 //! With a thread retention configured, the same task deletes the threads
-//! idle for longer than it (see `thread_read.rs`).
+//! idle for longer than it (see `reads/thread_read.rs`).
 
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tracing::instrument;
 
-use super::{Inner, Runtime, RuntimeError};
 use crate::domain::{RunId, RunStatus, Timestamp};
+use crate::runtime::periodic::spawn_periodic;
+use crate::runtime::{Inner, Runtime, RuntimeError};
 
 /// Due runs read from the store at a time.
 const SWEEP_BATCH: usize = 100;
@@ -33,7 +34,7 @@ impl Runtime {
     /// by itself once every handle of this runtime is dropped; abort it to
     /// stop it sooner. A failed sweep is logged and retried at the next tick.
     pub fn spawn_expiry_sweeper(&self, interval: Duration) -> JoinHandle<()> {
-        super::periodic::spawn_periodic(&self.inner, interval, |runtime| async move {
+        spawn_periodic(&self.inner, interval, |runtime| async move {
             let inner = &runtime.inner;
             if let Err(error) = inner.sweep_expired().await {
                 tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
