@@ -58,7 +58,7 @@ impl Runtime {
     /// [`Runtime::resume`], recording that the answer came `via` Resume or
     /// auto-resume; `loaded` is the run if the caller just read it (as
     /// `tenant`'s), so that it is not read again.
-    pub(in crate::runtime) async fn resume_via(
+    pub(super) async fn resume_via(
         &self,
         tenant: &Tenant,
         request: ResumeRun,
