@@ -16,7 +16,7 @@
 //! that lock only briefly. The price: a process that dies between the two leaves that one
 //! write unannounced; followers then learn of it from the next write's
 //! notification, or from their periodic check of the store (see
-//! `runtime/subscribe.rs`).
+//! `runtime/fanout/subscribe.rs`).
 
 use tokio_postgres::types::ToSql;
 

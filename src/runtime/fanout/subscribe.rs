@@ -11,8 +11,8 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::live::{LiveRun, Signal};
 use super::stream::{continuation, ClientFeed, Delivery, Next, Refusal, RunStream};
-use super::{Inner, Runtime, RuntimeError};
 use crate::domain::{Event, RunId, RunStatus, Tenant, Usage};
+use crate::runtime::{Inner, Runtime, RuntimeError};
 use crate::store::StoreError;
 
 /// How long a follower of a run in a shared store waits without any signal
@@ -30,7 +30,7 @@ enum Follow {
 
 /// Which part of a run a caller wants.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Wanted {
+pub(in crate::runtime) enum Wanted {
     /// SubscribeRun: after `after_seq`, following the run if it is running
     /// (or waiting on it if it is suspended and nothing is replayed).
     Subscription { after_seq: u64 },
@@ -70,7 +70,7 @@ impl Runtime {
 
     /// Streams `wanted` of `tenant`'s run `run_id` (another tenant's run is
     /// not found).
-    pub(super) async fn follow(
+    pub(in crate::runtime) async fn follow(
         &self,
         tenant: &Tenant,
         run_id: RunId,
@@ -112,7 +112,7 @@ impl Runtime {
     /// any), then what the execution stores, which its emitter hands the
     /// stream straight from each write (see [`ClientFeed`]). Returns the
     /// stream and that feed (none if `first` ended the stream already).
-    pub(super) fn execution_stream(
+    pub(in crate::runtime) fn execution_stream(
         &self,
         live: &Arc<LiveRun>,
         after_seq: u64,

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lease::lease_expired;
-use super::Runtime;
 use crate::domain::{RunRecord, RunStatus, Timestamp};
+use crate::runtime::execution::lease_expired;
+use crate::runtime::Runtime;
 use crate::store::{FeedMessage, Sharing};
 
 /// How long CancelRun waits for the holder to stop the run.

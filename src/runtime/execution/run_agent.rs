@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use super::{Inner, RuntimeError};
 use crate::agent::Agent;
 use crate::domain::{RunRecord, ToolDefinition};
+use crate::runtime::{Inner, RuntimeError};
 
 /// `agent` with the tools of a run that is starting; a definition that
 /// cannot be used is INVALID_ARGUMENT naming it (`tools[1].name`).
-pub(super) fn with_run_tools(
+pub(in crate::runtime) fn with_run_tools(
     agent: Arc<Agent>,
     tools: &[ToolDefinition],
 ) -> Result<Arc<Agent>, RuntimeError> {
@@ -22,7 +22,7 @@ pub(super) fn with_run_tools(
 
 impl Inner {
     /// The agent that continues a stored run, with the run's own tools.
-    pub(super) fn agent_for_run(&self, run: &RunRecord) -> Result<Arc<Agent>, RuntimeError> {
+    pub(in crate::runtime) fn agent_for_run(&self, run: &RunRecord) -> Result<Arc<Agent>, RuntimeError> {
         let agent = self
             .agents
             .get(&run.agent_id)

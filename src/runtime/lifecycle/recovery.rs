@@ -17,11 +17,10 @@
 
 use tokio::task::JoinHandle;
 
-use super::emitter::Staging;
-use super::execute::Work;
-use super::lease::{approved_unexecuted, lease_expired};
-use super::{Runtime, RuntimeError};
 use crate::domain::{Chunk, RunFailure, RunId, RunStatus, Timestamp};
+use crate::runtime::execution::{approved_unexecuted, lease_expired, Staging, Work};
+use crate::runtime::periodic::spawn_periodic;
+use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
 /// Orphaned runs read from the store at a time.
@@ -44,7 +43,7 @@ impl Runtime {
     /// once every handle of this runtime is dropped.
     pub fn spawn_recovery(&self) -> JoinHandle<()> {
         let interval = self.inner.config.lease.recovery_interval;
-        super::periodic::spawn_periodic(&self.inner, interval, |runtime| async move {
+        spawn_periodic(&self.inner, interval, |runtime| async move {
             if let Err(error) = runtime.recover(Timestamp::now()).await {
                 tracing::warn!(%error, "recovery failed; retrying at the next tick");
             }

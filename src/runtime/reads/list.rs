@@ -7,8 +7,8 @@
 
 use tracing::instrument;
 
-use super::{Runtime, RuntimeError};
 use crate::domain::{RunId, RunRecord, RunStatus, Tenant};
+use crate::runtime::{Runtime, RuntimeError};
 use crate::store::RunQuery;
 
 /// The page size when the request asks for none.

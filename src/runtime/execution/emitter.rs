@@ -3,7 +3,7 @@
 //! flusher task of the execution, in batches (whatever accumulated while the
 //! previous append was in flight goes in the next one), and released once
 //! stored: handed to the execution's own client straight from the write
-//! (see `stream.rs`), and broadcast to whoever else follows the run.
+//! (see `fanout/stream.rs`), and broadcast to whoever else follows the run.
 //! Chunks that must come with a state change (suspensions,
 //! finishes) are held back and stored by the step's commit. So no client
 //! ever sees a chunk a crash could lose, and a replica that takes a run
@@ -27,12 +27,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
-use super::live::{LiveRun, Signal};
-use super::stream::{ClientFeed, Delivery, Refusal};
 use super::tenant_runs::RunSlot;
-use super::RuntimeConfig;
 use crate::agent::ChunkSink;
 use crate::domain::{Chunk, Event, RunRecord, RunStatus, Timestamp};
+use crate::runtime::fanout::{ClientFeed, Delivery, LiveRun, Refusal, Signal};
+use crate::runtime::RuntimeConfig;
 use crate::store::{RunStore, StoreError};
 
 /// Unstored chunks a step may run ahead of the store by before it waits.
@@ -505,8 +504,7 @@ impl ChunkSink for Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::live::LiveRuns;
-    use crate::runtime::stream::ClientFeed;
+    use crate::runtime::fanout::{ClientFeed, LiveRuns};
     use crate::store::MemoryStore;
 
     /// A run that an execution starts, with two chunks before it (from a

@@ -11,7 +11,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use super::live::Signal;
-use super::{Inner, Runtime};
+use crate::runtime::{Inner, Runtime};
 use crate::store::{FeedItem, FeedMessage, Sharing};
 
 impl Runtime {

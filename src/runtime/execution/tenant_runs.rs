@@ -8,18 +8,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::RuntimeError;
 use crate::domain::Tenant;
+use crate::runtime::RuntimeError;
 
 /// The executing runs of each tenant.
 #[derive(Debug, Default)]
-pub(super) struct TenantRuns {
+pub(in crate::runtime) struct TenantRuns {
     counts: Mutex<HashMap<Tenant, usize>>,
 }
 
 /// One executing run of a tenant; given back when dropped.
 #[derive(Debug)]
-pub(super) struct RunSlot {
+pub(in crate::runtime) struct RunSlot {
     runs: Arc<TenantRuns>,
     tenant: Tenant,
 }
@@ -33,7 +33,11 @@ impl TenantRuns {
     }
 
     /// A slot for one more run of `tenant`, if it has fewer than `max`.
-    pub(super) fn acquire(self: &Arc<Self>, tenant: &Tenant, max: usize) -> Result<RunSlot, RuntimeError> {
+    pub(in crate::runtime) fn acquire(
+        self: &Arc<Self>,
+        tenant: &Tenant,
+        max: usize,
+    ) -> Result<RunSlot, RuntimeError> {
         let mut counts = self.lock();
         let count = counts.entry(tenant.clone()).or_insert(0);
         if *count >= max {

@@ -1,97 +1,22 @@
-//! Reading and deleting threads (GetThread, ListThreads, DeleteThread) and
-//! the retention sweep that deletes threads idle for longer than the
-//! configured retention. A tenant only ever sees and deletes its own
-//! threads: another tenant's thread is not found.
+//! DeleteThread, and the retention sweep that deletes threads idle for
+//! longer than the configured retention (`[threads] retention`; run by the
+//! expiry sweep's task, see `expiry.rs`). A thread is deleted with its runs;
+//! a run of it that executes or is followed here is stopped without
+//! another write. A tenant only ever deletes its own threads: another
+//! tenant's thread is not found.
 
 use std::time::Duration;
 
 use tracing::instrument;
 
-use super::list::effective_page_size;
-use super::threads::in_thread_order;
-use super::{Inner, Runtime, RuntimeError};
-use crate::domain::{RunId, RunRecord, Tenant, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
-use crate::store::StoreError;
+use crate::domain::{RunId, Tenant, ThreadId, Timestamp};
+use crate::runtime::reads::{in_thread_order, thread_not_found};
+use crate::runtime::{Inner, Runtime, RuntimeError};
 
 /// Idle threads deleted per sweep at most; the rest wait for the next.
 const RETENTION_BATCH: usize = 100;
 
-/// A thread with its runs, oldest first.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ThreadView {
-    pub thread: ThreadRecord,
-    pub runs: Vec<RunRecord>,
-}
-
-/// A request for one page of threads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ListThreads {
-    /// Threads per page, as for ListRuns (0: 50, at most 500).
-    pub page_size: u32,
-    /// Where the page starts: the previous page's [`ThreadPage::next`].
-    pub after: Option<ThreadCursor>,
-}
-
-/// One page of threads, newest first.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ThreadPage {
-    pub threads: Vec<ThreadRecord>,
-    /// Where the next page starts; `None` on the last.
-    pub next: Option<ThreadCursor>,
-}
-
-fn not_found(error: StoreError) -> RuntimeError {
-    match error {
-        StoreError::NotFound => RuntimeError::ThreadNotFound,
-        other => RuntimeError::Store(other),
-    }
-}
-
 impl Runtime {
-    /// Reads `tenant`'s thread with its runs.
-    #[instrument(skip_all, fields(%tenant, %thread_id))]
-    pub async fn get_thread(
-        &self,
-        tenant: &Tenant,
-        thread_id: &ThreadId,
-    ) -> Result<ThreadView, RuntimeError> {
-        let store = &self.inner.store;
-        let thread = store.load_thread(tenant, thread_id).await.map_err(not_found)?;
-        let runs = store.thread_runs(tenant, thread_id).await?;
-        let mut runs = in_thread_order(runs, thread.latest_run);
-        if let Some(latest) = runs.last_mut() {
-            // A suspended latest run past its time to live reads as expired.
-            self.inner.expire_if_due(latest).await?;
-        }
-        Ok(ThreadView { thread, runs })
-    }
-
-    /// Lists one page of `tenant`'s threads.
-    #[instrument(skip_all, fields(%tenant))]
-    pub async fn list_threads(
-        &self,
-        tenant: &Tenant,
-        request: ListThreads,
-    ) -> Result<ThreadPage, RuntimeError> {
-        let page_size = effective_page_size(request.page_size);
-        let query = ThreadQuery {
-            tenant: tenant.clone(),
-            after: request.after,
-            limit: page_size + 1,
-        };
-        let mut threads = self.inner.store.list_threads(&query).await?;
-        let next = if threads.len() > page_size {
-            threads.truncate(page_size);
-            threads.last().map(|thread| ThreadCursor {
-                created_at: thread.created_at,
-                id: thread.id.clone(),
-            })
-        } else {
-            None
-        };
-        Ok(ThreadPage { threads, next })
-    }
-
     /// Deletes `tenant`'s thread with its runs; returns their ids, oldest
     /// first.
     #[instrument(skip_all, fields(%tenant, %thread_id))]
@@ -116,7 +41,7 @@ impl Inner {
             .store
             .load_thread(tenant, thread_id)
             .await
-            .map_err(not_found)?;
+            .map_err(thread_not_found)?;
         let runs = self.store.thread_runs(tenant, thread_id).await?;
         let ids: Vec<RunId> = in_thread_order(runs, thread.latest_run)
             .iter()
@@ -125,7 +50,7 @@ impl Inner {
         self.store
             .delete_thread(tenant, thread_id)
             .await
-            .map_err(not_found)?;
+            .map_err(thread_not_found)?;
         for id in &ids {
             if let Some(live) = self.live.get(*id) {
                 // An execution here stops without writing; followers end.

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use super::drive::Execution;
-use super::live::LiveRun;
-use super::stream::ClientFeed;
 use super::tenant_runs::RunSlot;
-use super::{Emitter, Inner, RunStream, Runtime};
+use super::Emitter;
 use crate::agent::Agent;
 use crate::domain::{Event, Lease, RunRecord, ToolCall};
+use crate::runtime::fanout::{ClientFeed, LiveRun};
+use crate::runtime::{Inner, RunStream, Runtime};
 
 /// What the execution does first.
-pub(super) enum Work {
+pub(in crate::runtime) enum Work {
     /// Model steps, from where the run stands.
     Steps,
     /// Run these approved calls, then suspend again while calls are
@@ -50,7 +50,7 @@ fn execution_span(run: &RunRecord, work: &Work) -> tracing::Span {
 
 impl Inner {
     /// A lease on a run for this replica, from now.
-    pub(super) fn new_lease(&self) -> Lease {
+    pub(in crate::runtime) fn new_lease(&self) -> Lease {
         self.config.lease.lease(&self.config.replica_id)
     }
 }
@@ -60,7 +60,7 @@ impl Runtime {
     /// the first of `first` (the chunks the commit that gave this replica
     /// the run stored) to its next `finish`; `slot` is given back when the
     /// execution ends.
-    pub(super) fn execute(
+    pub(in crate::runtime) fn execute(
         &self,
         agent: Arc<Agent>,
         run: RunRecord,
@@ -81,7 +81,13 @@ impl Runtime {
 
     /// Executes `run` here with nobody streaming it (a takeover, which
     /// takes no slot of its tenant).
-    pub(super) fn execute_detached(&self, agent: Arc<Agent>, run: RunRecord, first: Vec<Event>, work: Work) {
+    pub(in crate::runtime) fn execute_detached(
+        &self,
+        agent: Arc<Agent>,
+        run: RunRecord,
+        first: Vec<Event>,
+        work: Work,
+    ) {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
         self.spawn_execution(live, agent, run, work, None, None);

@@ -1,19 +1,24 @@
-//! The expiry sweep: a background task that marks suspended runs past their
-//! time to live EXPIRED, so that listings and watchers learn of it without
-//! anybody reading the run first. Each run is expired with the same version
-//! compare-and-set as the lazy expiry of GetRun and Resume, so every replica
-//! may sweep the same store: exactly one writer wins, the others see the
-//! conflict and move on. It never touches a run that is not yet due.
-//! With a thread retention configured, the same task deletes the threads
-//! idle for longer than it (see `thread_read.rs`).
+//! Expiry: a suspended run past its time to live becomes EXPIRED. Lazily,
+//! whenever a request reads it (GetRun, Resume, CancelRun, SubscribeRun, a
+//! start on its thread: see `expire_if_due`), and by the expiry sweep, a
+//! background task that marks due runs EXPIRED so that listings and
+//! watchers learn of it without anybody reading the run first. Both store
+//! the expiry with the same version compare-and-set, so every replica may
+//! sweep the same store: exactly one writer wins, the others see the
+//! conflict and take what it stored. It never touches a run that is not
+//! yet due. With a thread retention configured, the same task deletes the
+//! threads idle for longer than it (see `retention.rs`).
 
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tracing::instrument;
 
-use super::{Inner, Runtime, RuntimeError};
-use crate::domain::{RunId, RunStatus, Timestamp};
+use crate::domain::{RunId, RunRecord, RunStatus, Timestamp};
+use crate::runtime::execution::Staging;
+use crate::runtime::periodic::spawn_periodic;
+use crate::runtime::{Inner, Runtime, RuntimeError};
+use crate::store::StoreError;
 
 /// Due runs read from the store at a time.
 const SWEEP_BATCH: usize = 100;
@@ -33,7 +38,7 @@ impl Runtime {
     /// by itself once every handle of this runtime is dropped; abort it to
     /// stop it sooner. A failed sweep is logged and retried at the next tick.
     pub fn spawn_expiry_sweeper(&self, interval: Duration) -> JoinHandle<()> {
-        super::periodic::spawn_periodic(&self.inner, interval, |runtime| async move {
+        spawn_periodic(&self.inner, interval, |runtime| async move {
             let inner = &runtime.inner;
             if let Err(error) = inner.sweep_expired().await {
                 tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
@@ -90,5 +95,42 @@ impl Inner {
         let mut run = self.store.load_run(id).await?;
         self.expire_if_due(&mut run).await?;
         Ok(run.status() == RunStatus::Expired)
+    }
+
+    /// Marks a suspended run whose time to live has passed as expired (`run`
+    /// becomes what the store holds then).
+    pub(in crate::runtime) async fn expire_if_due(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
+        if !run.expiry_due(Timestamp::now()) {
+            return Ok(());
+        }
+        // Rare: boxed, so that the future of every caller stays small.
+        Box::pin(self.store_expiry(run)).await
+    }
+
+    /// Stores a suspended run past its time to live as expired.
+    async fn store_expiry(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
+        let expected = run.version;
+        let suspended_since = run.updated_at;
+        let mut staging = Staging::after(run.last_seq);
+        staging.extend(run.expire(Timestamp::now()));
+        run.version += 1;
+        run.last_seq = staging.last_seq;
+        match self.store.commit(run, expected, &staging.events).await {
+            Ok(()) => {
+                tracing::info!(run_id = %run.id, "suspended run expired");
+                self.config.metrics.run_expired(&run.agent_id, suspended_since);
+                if let Some(live) = self.live.get(run.id) {
+                    live.close();
+                }
+                Ok(())
+            }
+            // Somebody else moved it first (a Resume, or another expiry):
+            // what they stored is the truth.
+            Err(StoreError::VersionConflict { .. }) => {
+                *run = self.store.load_run(run.id).await?;
+                Ok(())
+            }
+            Err(other) => Err(other.into()),
+        }
     }
 }

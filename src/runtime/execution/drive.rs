@@ -10,11 +10,11 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::live::{Interruption, LiveRun};
-use super::stream::{Delivery, Refusal};
-use super::{Emitter, Inner};
+use super::Emitter;
 use crate::agent::{Agent, StepEnd};
 use crate::domain::{Chunk, FinishReason, PendingCall, Phase, RunFailure, RunRecord, Timestamp, ToolCall};
+use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
+use crate::runtime::Inner;
 use crate::store::StoreError;
 use crate::tools::ToolContext;
 

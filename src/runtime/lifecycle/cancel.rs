@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use tracing::instrument;
 
-use super::emitter::Staging;
-use super::{Runtime, RuntimeError};
 use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
+use crate::runtime::execution::Staging;
+use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
 /// How long CancelRun waits for an interrupted step to store its end.

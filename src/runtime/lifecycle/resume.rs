@@ -9,14 +9,13 @@
 //! naming what the run became. An answer that any client saw taken is never
 //! lost.
 
-use super::emitter::Staging;
-use super::execute::Work;
-use super::subscribe::Wanted;
-use super::{RunStream, Runtime, RuntimeError};
 use crate::domain::{
     Answer, AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
     Timestamp,
 };
+use crate::runtime::execution::{Staging, Work};
+use crate::runtime::fanout::Wanted;
+use crate::runtime::{RunStream, Runtime, RuntimeError};
 use crate::store::StoreError;
 
 /// A request to answer a suspended call.

@@ -2,7 +2,7 @@
 //! and expiry, stored with the run) and renews it with every write it makes
 //! and at least every `renew_every` while it executes. A lease that nobody
 //! renewed for `ttl` means its holder is gone: any replica may then take the
-//! run over (see `recovery.rs`).
+//! run over (see `lifecycle/recovery.rs`).
 
 use std::time::Duration;
 

@@ -1,0 +1,36 @@
+//! The execution of a run in this process: from the commit that gave this
+//! replica the run (a start, a Resume's claim, a takeover: the lifecycle's)
+//! to its next suspension or finish. `execute.rs` spawns it, with the
+//! stream of its own client or detached; `drive.rs` is the step loop and
+//! the transitions a running run makes itself (suspend, complete, fail, and
+//! cancel once interrupted); `emitter.rs` numbers, stores and releases its
+//! chunks and renews its lease (`lease.rs`). `run_agent.rs` is the agent it
+//! runs with (the configured one plus the run's own tools), `tenant_runs.rs`
+//! the slots that bound each tenant's executions here, and
+//! `standalone_tool.rs` ExecuteTool, one tool executed outside any run.
+//!
+//! Owns the tenant slots (`Inner::tenant_runs`) and, while it runs, the run
+//! itself: it holds the run's lease and is its only writer. It stores every
+//! chunk before anybody sees it and hands the stored chunks to the fan-out
+//! (its client's feed, the run's live entry), which delivers them. It never
+//! decides what a client asks for: it learns of a cancel, or of the run
+//! moving on elsewhere (fenced), through the run's live entry, and stops.
+//!
+//! Its API to the other parts: `Runtime::execute` and `execute_detached`,
+//! `Inner::new_lease` and `Inner::agent_for_run`, and what is re-exported
+//! below.
+
+mod drive;
+mod emitter;
+mod execute;
+mod lease;
+mod run_agent;
+mod standalone_tool;
+mod tenant_runs;
+
+pub use emitter::{Emitter, Staging};
+pub(super) use execute::Work;
+pub(super) use lease::{approved_unexecuted, lease_expired};
+pub use lease::{new_replica_id, LeaseSettings};
+pub(super) use run_agent::with_run_tools;
+pub(super) use tenant_runs::TenantRuns;

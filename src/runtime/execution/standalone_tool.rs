@@ -1,0 +1,43 @@
+//! ExecuteTool: one tool of an agent, executed here outside any run. There
+//! is no run to suspend, store or stream, so nothing else of the runtime
+//! takes part.
+
+use serde_json::Value;
+use tracing::instrument;
+
+use crate::domain::{Tenant, ToolOutput};
+use crate::runtime::{Runtime, RuntimeError};
+use crate::tools::{ToolContext, ToolOutcome};
+
+impl Runtime {
+    /// Runs one tool outside any run, for `tenant`: no suspension is
+    /// available, so a tool such as ask_user answers with its fallback text.
+    #[instrument(skip_all, fields(%tenant, agent = %agent_id, tool = %tool_name))]
+    pub async fn execute_tool(
+        &self,
+        tenant: &Tenant,
+        agent_id: &str,
+        tool_name: &str,
+        args: &Value,
+    ) -> Result<ToolOutput, RuntimeError> {
+        let agent = self
+            .inner
+            .agents
+            .get(agent_id)
+            .ok_or_else(|| RuntimeError::AgentNotFound(agent_id.to_owned()))?;
+        if !agent.tool_specs().any(|spec| spec.name == tool_name) {
+            return Err(RuntimeError::ToolNotFound {
+                agent: agent.id.clone(),
+                tool: tool_name.to_owned(),
+            });
+        }
+        Ok(
+            match agent.call_tool(tool_name, args, ToolContext::STANDALONE).await {
+                ToolOutcome::Done(output) => output,
+                ToolOutcome::Suspend(_) => ToolOutput::error(format!(
+                    "{tool_name} needs a run to suspend in and has no answer outside one"
+                )),
+            },
+        )
+    }
+}
