@@ -167,7 +167,7 @@ pub async fn serve_with(
     let _sweeper = AbortOnDrop(runtime.spawn_expiry_sweeper(runtime.sweep_interval()));
     // Runs other replicas store reach this one's followers; runs whose
     // holder died are taken over (at once, for a store only this process
-    // uses). See `runtime/recovery.rs`.
+    // uses). See `runtime/lifecycle/recovery.rs`.
     let _feed = runtime.spawn_feed_bridge().map(AbortOnDrop);
     match runtime.recover_at_startup().await {
         Ok(0) => {}
