@@ -9,8 +9,7 @@
 //! ever sees a chunk a crash could lose, and a replica that takes a run
 //! over continues its seq right after the last chunk anybody saw. The run
 //! is stored before its execution starts (by the start, Resume or takeover
-//! that gave it to this replica); the first chunks of a step linger briefly
-//! so that a short step is stored in one write.
+//! that gave it to this replica).
 //!
 //! The flusher also renews the run's lease, with every append and at least
 //! every `LeaseSettings::renew_every`. A write refused by the version guard
@@ -38,12 +37,6 @@ use crate::store::{RunStore, StoreError};
 const MAX_UNSTORED: usize = 1024;
 /// The pause before retrying an append the store failed.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
-/// How long the first chunks of a step wait before the flusher appends
-/// them: a step that ends sooner (a tool call that suspends, a short
-/// answer) has them stored by its commit, in one write with its state,
-/// instead of an append and a commit one after the other. A model
-/// streaming for longer pays it once per step, not per chunk.
-const LINGER: Duration = Duration::from_millis(1);
 
 pub struct Emitter {
     live: Arc<LiveRun>,
@@ -124,9 +117,6 @@ struct Writer {
     stored_at: Instant,
     /// No more writes: the run left RUNNING, or the execution was fenced.
     stopped: bool,
-    /// Nothing was appended since the last commit (or the start): the next
-    /// append lingers (see [`LINGER`]).
-    fresh: bool,
     /// Why the flusher gave the run up, when the store refused its appends
     /// for a whole lease (rather than another writer moving the run).
     refused: Option<StoreError>,
@@ -161,7 +151,6 @@ impl Emitter {
                 renew_at: now + lease.renew_every,
                 stored_at: now,
                 stopped: false,
-                fresh: true,
                 refused: None,
             }),
             lease,
@@ -303,7 +292,6 @@ impl Emitter {
             Ok(()) => {
                 writer.version = run.version;
                 writer.stored(&shared.lease);
-                writer.fresh = true;
                 // Only a running run has a lease to renew or chunks to add.
                 writer.stopped = run.status() != RunStatus::Running;
                 if writer.stopped {
@@ -385,21 +373,14 @@ impl Shared {
     /// Appends what is flushable, renews the lease when due; until fenced.
     async fn flush_loop(self: Arc<Self>) {
         loop {
-            let (renew_at, fresh) = {
-                let writer = self.writer.lock().await;
-                (writer.renew_at, writer.fresh)
-            };
+            let renew_at = self.writer.lock().await.renew_at;
             tokio::select! {
                 () = self.wake.notified() => {}
                 () = tokio::time::sleep_until(renew_at) => {}
             }
-            if fresh {
-                tokio::time::sleep(LINGER).await;
-            } else {
-                // Let the step emit what it has ready, so that chunks
-                // produced together are stored together.
-                tokio::task::yield_now().await;
-            }
+            // Let the step emit what it has ready, so that chunks produced
+            // together are stored together.
+            tokio::task::yield_now().await;
             if !self.flush().await {
                 return;
             }
@@ -430,7 +411,6 @@ impl Shared {
             Ok(()) => {
                 writer.version = version + 1;
                 writer.stored(&self.lease);
-                writer.fresh = false;
                 lock(&self.unstored).in_flight = 0;
                 self.release(batch);
                 self.drained.notify_waiters();
