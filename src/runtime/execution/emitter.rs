@@ -70,7 +70,6 @@ struct Shared {
     store: Arc<dyn RunStore>,
     live: Arc<LiveRun>,
     lease: LeaseSettings,
-    owner: String,
     unstored: Mutex<Unstored>,
     /// Held while writing, so that appends and commits go one at a time, in
     /// order, each with the version the previous one left.
@@ -154,7 +153,6 @@ impl Emitter {
                 refused: None,
             }),
             lease,
-            owner: config.replica_id.clone(),
             unstored: Mutex::new(Unstored::default()),
             feed: Mutex::new(feed),
             wake: Notify::new(),
@@ -285,8 +283,8 @@ impl Emitter {
         let events = std::mem::take(&mut *lock(&shared.unstored)).events;
         run.last_seq = self.last_seq;
         // A running run's lease runs from now (the stored one ran from its
-        // last renewal).
-        run.take_over(shared.lease.lease(&shared.owner));
+        // last renewal); a run this commit suspends or ends has none.
+        run.renew_lease(shared.lease.expiry());
         run.version = writer.version + 1;
         match shared.store.commit(run, writer.version, &events).await {
             Ok(()) => {
