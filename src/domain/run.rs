@@ -538,3 +538,250 @@ impl RunRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::{AskUserPayload, SelectionMode};
+
+    const NOW: Timestamp = Timestamp(1_796_066_454_000_000);
+
+    fn lease(owner: &str) -> Lease {
+        Lease {
+            owner: owner.into(),
+            expires_at: NOW.after(Duration::from_secs(10)),
+        }
+    }
+
+    fn running() -> RunRecord {
+        let options = RunOptions {
+            max_steps: 10,
+            suspend_ttl: Duration::from_secs(60),
+            ..RunOptions::default()
+        };
+        let (mut run, start) = RunRecord::start(
+            RunId::new(),
+            Tenant::default(),
+            "assistant".into(),
+            options,
+            RunState::default(),
+            lease("a"),
+            NOW,
+        );
+        assert_eq!(
+            start,
+            Chunk::Start {
+                agent_id: "assistant".into(),
+                resumed: false
+            }
+        );
+        run.last_seq = 4;
+        run
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "ask_user".into(),
+            args: json!({"question": "Which plan?"}).into(),
+        }
+    }
+
+    fn question(id: &str) -> PendingCall {
+        PendingCall {
+            call: call(id),
+            waiting: Waiting::Suspended {
+                payload: SuspendPayload::AskUser(AskUserPayload {
+                    question: "Which plan?".into(),
+                    options: Vec::new(),
+                    selection_mode: SelectionMode::FreeText,
+                }),
+            },
+        }
+    }
+
+    fn answer(id: &str) -> AnswerRecord {
+        AnswerRecord {
+            tool_call_id: id.into(),
+            answer: Answer::Text("Pro".into()),
+            answered_at: NOW,
+            answered_by: Tenant::default(),
+            via: AnswerVia::Resume,
+        }
+    }
+
+    fn suspended_on(ids: &[&str]) -> RunRecord {
+        let mut run = running();
+        run.suspend(ids.iter().map(|id| question(id)).collect(), NOW);
+        run
+    }
+
+    #[test]
+    fn a_suspension_announces_each_call_then_finishes() {
+        let mut run = running();
+        let approval = PendingCall {
+            call: call("b"),
+            waiting: Waiting::Approval,
+        };
+        let chunks = run.suspend(vec![question("a"), approval], NOW);
+        let expires_at = NOW.after(Duration::from_secs(60));
+        assert!(matches!(
+            &chunks[0],
+            Chunk::ToolCallSuspended { call, expires_at: Some(at), .. } if call.id == "a" && *at == expires_at
+        ));
+        assert!(matches!(&chunks[1], Chunk::ToolCallApproval { call } if call.id == "b"));
+        assert!(matches!(
+            &chunks[2],
+            Chunk::Finish {
+                reason: FinishReason::Suspended,
+                ..
+            }
+        ));
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(run.status(), RunStatus::Suspended);
+        assert_eq!(run.expires_at(), Some(expires_at));
+        assert_eq!(run.lease(), None, "a suspended run has no lease");
+        assert_eq!(run.pending().len(), 2);
+    }
+
+    #[test]
+    fn an_answer_gives_the_run_to_its_lease_and_keeps_the_other_calls_waiting() {
+        let mut run = suspended_on(&["a", "b"]);
+        let output = Resolution::Output(ToolOutput::ok("User answered: Pro"));
+        let (chunks, approved) = run
+            .answer(0, answer("a"), Some("req-1".into()), output, lease("b"))
+            .expect("suspended");
+        assert_eq!(approved, None);
+        assert!(matches!(&chunks[0], Chunk::Start { resumed: true, .. }));
+        assert!(matches!(&chunks[1], Chunk::ToolResult { tool_call_id, .. } if tool_call_id == "a"));
+        assert_eq!(run.lease(), Some(&lease("b")));
+        assert_eq!(run.expires_at(), None);
+        assert_eq!(run.pending(), &[question("b")], "the other call still waits");
+        assert_eq!(run.state.answers, vec![answer("a")]);
+        assert_eq!(
+            run.state.resumes[0].first_seq, 5,
+            "the seq of the continuation's start"
+        );
+        assert!(
+            matches!(run.state.messages.last(), Some(Message::Tool { tool_call_id, .. }) if tool_call_id == "a")
+        );
+    }
+
+    #[test]
+    fn an_approval_returns_the_call_to_run_and_records_no_result() {
+        let mut run = running();
+        let approval = PendingCall {
+            call: call("a"),
+            waiting: Waiting::Approval,
+        };
+        run.suspend(vec![approval], NOW);
+        let (chunks, approved) = run
+            .answer(0, answer("a"), None, Resolution::Execute, lease("a"))
+            .expect("suspended");
+        assert_eq!(approved, Some(call("a")));
+        assert_eq!(chunks.len(), 1, "only the continuation's start");
+        assert!(run.state.messages.is_empty());
+        assert!(run.state.resumes.is_empty(), "no request id, no record of it");
+    }
+
+    #[test]
+    fn only_a_suspended_run_takes_an_answer() {
+        let mut run = running();
+        let before = run.clone();
+        let output = Resolution::Output(ToolOutput::ok("x"));
+        assert_eq!(run.answer(0, answer("a"), None, output, lease("b")), None);
+        assert_eq!(run, before, "nothing changed");
+    }
+
+    #[test]
+    fn cancelling_declines_what_waits_and_opens_a_segment_only_after_a_suspension() {
+        let mut suspended = suspended_on(&["a"]);
+        let chunks = suspended.cancel("no longer needed".into(), NOW);
+        assert!(matches!(&chunks[0], Chunk::Start { resumed: true, .. }));
+        assert!(matches!(
+            &chunks[1],
+            Chunk::ToolResult { tool_call_id, is_error: true, content, .. }
+                if tool_call_id == "a" && content.ends_with(": no longer needed")
+        ));
+        assert!(matches!(
+            &chunks[2],
+            Chunk::Finish {
+                reason: FinishReason::Cancelled,
+                ..
+            }
+        ));
+        assert_eq!(
+            suspended.phase,
+            Phase::Cancelled {
+                reason: "no longer needed".into()
+            }
+        );
+        assert!(suspended.pending().is_empty());
+
+        let mut running = running();
+        let chunks = running.cancel(String::new(), NOW);
+        assert_eq!(chunks.len(), 1, "a running run's segment is open already");
+        assert_eq!(running.lease(), None);
+    }
+
+    #[test]
+    fn a_run_ends_in_the_phase_that_says_how() {
+        let mut done = running();
+        let chunks = done.complete(FinishReason::Stop, "Pro it is.".into(), NOW);
+        assert!(
+            matches!(&chunks[..], [Chunk::Finish { reason: FinishReason::Stop, text, .. }] if text == "Pro it is.")
+        );
+        assert_eq!(
+            done.phase,
+            Phase::Completed {
+                final_text: "Pro it is.".into()
+            }
+        );
+
+        let mut failed = running();
+        let failure = RunFailure {
+            code: "provider_error".into(),
+            message: "boom".into(),
+        };
+        let chunks = failed.fail(failure.clone(), NOW);
+        assert_eq!(chunks[0], Chunk::Error(failure.clone()));
+        assert!(matches!(
+            &chunks[1],
+            Chunk::Finish {
+                reason: FinishReason::Error,
+                ..
+            }
+        ));
+        assert_eq!(failed.phase, Phase::Failed { failure });
+
+        let mut expired = suspended_on(&["a"]);
+        assert!(!expired.expiry_due(NOW));
+        assert!(expired.expiry_due(NOW.after(Duration::from_secs(60))));
+        assert!(
+            expired.expire(NOW).is_empty(),
+            "the suspension's finish ended its segment"
+        );
+        assert_eq!(expired.phase, Phase::Expired);
+        assert_eq!(expired.expires_at(), None);
+    }
+
+    #[test]
+    fn leases_move_only_while_running() {
+        let mut run = running();
+        run.renew_lease(NOW.after(Duration::from_secs(30)));
+        assert_eq!(
+            run.lease().map(|l| l.expires_at),
+            Some(NOW.after(Duration::from_secs(30)))
+        );
+        run.take_over(lease("b"));
+        assert_eq!(run.lease(), Some(&lease("b")));
+
+        let mut suspended = suspended_on(&["a"]);
+        let before = suspended.clone();
+        suspended.renew_lease(NOW);
+        suspended.take_over(lease("b"));
+        assert_eq!(suspended, before);
+    }
+}
