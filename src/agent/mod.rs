@@ -16,7 +16,7 @@ use serde_json::Value;
 
 pub use registry::{AgentRegistry, AgentSpec, RegistryError};
 pub use run_tools::{RunToolError, MAX_RUN_TOOLS};
-pub use step::{record_result, ChunkSink, StepEnd};
+pub use step::{ChunkSink, StepEnd};
 pub use tool_entry::{ToolEntry, ToolTable};
 pub use window::{approx_tokens, compose, HistoryWindow};
 

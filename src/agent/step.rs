@@ -154,7 +154,7 @@ impl Agent {
 }
 
 /// Adds a call's result to the conversation and reports it.
-pub async fn record_result<S: ChunkSink>(
+async fn record_result<S: ChunkSink>(
     state: &mut RunState,
     call: &ToolCall,
     output: ToolOutput,

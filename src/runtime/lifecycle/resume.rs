@@ -111,7 +111,7 @@ impl Runtime {
         let lease = self.inner.new_lease();
         let (chunks, approved) = run
             .answer(index, answer, request.request_id, resolution, lease)
-            .ok_or(RuntimeError::NotSuspended(run.status()))?;
+            .ok_or_else(|| RuntimeError::NotSuspended(run.status()))?;
         let mut first = Staging::after(run.last_seq);
         first.extend(chunks);
         run.last_seq = first.last_seq;
