@@ -10,6 +10,7 @@ mod args;
 mod chunk;
 mod message;
 mod run;
+mod run_event;
 mod suspend;
 mod tenant;
 mod text;
@@ -24,6 +25,7 @@ pub use run::{
     AnswerRecord, AnswerVia, Lease, PendingCall, Phase, Resolution, ResumeRecord, RunId, RunOptions,
     RunRecord, RunState, RunStatus, ThreadLink, Waiting,
 };
+pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
 pub use text::clip;

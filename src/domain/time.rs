@@ -22,6 +22,12 @@ impl Timestamp {
         Self(self.0.saturating_add(micros))
     }
 
+    /// This time minus `duration` (saturating).
+    pub fn before(self, duration: Duration) -> Self {
+        let micros = i64::try_from(duration.as_micros()).unwrap_or(i64::MAX);
+        Self(self.0.saturating_sub(micros))
+    }
+
     /// Whole seconds and the remaining nanoseconds, as protobuf wants them.
     pub fn seconds_nanos(self) -> (i64, i32) {
         let seconds = self.0.div_euclid(1_000_000);

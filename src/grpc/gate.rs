@@ -101,13 +101,64 @@ impl StreamGate {
     /// `stream`, admitted as `open`, ended with a status at `deadline` or
     /// when the gate closes.
     pub fn guard<S>(&self, stream: S, open: OpenStream, deadline: Option<Instant>) -> Guarded<S> {
+        self.guarded(stream, open, deadline, Ending::RUN)
+    }
+
+    /// [`StreamGate::guard`] for a stream that never ends by itself
+    /// (WatchRuns): it ends as soon as the server drains, so that the drain
+    /// waits only for the streams of runs.
+    pub fn guard_feed<S>(&self, stream: S, open: OpenStream, deadline: Option<Instant>) -> Guarded<S> {
+        self.guarded(stream, open, deadline, Ending::FEED)
+    }
+
+    fn guarded<S>(
+        &self,
+        stream: S,
+        open: OpenStream,
+        deadline: Option<Instant>,
+        ending: Ending,
+    ) -> Guarded<S> {
         Guarded {
             inner: stream,
             deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
             phase: WatchStream::new(self.phase.subscribe()),
+            ending,
             _open: open,
             ended: false,
         }
+    }
+}
+
+/// When and how the gate ends a stream of the server's.
+#[derive(Clone, Copy, Debug)]
+struct Ending {
+    /// The phase from which on the stream is ended.
+    from: Phase,
+    /// What the client is told then.
+    message: &'static str,
+}
+
+impl Ending {
+    const RUN: Ending = Ending {
+        from: Phase::Closed,
+        message: "the server shut down before the stream ended; follow the run with SubscribeRun",
+    };
+    const FEED: Ending = Ending {
+        from: Phase::Draining,
+        message:
+            "the server is shutting down; continue with WatchRuns after the last cursor, on another server",
+    };
+}
+
+impl Phase {
+    /// Whether this phase is `other` or later.
+    fn reached(self, other: Phase) -> bool {
+        let rank = |phase| match phase {
+            Phase::Serving => 0,
+            Phase::Draining => 1,
+            Phase::Closed => 2,
+        };
+        rank(self) >= rank(other)
     }
 }
 
@@ -117,6 +168,7 @@ pub struct Guarded<S> {
     inner: S,
     deadline: Option<Pin<Box<Sleep>>>,
     phase: WatchStream<Phase>,
+    ending: Ending,
     _open: OpenStream,
     ended: bool,
 }
@@ -139,11 +191,9 @@ where
         // Every change of phase since the last poll; the gate is gone with
         // the server when it ends, and then nothing closes the stream.
         while let Poll::Ready(Some(phase)) = Pin::new(&mut self.phase).poll_next(cx) {
-            if phase == Phase::Closed {
-                return self.end(unavailable(
-                    "SERVER_SHUTDOWN",
-                    "the server shut down before the stream ended; follow the run with SubscribeRun",
-                ));
+            if phase.reached(self.ending.from) {
+                let message = self.ending.message;
+                return self.end(unavailable("SERVER_SHUTDOWN", message));
             }
         }
         Pin::new(&mut self.inner).poll_next(cx)

@@ -11,7 +11,7 @@ mod wire;
 use std::pin::Pin;
 use tokio::time::Instant;
 
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::metrics::Rpc;
@@ -25,6 +25,9 @@ pub use wire::WireErrors;
 
 /// A stream of chunks as tonic sends it.
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::AgentChunk, Status>> + Send>>;
+
+/// A stream of run events as tonic sends it.
+pub type RunEventStream = Pin<Box<dyn Stream<Item = Result<pb::RunEvent, Status>> + Send>>;
 
 /// The `agentd.v1.AgentService` implementation.
 pub struct AgentServiceImpl {
@@ -86,6 +89,7 @@ impl AgentService for AgentServiceImpl {
     type StreamAgentStream = ChunkStream;
     type ResumeStream = ChunkStream;
     type SubscribeRunStream = ChunkStream;
+    type WatchRunsStream = RunEventStream;
 
     async fn stream_agent(
         &self,
@@ -130,6 +134,29 @@ impl AgentService for AgentServiceImpl {
         let run_id = convert::parse_run_id(&run_id)?;
         let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
         Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, open, deadline))
+    }
+
+    async fn watch_runs(
+        &self,
+        request: Request<pb::WatchRunsRequest>,
+    ) -> Result<Response<RunEventStream>, Status> {
+        let requested = Instant::now();
+        let open = self.gate.admit()?;
+        let deadline = gate::client_deadline(request.metadata(), requested);
+        let tenant = tenant_of(&request);
+        let watch = convert::watch_runs_request(request.into_inner())?;
+        let events = self.runtime.watch_runs(&tenant, watch).await?.map(|event| {
+            event
+                .map(|event| convert::run_event_to_proto(&event))
+                .map_err(Status::from)
+        });
+        let measured = self
+            .runtime
+            .metrics()
+            .measure_stream(Rpc::WatchRuns, requested.into_std(), events);
+        Ok(Response::new(Box::pin(
+            self.gate.guard_feed(measured, open, deadline),
+        )))
     }
 
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {

@@ -155,6 +155,19 @@ impl From<RuntimeError> for Status {
                 Code::FailedPrecondition,
                 info("AGENT_GONE", &[("agent_id", agent.clone())]),
             ),
+            RuntimeError::MalformedCursor(_) | RuntimeError::UnknownCursor(_) => (
+                Code::InvalidArgument,
+                bad_request("after_cursor", &message, "INVALID_CURSOR", &[]),
+            ),
+            RuntimeError::CursorExpired { retention, .. } => (
+                Code::OutOfRange,
+                bad_request(
+                    "after_cursor",
+                    &message,
+                    "CURSOR_EXPIRED",
+                    &[("retention", retention.clone())],
+                ),
+            ),
             RuntimeError::Store(store) => {
                 let code = match store {
                     StoreError::Backend(_) | StoreError::InUse(_) => Code::Unavailable,

@@ -17,6 +17,7 @@ pub enum Rpc {
     StreamAgent,
     Resume,
     SubscribeRun,
+    WatchRuns,
 }
 
 impl Rpc {
@@ -25,6 +26,7 @@ impl Rpc {
             Rpc::StreamAgent => "stream_agent",
             Rpc::Resume => "resume",
             Rpc::SubscribeRun => "subscribe_run",
+            Rpc::WatchRuns => "watch_runs",
         }
     }
 }
@@ -49,7 +51,9 @@ impl Metrics {
             inner,
             metrics: self.clone(),
             rpc,
-            requested: Some(requested),
+            // A watch's first event comes whenever a run changes: no
+            // latency of the server's.
+            requested: (!matches!(rpc, Rpc::WatchRuns)).then_some(requested),
         }
     }
 }

@@ -60,6 +60,18 @@ pub enum RuntimeError {
     #[error("run's agent {0:?} is no longer configured on this server")]
     AgentGone(String),
     #[error(transparent)]
+    MalformedCursor(#[from] crate::domain::MalformedCursor),
+    #[error(
+        "cursor {0:?} is after every event this server's store has given: pass the cursor of a \
+         RunEvent, or none to watch from now on"
+    )]
+    UnknownCursor(String),
+    #[error(
+        "cursor {cursor:?} is older than the run events this server keeps ({retention}): read the \
+         runs with ListRuns, then watch from now on (no after_cursor)"
+    )]
+    CursorExpired { cursor: String, retention: String },
+    #[error(transparent)]
     Store(StoreError),
 }
 

@@ -40,7 +40,7 @@ use std::time::Duration;
 pub use error::RuntimeError;
 pub use execution::{new_replica_id, Emitter, LeaseSettings, Staging};
 use fanout::LiveRuns;
-pub use fanout::{MapEvents, RunStream};
+pub use fanout::{MapEvents, RunEventStream, RunStream, WatchRuns};
 pub use lifecycle::{ResumeRun, StartRun};
 pub use reads::{ListRuns, ListThreads, RunPage, ThreadPage, ThreadView, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 

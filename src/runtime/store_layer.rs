@@ -31,10 +31,10 @@ use async_trait::async_trait;
 use tokio::sync::{watch, Notify};
 
 use crate::domain::{
-    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 use crate::metrics::Metrics;
-use crate::store::{RunQuery, RunStore, Sharing, StoreError};
+use crate::store::{RunEventPage, RunQuery, RunStore, Sharing, StoreError};
 
 /// Raises the fence of a [`StoreLayer`], and hears of its refused writes.
 #[derive(Clone, Debug)]
@@ -225,6 +225,26 @@ impl RunStore for StoreLayer {
     /// A property of the store, not an operation: neither fenced nor timed.
     fn sharing(&self) -> Sharing {
         self.inner.sharing()
+    }
+
+    async fn read_run_events(
+        &self,
+        tenant: Option<&Tenant>,
+        after: EventPosition,
+        limit: usize,
+    ) -> Result<RunEventPage, StoreError> {
+        let work = self.inner.read_run_events(tenant, after, limit);
+        self.call(Read, "read_run_events", work).await
+    }
+
+    async fn run_events_head(&self) -> Result<EventPosition, StoreError> {
+        self.call(Read, "run_events_head", self.inner.run_events_head())
+            .await
+    }
+
+    /// Not an operation: neither fenced nor timed.
+    fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
+        self.inner.run_events_signal()
     }
 }
 

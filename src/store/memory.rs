@@ -6,20 +6,43 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{RunQuery, RunStore, Sharing, StoreError};
+use tokio::sync::watch;
+
+use super::{RunEventPage, RunQuery, RunStore, Sharing, StoreError};
 use crate::domain::{
-    Event, LatestRun, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, LatestRun, RunEvent, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId,
+    ThreadQuery, ThreadRecord, Timestamp,
 };
 
 type Runs = HashMap<RunId, (RunRecord, Vec<Event>)>;
 type Threads = HashMap<(Tenant, ThreadId), ThreadRecord>;
 
-/// Locks are taken runs first, then threads, so that a write needing both
-/// (a thread's run) is atomic and never deadlocks.
+/// The run events, in position order, and the last position given.
 #[derive(Default)]
+struct RunEvents {
+    log: Vec<RunEvent>,
+    last: i64,
+}
+
+/// Locks are taken runs first, then threads, then run events, so that a
+/// write needing several (a thread's run, a run and its event) is atomic
+/// and never deadlocks.
 pub struct MemoryStore {
     runs: Mutex<Runs>,
     threads: Mutex<Threads>,
+    run_events: Mutex<RunEvents>,
+    signal: watch::Sender<()>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            runs: Mutex::default(),
+            threads: Mutex::default(),
+            run_events: Mutex::default(),
+            signal: watch::Sender::new(()),
+        }
+    }
 }
 
 impl MemoryStore {
@@ -33,6 +56,30 @@ impl MemoryStore {
         self.threads
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn lock_run_events(&self) -> std::sync::MutexGuard<'_, RunEvents> {
+        self.run_events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Stores the event of a write that leaves `run` as it is, coming from
+    /// `before` (`None`: created), if its status changed; called with the
+    /// runs locked, so that events are in the order of the writes.
+    fn record_change(&self, before: Option<RunStatus>, run: &RunRecord) {
+        let Some(kind) = RunEventKind::of_change(before, run.status()) else {
+            return;
+        };
+        let mut run_events = self.lock_run_events();
+        run_events.last += 1;
+        let mut event = RunEvent::of(run, kind);
+        event.position = EventPosition {
+            major: 0,
+            minor: run_events.last,
+        };
+        run_events.log.push(event);
+        self.signal.send_replace(());
     }
 }
 
@@ -105,6 +152,7 @@ impl RunStore for MemoryStore {
             threads.insert((thread.tenant.clone(), thread.id.clone()), thread);
         }
         runs.insert(run.id, (run.clone(), events.to_vec()));
+        self.record_change(None, run);
         Ok(())
     }
 
@@ -152,6 +200,9 @@ impl RunStore for MemoryStore {
         runs.retain(|_, (run, _)| {
             !(run.tenant == *tenant && run.thread.as_ref().is_some_and(|link| link.id == *id))
         });
+        self.lock_run_events()
+            .log
+            .retain(|event| runs.contains_key(&event.run_id));
         Ok(())
     }
 
@@ -196,8 +247,10 @@ impl RunStore for MemoryStore {
             });
         }
         check_new_seqs(log, events)?;
+        let before = stored.status();
         *stored = run.clone();
         log.extend_from_slice(events);
+        self.record_change(Some(before), run);
         Ok(())
     }
 
@@ -304,5 +357,37 @@ impl RunStore for MemoryStore {
     /// Nothing outside this process can reach it.
     fn sharing(&self) -> Sharing {
         Sharing::Owned
+    }
+
+    async fn read_run_events(
+        &self,
+        tenant: Option<&Tenant>,
+        after: EventPosition,
+        limit: usize,
+    ) -> Result<RunEventPage, StoreError> {
+        let run_events = self.lock_run_events();
+        let first = run_events.log.partition_point(|event| event.position <= after);
+        let events = run_events.log[first..]
+            .iter()
+            .filter(|event| tenant.is_none_or(|tenant| event.tenant == *tenant))
+            .take(limit)
+            .cloned()
+            .collect();
+        Ok(RunEventPage {
+            events,
+            settling: false,
+        })
+    }
+
+    async fn run_events_head(&self) -> Result<EventPosition, StoreError> {
+        let last = self.lock_run_events().last;
+        Ok(EventPosition {
+            major: 0,
+            minor: last,
+        })
+    }
+
+    fn run_events_signal(&self) -> watch::Receiver<()> {
+        self.signal.subscribe()
     }
 }

@@ -23,8 +23,20 @@ pub use query::RunQuery;
 pub use sqlite::{SqliteStore, Synchronous};
 
 use crate::domain::{
-    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunEvent, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord,
+    Timestamp,
 };
+
+/// A read of the run events (see [`RunStore::read_run_events`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunEventPage {
+    /// In position order.
+    pub events: Vec<RunEvent>,
+    /// Events after these are stored already but cannot be read in order
+    /// yet (a shared store whose concurrent writes are still committing):
+    /// read again shortly, whether or not the signal changes.
+    pub settling: bool,
+}
 
 /// A store operation that failed.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -63,6 +75,13 @@ pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
 ///
 /// Every write is atomic: the run record and the events that come with it
 /// are stored together or not at all.
+///
+/// A write that changes a run's stored status (or creates the run) also
+/// stores its run event ([`RunEvent`], kind from
+/// [`crate::domain::RunEventKind::of_change`]) in the same atomic write,
+/// at a position after every event a read has returned: the feed that
+/// `WatchRuns` and webhooks follow. A run's events go with it
+/// (`delete_thread`).
 ///
 /// The runtime reaches every backend through one layer of its own
 /// (`runtime/store_layer.rs`: the shutdown fence, the timing of each
@@ -185,6 +204,30 @@ pub trait RunStore: Send + Sync + 'static {
     /// store's feed carries, as they happen, the changes the other servers
     /// make, and leases decide who executes a run.
     fn sharing(&self) -> Sharing;
+
+    /// The run events after position `after` (`EventPosition::default()`:
+    /// from the first), in position order, at most `limit` of them:
+    /// `tenant`'s, or every tenant's with `None`. Every reader sees the
+    /// events in the same order, and an event appears only once every event
+    /// before it can be read too, so that a reader that continues after the
+    /// last event it read misses none.
+    async fn read_run_events(
+        &self,
+        tenant: Option<&Tenant>,
+        after: EventPosition,
+        limit: usize,
+    ) -> Result<RunEventPage, StoreError>;
+
+    /// The position of the newest run event a read returns now
+    /// (`EventPosition::default()` without any): where following the events
+    /// "from now on" starts.
+    async fn run_events_head(&self) -> Result<EventPosition, StoreError>;
+
+    /// Marked changed after each write of this process that stored a run
+    /// event and, on a shared store, whenever the feed tells of another
+    /// server's write or may have missed one: a follower of the events
+    /// reads again then.
+    fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()>;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (or a plain path;

@@ -19,6 +19,7 @@ mod leases;
 mod lock;
 mod queries;
 mod readers;
+mod run_events;
 mod threads;
 mod writer;
 
@@ -26,9 +27,9 @@ pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
 
-use super::{corrupt, RunQuery, RunStore, Sharing, StoreError};
+use super::{corrupt, RunEventPage, RunQuery, RunStore, Sharing, StoreError};
 use crate::domain::{
-    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
@@ -42,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0006_event_batches.sql"),
     include_str!("migrations/sqlite/0007_live_run_indexes.sql"),
     include_str!("migrations/sqlite/0008_health_probe.sql"),
+    include_str!("migrations/sqlite/0009_run_events.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -49,6 +51,8 @@ const MAX_BATCH: usize = 512;
 
 pub struct SqliteStore {
     writes: mpsc::UnboundedSender<Write>,
+    /// Changed by the writer after each commit that stored a run event.
+    run_events: tokio::sync::watch::Receiver<()>,
     readers: Arc<ReaderPool>,
     /// No other process opens the database while this store is open (see
     /// `lock.rs`).
@@ -72,6 +76,8 @@ struct RunRow {
     /// The run's thread, and the latest run it must follow there.
     thread: Option<threads::ThreadLinkRow>,
     record: Vec<u8>,
+    /// A suspended run's pending calls, for the event of its suspension.
+    pending: Option<Vec<u8>>,
 }
 
 /// The events of one write, encoded together as one row.
@@ -137,6 +143,10 @@ impl RunRow {
             lease_expires_at: run.lease().as_ref().map(|lease| lease.expires_at.0),
             thread: run.thread.as_ref().map(threads::ThreadLinkRow::new),
             record: crate::store::record::encode_run(run)?,
+            pending: match run.status() {
+                RunStatus::Suspended => Some(crate::store::encoding::encode(&run.pending())?),
+                _ => None,
+            },
         })
     }
 }
@@ -185,12 +195,14 @@ impl SqliteStore {
         migrate(&mut writer)?;
 
         let (writes, queue) = mpsc::unbounded_channel();
+        let (signal, run_events) = tokio::sync::watch::channel(());
         std::thread::Builder::new()
             .name("agentd-sqlite-writer".into())
-            .spawn(move || writer::write_loop(writer, queue))
+            .spawn(move || writer::write_loop(writer, queue, signal))
             .map_err(|e| StoreError::Backend(format!("starting the writer thread: {e}")))?;
         Ok(Self {
             writes,
+            run_events,
             readers: Arc::new(ReaderPool::new(path)),
             _lock: lock,
         })
@@ -452,5 +464,24 @@ impl RunStore for SqliteStore {
     /// The lock file keeps every other process out (see `sqlite/lock.rs`).
     fn sharing(&self) -> Sharing {
         Sharing::Owned
+    }
+
+    async fn read_run_events(
+        &self,
+        tenant: Option<&Tenant>,
+        after: EventPosition,
+        limit: usize,
+    ) -> Result<RunEventPage, StoreError> {
+        let tenant = tenant.cloned();
+        self.read(move |conn| run_events::read(conn, tenant.as_ref(), after, limit))
+            .await
+    }
+
+    async fn run_events_head(&self) -> Result<EventPosition, StoreError> {
+        self.read(run_events::head).await
+    }
+
+    fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
+        self.run_events.clone()
     }
 }

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use agentd::agent::{AgentRegistry, AgentSpec};
 use agentd::domain::{
-    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::store::{RunQuery, RunStore, Sharing, SqliteStore, StoreError};
+use agentd::store::{RunEventPage, RunQuery, RunStore, Sharing, SqliteStore, StoreError};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
@@ -171,5 +171,22 @@ impl RunStore for ControlledStore {
 
     fn sharing(&self) -> Sharing {
         self.inner.sharing()
+    }
+
+    async fn read_run_events(
+        &self,
+        tenant: Option<&Tenant>,
+        after: EventPosition,
+        limit: usize,
+    ) -> Result<RunEventPage, StoreError> {
+        self.inner.read_run_events(tenant, after, limit).await
+    }
+
+    async fn run_events_head(&self) -> Result<EventPosition, StoreError> {
+        self.inner.run_events_head().await
+    }
+
+    fn run_events_signal(&self) -> watch::Receiver<()> {
+        self.inner.run_events_signal()
     }
 }

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 mod leases;
 mod queries;
+mod run_events;
 mod tenants;
 mod threads;
 
@@ -289,6 +290,7 @@ pub async fn conformance(store: Store) {
     leases::leases_conform(&store).await;
     tenants::tenants_conform(&store).await;
     threads::threads_conform(&store).await;
+    run_events::run_events_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {

@@ -63,6 +63,15 @@ impl AgentService for CeilingService {
     type StreamAgentStream = ChunkStream;
     type ResumeStream = ChunkStream;
     type SubscribeRunStream = ChunkStream;
+    type WatchRunsStream =
+        std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::RunEvent, Status>> + Send>>;
+
+    async fn watch_runs(
+        &self,
+        _request: Request<pb::WatchRunsRequest>,
+    ) -> Result<Response<Self::WatchRunsStream>, Status> {
+        unimplemented("WatchRuns")
+    }
 
     async fn stream_agent(
         &self,

@@ -1,7 +1,7 @@
 //! Runs and agents -> their proto messages.
 
 use crate::agent::Agent;
-use crate::domain::{PendingCall, Phase, RunRecord, RunStatus, Waiting};
+use crate::domain::{PendingCall, Phase, RunRecord, RunStatus, Timestamp, Waiting};
 use crate::pb;
 
 use super::chunk::{failure_to_proto, payload_to_proto, usage_to_proto};
@@ -18,7 +18,8 @@ pub fn status_to_proto(status: RunStatus) -> pb::RunStatus {
     }
 }
 
-fn pending_to_proto(pending: &PendingCall, run: &RunRecord) -> pb::PendingToolCall {
+/// A pending call of a suspension that expires at `expires_at`.
+pub(super) fn pending_to_proto(pending: &PendingCall, expires_at: Option<Timestamp>) -> pb::PendingToolCall {
     let (suspend_payload, awaiting_approval) = match &pending.waiting {
         Waiting::Suspended { payload } => (Some(payload_to_proto(payload)), false),
         Waiting::Approval => (None, true),
@@ -29,7 +30,7 @@ fn pending_to_proto(pending: &PendingCall, run: &RunRecord) -> pb::PendingToolCa
         args: Some(json_to_struct(&pending.call.args)),
         suspend_payload,
         awaiting_approval,
-        expires_at: run.expires_at().map(timestamp),
+        expires_at: expires_at.map(timestamp),
     }
 }
 
@@ -45,7 +46,10 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
         run_id: run.id.to_string(),
         agent_id: run.agent_id.clone(),
         status: status_to_proto(run.status()) as i32,
-        pending: pending.iter().map(|p| pending_to_proto(p, run)).collect(),
+        pending: pending
+            .iter()
+            .map(|p| pending_to_proto(p, run.expires_at()))
+            .collect(),
         usage: Some(usage_to_proto(run.state.usage)),
         final_text: final_text.to_owned(),
         steps: run.state.steps,

@@ -23,8 +23,10 @@ mod feed;
 mod live;
 mod stream;
 mod subscribe;
+mod watch;
 
 pub(super) use live::{Interruption, LiveRun, LiveRuns, Signal};
 pub(super) use stream::{ClientFeed, Delivery, Refusal};
 pub use stream::{MapEvents, RunStream};
 pub(super) use subscribe::Wanted;
+pub use watch::{RunEventStream, WatchRuns};

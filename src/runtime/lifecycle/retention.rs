@@ -64,11 +64,7 @@ impl Inner {
 
     #[instrument(skip_all)]
     pub(super) async fn sweep_idle_threads(&self, retention: Duration) -> Result<usize, RuntimeError> {
-        let cutoff = Timestamp(
-            Timestamp::now()
-                .0
-                .saturating_sub(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX)),
-        );
+        let cutoff = Timestamp::now().before(retention);
         let idle = self.store.idle_threads(cutoff, RETENTION_BATCH).await?;
         let mut deleted = 0;
         for (tenant, thread_id) in idle {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use serde::Deserialize;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::{backend, pool_error};
@@ -46,6 +46,7 @@ impl Listener {
         channel: String,
         origin: String,
         pool: Pool,
+        run_events: watch::Sender<()>,
     ) -> Arc<Self> {
         let (items, _) = broadcast::channel(CAPACITY);
         let (stop, stopped) = oneshot::channel();
@@ -54,6 +55,7 @@ impl Listener {
             channel: channel.clone(),
             origin: origin.clone(),
             items: items.clone(),
+            run_events,
         };
         runtime.spawn(task.run(stopped));
         Arc::new(Self {
@@ -92,6 +94,9 @@ struct Task {
     channel: String,
     origin: String,
     items: broadcast::Sender<FeedItem>,
+    /// Changed at every other replica's notification and at every
+    /// reconnection: either may mean new run events.
+    run_events: watch::Sender<()>,
 }
 
 impl Task {
@@ -138,6 +143,7 @@ impl Task {
                     tracing::debug!(channel = %self.channel, "listening for other replicas");
                     if !first {
                         let _ = self.items.send(FeedItem::Resync);
+                        self.run_events.send_replace(());
                     }
                 }
                 message = poll_fn(|cx| connection.poll_message(cx)) => match message {
@@ -156,6 +162,7 @@ impl Task {
             // Nobody subscribed is not an error.
             Ok(notice) => {
                 let _ = self.items.send(FeedItem::Message(notice.message));
+                self.run_events.send_replace(());
             }
             Err(error) => tracing::warn!(%error, "ignoring a notification that does not parse"),
         }

@@ -12,6 +12,7 @@
 mod listen;
 mod migrate;
 mod read;
+mod run_events;
 mod threads;
 mod write;
 
@@ -22,9 +23,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::{RunFeed, RunQuery, RunStore, Sharing, StoreError};
+use super::{RunEventPage, RunFeed, RunQuery, RunStore, Sharing, StoreError};
 use crate::domain::{
-    Event, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 
 /// Connections each server keeps to the database at most (the LISTEN
@@ -38,6 +39,10 @@ pub struct PostgresStore {
     /// This store's id in notifications, so that it skips its own.
     origin: String,
     feed: Arc<listen::Listener>,
+    /// Changed after each write here that stored a run event, and by the
+    /// listener whenever another replica wrote (or it may have missed a
+    /// notification).
+    run_events: tokio::sync::watch::Sender<()>,
 }
 
 fn backend(error: tokio_postgres::Error) -> StoreError {
@@ -105,13 +110,27 @@ impl PostgresStore {
             .build()
             .map_err(|e| StoreError::Backend(format!("building the connection pool: {e}")))?;
         let origin = uuid::Uuid::now_v7().to_string();
-        let feed = listen::Listener::start(&runtime, config, channel.clone(), origin.clone(), pool.clone());
+        let run_events = tokio::sync::watch::Sender::new(());
+        let feed = listen::Listener::start(
+            &runtime,
+            config,
+            channel.clone(),
+            origin.clone(),
+            pool.clone(),
+            run_events.clone(),
+        );
         Ok(Self {
             pool,
             channel,
             origin,
             feed,
+            run_events,
         })
+    }
+
+    /// Tells this process's followers of the run events that one was stored.
+    fn run_event_stored(&self) {
+        self.run_events.send_replace(());
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
@@ -216,6 +235,23 @@ impl RunStore for PostgresStore {
 
     fn sharing(&self) -> Sharing {
         Sharing::Shared(Arc::clone(&self.feed) as Arc<dyn RunFeed>)
+    }
+
+    async fn read_run_events(
+        &self,
+        tenant: Option<&Tenant>,
+        after: EventPosition,
+        limit: usize,
+    ) -> Result<RunEventPage, StoreError> {
+        run_events::read(&self.client().await?, tenant, after, limit).await
+    }
+
+    async fn run_events_head(&self) -> Result<EventPosition, StoreError> {
+        run_events::head(&self.client().await?).await
+    }
+
+    fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
+        self.run_events.subscribe()
     }
 }
 

@@ -58,7 +58,9 @@ pub(super) async fn create_in_thread(
     if created.get::<_, i64>(0) != 1 {
         return Err(StoreError::AlreadyExists);
     }
-    tx.commit().await.map_err(backend)
+    tx.commit().await.map_err(backend)?;
+    store.run_event_stored();
+    Ok(())
 }
 
 const THREAD_COLUMNS: &str = "t.tenant, t.thread_id, t.created_at, t.updated_at, t.latest_run, \
@@ -144,12 +146,12 @@ pub(super) async fn delete_thread(
     if deleted == 0 {
         return Err(StoreError::NotFound);
     }
-    tx.execute(
-        "DELETE FROM events e USING runs r WHERE e.run_id = r.id AND r.tenant = $1 AND r.thread_id = $2",
-        &params,
-    )
-    .await
-    .map_err(backend)?;
+    for table in ["events", "run_events"] {
+        let sql = format!(
+            "DELETE FROM {table} e USING runs r WHERE e.run_id = r.id AND r.tenant = $1 AND r.thread_id = $2"
+        );
+        tx.execute(&sql, &params).await.map_err(backend)?;
+    }
     tx.execute("DELETE FROM runs WHERE tenant = $1 AND thread_id = $2", &params)
         .await
         .map_err(backend)?;

@@ -21,7 +21,7 @@
 use tokio_postgres::types::ToSql;
 
 use super::{backend, to_i64, PostgresStore};
-use crate::domain::{Event, RunId, RunRecord, RunStatus, Timestamp};
+use crate::domain::{Event, RunEventKind, RunId, RunRecord, RunStatus, Timestamp};
 use crate::store::corrupt;
 use crate::store::encoding::encode_plain;
 use crate::store::StoreError;
@@ -103,24 +103,36 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, time, chunk) \
      FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS e(seq, time, chunk) \
      WHERE EXISTS (SELECT 1 FROM changed)";
 
+/// A write statement answers with two counts: run rows it changed (0 or
+/// 1), and run events it stored (0 or 1).
 pub(super) fn create_sql() -> String {
     format!(
         "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
          updated_at, expires_at, request_id, lease_owner, lease_expires_at, record, tenant, thread_id) \
          VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
          ON CONFLICT DO NOTHING RETURNING id), \
-         inserted AS ({INSERT_EVENTS}) \
-         SELECT count(*) FROM changed"
+         inserted AS ({INSERT_EVENTS}), \
+         run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time) \
+         SELECT $16, $1, $5, $17, 'started', $6, $10 FROM changed RETURNING 1) \
+         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event)"
     )
 }
 
+/// The run's status before the update comes from the statement's snapshot:
+/// if the compare-and-set on the version changes the row, that is the
+/// status of the version the write was made from.
 fn commit_sql() -> String {
     format!(
-        "WITH changed AS (UPDATE runs SET status = $5, version = $6, last_seq = $7, \
+        "WITH before AS (SELECT status FROM runs WHERE id = $1), \
+         changed AS (UPDATE runs SET status = $5, version = $6, last_seq = $7, \
          updated_at = $8, expires_at = $9, lease_owner = $10, lease_expires_at = $11, record = $12 \
          WHERE id = $1 AND version = $13 RETURNING id), \
-         inserted AS ({INSERT_EVENTS}) \
-         SELECT count(*) FROM changed"
+         inserted AS ({INSERT_EVENTS}), \
+         run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, \
+         pending, expires_at) \
+         SELECT $15, $1, $16, $17, $14, $5, $8, $18, $9 FROM before \
+         WHERE before.status <> $5 AND EXISTS (SELECT 1 FROM changed) RETURNING 1) \
+         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event)"
     )
 }
 
@@ -130,7 +142,7 @@ fn append_sql() -> String {
          last_seq = coalesce($5, last_seq), lease_expires_at = coalesce($6, lease_expires_at) \
          WHERE id = $1 AND version = $7 RETURNING id), \
          inserted AS ({INSERT_EVENTS}) \
-         SELECT count(*) FROM changed"
+         SELECT count(*), 0::bigint FROM changed"
     )
 }
 
@@ -146,6 +158,9 @@ async fn execute(
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
     let row = client.query_one(&statement, params).await.map_err(backend)?;
     let changed = row.get::<_, i64>(0) == 1;
+    if row.get::<_, i64>(1) == 1 {
+        store.run_event_stored();
+    }
     if let (true, Some(notice)) = (changed, notice) {
         let notify = client
             .prepare_cached("SELECT pg_notify($1, $2)")
@@ -236,7 +251,13 @@ pub(super) async fn commit(
     let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
     let notice = payload(store, run.id, run.status(), run.last_seq, events)?;
-    let params: [&(dyn ToSql + Sync); 13] = [
+    let kind = RunEventKind::entering(run.status()).as_str();
+    let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
+    let pending = match run.status() {
+        RunStatus::Suspended => Some(encode_plain(&run.pending())?),
+        _ => None,
+    };
+    let params: [&(dyn ToSql + Sync); 18] = [
         &run.id.0,
         &columns.seqs,
         &columns.times,
@@ -250,6 +271,11 @@ pub(super) async fn commit(
         &lease_expires_at,
         &record,
         &to_i64(expected_version),
+        &kind,
+        &run.tenant.as_str(),
+        &run.agent_id,
+        &thread_id,
+        &pending,
     ];
     if execute(store, &commit_sql(), &params, Some(&notice)).await? {
         Ok(())

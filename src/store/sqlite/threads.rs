@@ -84,12 +84,14 @@ pub(super) fn delete(conn: &Connection, tenant: &str, thread_id: &str) -> Result
     if deleted == 0 {
         return Err(StoreError::NotFound);
     }
-    conn.prepare_cached(
-        "DELETE FROM event_batches WHERE run_id IN \
-         (SELECT id FROM runs WHERE tenant = ?1 AND thread_id = ?2)",
-    )
-    .and_then(|mut delete| delete.execute([tenant, thread_id]))
-    .map_err(backend)?;
+    for table in ["event_batches", "run_events"] {
+        conn.prepare_cached(&format!(
+            "DELETE FROM {table} WHERE run_id IN \
+             (SELECT id FROM runs WHERE tenant = ?1 AND thread_id = ?2)"
+        ))
+        .and_then(|mut delete| delete.execute([tenant, thread_id]))
+        .map_err(backend)?;
+    }
     conn.prepare_cached("DELETE FROM runs WHERE tenant = ?1 AND thread_id = ?2")
         .and_then(|mut delete| delete.execute([tenant, thread_id]))
         .map_err(backend)?;

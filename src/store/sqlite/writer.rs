@@ -8,12 +8,18 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
-use super::{backend, leases, threads, EventBatch, RunRow, Write, WriteKind, MAX_BATCH};
+use super::{backend, leases, run_events, threads, EventBatch, RunRow, Write, WriteKind, MAX_BATCH};
+use crate::domain::{RunEventKind, RunStatus};
 use crate::store::StoreError;
 
 /// The writer thread: takes every write waiting, commits them in one
 /// transaction, then answers each.
-pub(super) fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceiver<Write>) {
+/// Marks `run_events` changed after each commit that stored a run event.
+pub(super) fn write_loop(
+    mut conn: Connection,
+    mut queue: mpsc::UnboundedReceiver<Write>,
+    run_events: tokio::sync::watch::Sender<()>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
@@ -23,7 +29,10 @@ pub(super) fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceive
                 Err(_) => break,
             }
         }
-        let outcomes = commit_batch(&mut conn, &batch);
+        let (outcomes, stored_run_events) = commit_batch(&mut conn, &batch);
+        if stored_run_events {
+            run_events.send_replace(());
+        }
         for (write, outcome) in batch.drain(..).zip(outcomes) {
             // The caller may have gone away; the write stands regardless.
             let _ = write.done.send(outcome);
@@ -31,16 +40,21 @@ pub(super) fn write_loop(mut conn: Connection, mut queue: mpsc::UnboundedReceive
     }
 }
 
-fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreError>> {
-    let fail_all = |error: StoreError| batch.iter().map(|_| Err(error.clone())).collect();
+/// Each write's outcome, and whether the commit stored a run event.
+fn commit_batch(conn: &mut Connection, batch: &[Write]) -> (Vec<Result<(), StoreError>>, bool) {
+    let fail_all = |error: StoreError| (batch.iter().map(|_| Err(error.clone())).collect(), false);
     let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(error) => return fail_all(backend(error)),
     };
     let mut outcomes = Vec::with_capacity(batch.len());
+    let mut stored_run_events = false;
     for write in batch {
         match apply(&tx, write) {
-            Applied::Whole => outcomes.push(Ok(())),
+            Applied::Whole { run_event } => {
+                stored_run_events |= run_event;
+                outcomes.push(Ok(()));
+            }
             Applied::Refused(error) => outcomes.push(Err(error)),
             // Part of the write may be in the transaction: undo the whole
             // batch (dropping `tx` rolls back). Only the engine failing
@@ -49,7 +63,7 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreE
         }
     }
     match tx.commit() {
-        Ok(()) => outcomes,
+        Ok(()) => (outcomes, stored_run_events),
         Err(error) => fail_all(backend(error)),
     }
 }
@@ -60,7 +74,8 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> Vec<Result<(), StoreE
 /// no trace, and an applied one cannot fail halfway for any reason but the
 /// engine failing.
 enum Applied {
-    Whole,
+    /// Applied, with a run event or without.
+    Whole { run_event: bool },
     /// Refused before any change.
     Refused(StoreError),
     /// Failed after changing part of the transaction.
@@ -84,8 +99,9 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
             batch.last_seq, run.last_seq
         )))
     };
-    // The first statement changes the run's row, or nothing at all.
-    let (run_id, first) = match &write.kind {
+    // The first statement changes the run's row, or nothing at all; the
+    // run event, if the status changes, comes with it.
+    let (run_id, first, change) = match &write.kind {
         WriteKind::Create(run) => {
             // A new id has no events yet; a taken one is refused by the
             // insert itself, which then changes nothing. Its thread must
@@ -107,12 +123,12 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
                     return Applied::Broken(error);
                 }
             }
-            (&run.id, Ok(()))
+            (&run.id, Ok(()), Some((run, RunEventKind::Started)))
         }
         // Refused by its first statement when there is no such thread.
         WriteKind::DeleteThread { tenant, thread_id } => {
             return match threads::delete(conn, tenant, thread_id) {
-                Ok(()) => Applied::Whole,
+                Ok(()) => Applied::Whole { run_event: false },
                 Err(StoreError::NotFound) => Applied::Refused(StoreError::NotFound),
                 Err(error) => Applied::Broken(error),
             };
@@ -125,7 +141,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
                 )
                 .and_then(|mut upsert| upsert.execute([at]));
             return match probed {
-                Ok(_) => Applied::Whole,
+                Ok(_) => Applied::Whole { run_event: false },
                 Err(error) => Applied::Broken(backend(error)),
             };
         }
@@ -134,12 +150,21 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
             expected_version,
         } => {
             let guard = guard(&run.id, *expected_version);
+            let before = match run_events::stored_status(conn, &run.id) {
+                Ok(before) => before,
+                Err(error) => return Applied::Refused(error),
+            };
             // Refused for a wrong version first, as an update would be.
             let first = match behind(run) {
                 Some(error) => Err(guard.refusal(conn, || error)),
                 None => update_run(conn, run, &guard),
             };
-            (&run.id, first)
+            let before = before.as_deref().and_then(RunStatus::parse);
+            let after = RunStatus::parse(run.status);
+            let change = after
+                .and_then(|after| RunEventKind::of_change(Some(before?), after))
+                .map(|kind| (run, kind));
+            (&run.id, first, change)
         }
         WriteKind::Append {
             id,
@@ -149,13 +174,21 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         } => (
             id,
             leases::append(conn, &guard(id, *expected_version), *last_seq, *lease_expires_at),
+            // An append keeps the run's status.
+            None,
         ),
     };
     if let Err(error) = first {
         return Applied::Refused(error);
     }
-    match insert_events(conn, run_id, events) {
-        Ok(()) => Applied::Whole,
+    if let Err(error) = insert_events(conn, run_id, events) {
+        return Applied::Broken(error);
+    }
+    let Some((run, kind)) = change else {
+        return Applied::Whole { run_event: false };
+    };
+    match run_events::insert(conn, run, kind) {
+        Ok(()) => Applied::Whole { run_event: true },
         Err(error) => Applied::Broken(error),
     }
 }

@@ -1,0 +1,267 @@
+//! A tenant's run events: one for every change of a run's status, stored
+//! in the same write as the change, in an order every reader of the store
+//! agrees on. `WatchRuns` replays and follows them; webhooks deliver them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId, Timestamp};
+
+/// What changed in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEventKind {
+    Started,
+    Suspended,
+    Resumed,
+    Completed,
+    Failed,
+    Cancelled,
+    Expired,
+}
+
+impl RunEventKind {
+    pub const ALL: [RunEventKind; 7] = [
+        RunEventKind::Started,
+        RunEventKind::Suspended,
+        RunEventKind::Resumed,
+        RunEventKind::Completed,
+        RunEventKind::Failed,
+        RunEventKind::Cancelled,
+        RunEventKind::Expired,
+    ];
+
+    /// The lowercase name used in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunEventKind::Started => "started",
+            RunEventKind::Suspended => "suspended",
+            RunEventKind::Resumed => "resumed",
+            RunEventKind::Completed => "completed",
+            RunEventKind::Failed => "failed",
+            RunEventKind::Cancelled => "cancelled",
+            RunEventKind::Expired => "expired",
+        }
+    }
+
+    /// Parses [`RunEventKind::as_str`] back.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == s)
+    }
+
+    /// The event of a write that leaves a stored run in `after` status,
+    /// when it was in `before` (`None`: the write creates the run). A write
+    /// that keeps the status (a step's chunks, a renewed lease, a takeover)
+    /// is no event. A run only ever becomes running again by an answer.
+    pub fn of_change(before: Option<RunStatus>, after: RunStatus) -> Option<Self> {
+        match before {
+            None => Some(RunEventKind::Started),
+            Some(before) if before == after => None,
+            Some(_) => Some(Self::entering(after)),
+        }
+    }
+
+    /// The event of a write that moves a stored run into `status` from
+    /// another status.
+    pub fn entering(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Running => RunEventKind::Resumed,
+            RunStatus::Suspended => RunEventKind::Suspended,
+            RunStatus::Completed => RunEventKind::Completed,
+            RunStatus::Failed => RunEventKind::Failed,
+            RunStatus::Cancelled => RunEventKind::Cancelled,
+            RunStatus::Expired => RunEventKind::Expired,
+        }
+    }
+}
+
+impl fmt::Display for RunEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an event stands in its store: events are read in the order of
+/// their positions, which rise strictly. A backend gives both parts their
+/// meaning (an embedded store a counter in `minor`, PostgreSQL the writing
+/// transaction's id in `major`); nothing else looks inside.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventPosition {
+    pub major: i64,
+    pub minor: i64,
+}
+
+/// One change of a run's status, as the store keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunEvent {
+    pub position: EventPosition,
+    pub time: Timestamp,
+    pub kind: RunEventKind,
+    pub tenant: Tenant,
+    pub run_id: RunId,
+    pub agent_id: String,
+    pub thread_id: Option<ThreadId>,
+    pub status: RunStatus,
+    /// The calls the run waits on, and until when: set on
+    /// [`RunEventKind::Suspended`] only.
+    pub pending: Vec<PendingCall>,
+    pub expires_at: Option<Timestamp>,
+}
+
+impl RunEvent {
+    /// The `kind` event of `run` as a write leaves it; the store assigns
+    /// its position.
+    pub fn of(run: &RunRecord, kind: RunEventKind) -> Self {
+        let (pending, expires_at) = match kind {
+            RunEventKind::Suspended => (run.pending().to_vec(), run.expires_at()),
+            _ => (Vec::new(), None),
+        };
+        Self {
+            position: EventPosition::default(),
+            time: run.updated_at,
+            kind,
+            tenant: run.tenant.clone(),
+            run_id: run.id,
+            agent_id: run.agent_id.clone(),
+            thread_id: run.thread.as_ref().map(|link| link.id.clone()),
+            status: run.status(),
+            pending,
+            expires_at,
+        }
+    }
+
+    /// The cursor that names this event to watchers.
+    pub fn cursor(&self) -> EventCursor {
+        EventCursor {
+            position: self.position,
+            time: self.time,
+        }
+    }
+}
+
+/// What a watcher holds to continue after an event: its position and time
+/// (the time tells a cursor older than what the store keeps without a
+/// read). Opaque to clients: [`EventCursor::encode`] and
+/// [`EventCursor::decode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventCursor {
+    pub position: EventPosition,
+    pub time: Timestamp,
+}
+
+/// A cursor string that no server made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed cursor {0:?}: pass a cursor from a RunEvent, or none to watch from now on")]
+pub struct MalformedCursor(pub String);
+
+/// The version tag that starts every cursor string.
+const CURSOR_TAG: &str = "e1";
+
+impl EventCursor {
+    /// The cursor as clients see it: a tag and three numbers in hex.
+    pub fn encode(&self) -> String {
+        format!(
+            "{CURSOR_TAG}.{:x}.{:x}.{:x}",
+            self.position.major, self.position.minor, self.time.0
+        )
+    }
+
+    pub fn decode(text: &str) -> Result<Self, MalformedCursor> {
+        let malformed = || MalformedCursor(text.to_owned());
+        let mut parts = text.split('.');
+        if parts.next() != Some(CURSOR_TAG) {
+            return Err(malformed());
+        }
+        let mut number = || {
+            let part = parts.next().ok_or_else(malformed)?;
+            // Only what `encode` writes: lowercase hex, no sign, no padding.
+            let canonical = !part.is_empty()
+                && part.len() <= 16
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && (part == "0" || !part.starts_with('0'));
+            if !canonical {
+                return Err(malformed());
+            }
+            u64::from_str_radix(part, 16)
+                .ok()
+                .and_then(|n| i64::try_from(n).ok())
+                .ok_or_else(malformed)
+        };
+        let (major, minor, time) = (number()?, number()?, number()?);
+        if parts.next().is_some() {
+            return Err(malformed());
+        }
+        Ok(Self {
+            position: EventPosition { major, minor },
+            time: Timestamp(time),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_change_is_one_event_and_a_kept_status_none() {
+        use RunStatus::*;
+        assert_eq!(
+            RunEventKind::of_change(None, Running),
+            Some(RunEventKind::Started)
+        );
+        assert_eq!(
+            RunEventKind::of_change(Some(Running), Suspended),
+            Some(RunEventKind::Suspended)
+        );
+        assert_eq!(
+            RunEventKind::of_change(Some(Suspended), Running),
+            Some(RunEventKind::Resumed)
+        );
+        assert_eq!(
+            RunEventKind::of_change(Some(Suspended), Expired),
+            Some(RunEventKind::Expired)
+        );
+        assert_eq!(
+            RunEventKind::of_change(Some(Running), Cancelled),
+            Some(RunEventKind::Cancelled)
+        );
+        for status in RunStatus::ALL {
+            assert_eq!(RunEventKind::of_change(Some(status), status), None);
+        }
+    }
+
+    #[test]
+    fn cursors_read_back_and_nothing_else_does() {
+        let cursor = EventCursor {
+            position: EventPosition {
+                major: 77,
+                minor: 123_456,
+            },
+            time: Timestamp(1_764_000_000_000_000),
+        };
+        assert_eq!(EventCursor::decode(&cursor.encode()), Ok(cursor));
+        let zero = EventCursor {
+            position: EventPosition::default(),
+            time: Timestamp(0),
+        };
+        assert_eq!(EventCursor::decode(&zero.encode()), Ok(zero));
+        for bad in [
+            "",
+            "e1",
+            "e1.1.2",
+            "e1.1.2.3.4",
+            "e2.1.2.3",
+            "e1.01.2.3",
+            "e1.-1.2.3",
+            "e1.A.2.3",
+            "e1.ffffffffffffffff.2.3",
+            "e1..2.3",
+            "garbage",
+        ] {
+            assert!(EventCursor::decode(bad).is_err(), "{bad:?}");
+        }
+    }
+}

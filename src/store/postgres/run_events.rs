@@ -1,0 +1,111 @@
+//! The PostgreSQL store's run events (see `RunStore::read_run_events` and
+//! migration 0005): read in (txid, id) order, and only those of
+//! transactions older than the read's snapshot xmin, which have all
+//! finished, so that no event can still commit before one a reader has
+//! seen. A write's event is stored by its own statement (`write.rs`).
+
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use super::read::{query, Client};
+use super::{backend, to_i64};
+use crate::domain::{
+    EventPosition, PendingCall, RunEvent, RunEventKind, RunId, RunStatus, Tenant, ThreadId, Timestamp,
+};
+use crate::store::{corrupt, RunEventPage, StoreError};
+
+/// The snapshot's xmin, as the bigint that `txid` holds.
+const XMIN: &str = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+
+pub(super) async fn read(
+    client: &Client,
+    tenant: Option<&Tenant>,
+    after: EventPosition,
+    limit: usize,
+) -> Result<RunEventPage, StoreError> {
+    let columns = format!(
+        "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, {XMIN}"
+    );
+    let limit = to_i64(limit as u64);
+    let rows = match tenant {
+        Some(tenant) => {
+            let sql = format!(
+                "SELECT {columns} FROM run_events WHERE tenant = $1 AND (txid, id) > ($2, $3) \
+                 ORDER BY txid, id LIMIT $4"
+            );
+            query(
+                client,
+                &sql,
+                &[&tenant.as_str(), &after.major, &after.minor, &limit],
+            )
+            .await?
+        }
+        None => {
+            let sql = format!(
+                "SELECT {columns} FROM run_events WHERE (txid, id) > ($1, $2) ORDER BY txid, id LIMIT $3"
+            );
+            query(client, &sql, &[&after.major, &after.minor, &limit]).await?
+        }
+    };
+    let mut page = RunEventPage::default();
+    for row in &rows {
+        let txid: i64 = row.try_get(0).map_err(backend)?;
+        let xmin: i64 = row.try_get(11).map_err(backend)?;
+        if txid >= xmin {
+            // Its transaction may have committed while an older one still
+            // runs, whose event would come before it.
+            page.settling = true;
+            break;
+        }
+        page.events.push(event(row)?);
+    }
+    Ok(page)
+}
+
+/// Just before the events of the transactions still running: every event
+/// read from now on comes after it, and every event read so far is at or
+/// before it.
+pub(super) async fn head(client: &Client) -> Result<EventPosition, StoreError> {
+    let rows = query(client, &format!("SELECT {XMIN}"), &[]).await?;
+    let xmin: i64 = rows
+        .first()
+        .ok_or_else(|| StoreError::Backend("no snapshot".into()))?
+        .try_get(0)
+        .map_err(backend)?;
+    Ok(EventPosition {
+        major: xmin - 1,
+        minor: i64::MAX,
+    })
+}
+
+fn event(row: &Row) -> Result<RunEvent, StoreError> {
+    let text = |index: usize| row.try_get::<_, String>(index).map_err(backend);
+    let kind = text(6)?;
+    let status = text(7)?;
+    let thread_id: Option<String> = row.try_get(5).map_err(backend)?;
+    let pending: Option<Vec<u8>> = row.try_get(9).map_err(backend)?;
+    Ok(RunEvent {
+        position: EventPosition {
+            major: row.try_get(0).map_err(backend)?,
+            minor: row.try_get(1).map_err(backend)?,
+        },
+        tenant: Tenant::new(&text(2)?).map_err(corrupt)?,
+        run_id: RunId(row.try_get::<_, Uuid>(3).map_err(backend)?),
+        agent_id: text(4)?,
+        thread_id: thread_id
+            .as_deref()
+            .map(ThreadId::new)
+            .transpose()
+            .map_err(corrupt)?,
+        kind: RunEventKind::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {kind:?}")))?,
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?,
+        time: Timestamp(row.try_get(8).map_err(backend)?),
+        pending: match pending {
+            Some(bytes) => crate::store::encoding::decode::<Vec<PendingCall>>(&bytes)?,
+            None => Vec::new(),
+        },
+        expires_at: row.try_get::<_, Option<i64>>(10).map_err(backend)?.map(Timestamp),
+    })
+}

@@ -1,0 +1,134 @@
+//! The SQLite store's run events (see `RunStore::read_run_events`): a row
+//! per change of a run's status, written by the writer in the transaction
+//! of the change; positions are the table's AUTOINCREMENT keys, so in the
+//! order of the commits.
+
+use rusqlite::{params, Connection};
+
+use super::{backend, RunRow};
+use crate::domain::{
+    EventPosition, PendingCall, RunEvent, RunEventKind, RunStatus, Tenant, ThreadId, Timestamp,
+};
+use crate::store::{corrupt, RunEventPage, StoreError};
+
+/// The status a write finds its run in before changing it (`None`: no
+/// such run, and the write will be refused).
+pub(super) fn stored_status(conn: &Connection, id: &str) -> Result<Option<String>, StoreError> {
+    use rusqlite::OptionalExtension;
+    conn.prepare_cached("SELECT status FROM runs WHERE id = ?1")
+        .and_then(|mut select| select.query_row([id], |row| row.get(0)).optional())
+        .map_err(backend)
+}
+
+/// Stores `kind`, the event of the write that leaves `run` as it is.
+pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, \
+         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .and_then(|mut insert| {
+        insert.execute(params![
+            run.tenant,
+            run.id,
+            run.agent_id,
+            run.thread.as_ref().map(|thread| thread.id.as_str()),
+            kind.as_str(),
+            run.status,
+            run.updated_at,
+            run.pending,
+            run.expires_at
+        ])
+    })
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// The columns a read selects, in this order.
+const COLUMNS: &str =
+    "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
+
+pub(super) fn read(
+    conn: &Connection,
+    tenant: Option<&Tenant>,
+    after: EventPosition,
+    limit: usize,
+) -> Result<RunEventPage, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut events = Vec::new();
+    let mut collect = |rows: &mut rusqlite::Rows<'_>| -> Result<(), StoreError> {
+        while let Some(row) = rows.next().map_err(backend)? {
+            events.push(event_from_row(row)?);
+        }
+        Ok(())
+    };
+    match tenant {
+        Some(tenant) => {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM run_events WHERE tenant = ?1 AND position > ?2 \
+                 ORDER BY position LIMIT ?3"
+            );
+            let mut select = conn.prepare_cached(&sql).map_err(backend)?;
+            collect(
+                &mut select
+                    .query(params![tenant.as_str(), after.minor, limit])
+                    .map_err(backend)?,
+            )?;
+        }
+        None => {
+            let sql =
+                format!("SELECT {COLUMNS} FROM run_events WHERE position > ?1 ORDER BY position LIMIT ?2");
+            let mut select = conn.prepare_cached(&sql).map_err(backend)?;
+            collect(&mut select.query(params![after.minor, limit]).map_err(backend)?)?;
+        }
+    }
+    Ok(RunEventPage {
+        events,
+        settling: false,
+    })
+}
+
+/// The last position given, even if its event went since with its run
+/// (`sqlite_sequence` keeps AUTOINCREMENT's counter).
+pub(super) fn head(conn: &Connection) -> Result<EventPosition, StoreError> {
+    use rusqlite::OptionalExtension;
+    let last: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'run_events'")
+        .and_then(|mut select| select.query_row([], |row| row.get(0)).optional())
+        .map_err(backend)?;
+    Ok(EventPosition {
+        major: 0,
+        minor: last.unwrap_or(0),
+    })
+}
+
+fn event_from_row(row: &rusqlite::Row<'_>) -> Result<RunEvent, StoreError> {
+    let text = |index: usize| row.get::<_, String>(index).map_err(backend);
+    let kind = text(5)?;
+    let status = text(6)?;
+    let pending: Option<Vec<u8>> = row.get(8).map_err(backend)?;
+    let thread_id: Option<String> = row.get(4).map_err(backend)?;
+    Ok(RunEvent {
+        position: EventPosition {
+            major: 0,
+            minor: row.get(0).map_err(backend)?,
+        },
+        tenant: Tenant::new(&text(1)?).map_err(corrupt)?,
+        run_id: text(2)?.parse().map_err(corrupt)?,
+        agent_id: text(3)?,
+        thread_id: thread_id
+            .as_deref()
+            .map(ThreadId::new)
+            .transpose()
+            .map_err(corrupt)?,
+        kind: RunEventKind::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {kind:?}")))?,
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?,
+        time: Timestamp(row.get(7).map_err(backend)?),
+        pending: match pending {
+            Some(bytes) => crate::store::encoding::decode::<Vec<PendingCall>>(&bytes)?,
+            None => Vec::new(),
+        },
+        expires_at: row.get::<_, Option<i64>>(9).map_err(backend)?.map(Timestamp),
+    })
+}
