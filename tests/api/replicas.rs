@@ -8,3 +8,4 @@ mod crash;
 mod cross;
 mod process;
 mod scale;
+mod watch;

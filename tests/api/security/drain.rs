@@ -50,7 +50,8 @@ fn assert_unavailable(status: &Status, reason: &str) {
     );
 }
 
-/// StreamAgent, Resume and SubscribeRun are all refused while draining.
+/// StreamAgent, Resume, SubscribeRun and WatchRuns are all refused while
+/// draining.
 async fn assert_new_streams_refused(client: &mut KeyedClient, run: &str) {
     let refused = client
         .stream_agent(pb::StreamAgentRequest {
@@ -72,6 +73,13 @@ async fn assert_new_streams_refused(client: &mut KeyedClient, run: &str) {
     };
     assert_unavailable(
         &client.subscribe_run(subscribe).await.unwrap_err(),
+        "SERVER_DRAINING",
+    );
+    assert_unavailable(
+        &client
+            .watch_runs(pb::WatchRunsRequest::default())
+            .await
+            .unwrap_err(),
         "SERVER_DRAINING",
     );
 }
@@ -155,6 +163,36 @@ async fn a_stream_that_ends_within_the_drain_period_ends_normally() {
         .expect("the stream finishes during the drain");
     assert_eq!(finish_reason(&chunks), pb::FinishReason::Stop);
     // With nothing left open, the server stops well before the period ends.
+    tokio::time::timeout(Duration::from_secs(10), server.stopped())
+        .await
+        .expect("the server stops once idle");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        signalled.elapsed()
+    );
+}
+
+/// A WatchRuns stream never ends by itself: the drain ends it at once
+/// (the watcher continues after its last cursor elsewhere), so that it
+/// does not hold the server for the whole period.
+#[tokio::test]
+async fn draining_ends_watchers_at_once() {
+    let mut server = SecureServer::start_draining(Duration::from_secs(20), |_, _| {}).await;
+    let mut client = server.client(None).await;
+    let mut watching = client
+        .watch_runs(pb::WatchRunsRequest::default())
+        .await
+        .expect("WatchRuns")
+        .into_inner();
+    let signalled = Instant::now();
+    server.signal_shutdown();
+    let ended = watching
+        .message()
+        .await
+        .expect_err("the watch ends with a status");
+    assert_unavailable(&ended, "SERVER_SHUTDOWN");
+    assert!(ended.message().contains("WatchRuns"), "{}", ended.message());
     tokio::time::timeout(Duration::from_secs(10), server.stopped())
         .await
         .expect("the server stops once idle");
