@@ -6,6 +6,7 @@
 //! [`agent::AgentRegistry`] and a [`store::RunStore`], then start and resume
 //! runs directly. [`server::serve`] puts the gRPC edge in front of it.
 
+pub mod a2a;
 pub mod agent;
 pub mod auth;
 pub mod chat;
@@ -28,4 +29,9 @@ pub mod pb {
 
     /// Encoded file descriptor set, served by reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/agentd_descriptor.bin"));
+
+    /// Encoded file descriptor set of `lf.a2a.v1` (empty when the build
+    /// could not find it), served by reflection.
+    pub const A2A_FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
 }

@@ -9,6 +9,7 @@
 
 mod drain;
 mod health;
+mod http;
 pub mod metrics_endpoint;
 mod options;
 mod tls;
@@ -119,7 +120,12 @@ pub async fn serve_with(
     health.set_serving::<AgentServiceServer<AgentServiceImpl>>().await;
 
     let reflection = || {
-        tonic_reflection::server::Builder::configure()
+        let builder = tonic_reflection::server::Builder::configure();
+        let builder = match pb::A2A_FILE_DESCRIPTOR_SET {
+            [] => builder,
+            a2a => builder.register_encoded_file_descriptor_set(a2a),
+        };
+        builder
             .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             // google.rpc error details, so that generic clients (grpcurl)
@@ -153,6 +159,20 @@ pub async fn serve_with(
         options.authenticator.clone(),
     );
 
+    let a2a_service = InterceptedService::new(
+        WireErrors::new(
+            crate::a2a::A2aServiceServer::new(crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone()))
+                .max_decoding_message_size(limits.max_request_bytes),
+            limits.max_request_bytes,
+        ),
+        options.authenticator.clone(),
+    );
+    let site = http::Site {
+        runtime: runtime.clone(),
+        secured: !options.authenticator.is_open(),
+        tls: options.tls.is_some(),
+    };
+
     let store_watch = AbortOnDrop(health::spawn_store_watch(runtime.clone(), health.clone()));
     let (closed, streams_closed) = tokio::sync::oneshot::channel();
     let draining = drain::Draining {
@@ -175,15 +195,22 @@ pub async fn serve_with(
         Err(error) => tracing::warn!(%error, "could not take over the runs left running"),
     }
     let _recovery = AbortOnDrop(runtime.spawn_recovery());
-    let mut builder = Server::builder().max_concurrent_streams(limits.max_concurrent_streams_per_connection);
+    // HTTP/1.1 too: the plain-HTTP routes (agent cards) are read by
+    // ordinary HTTP clients.
+    let mut builder = Server::builder()
+        .accept_http1(true)
+        .max_concurrent_streams(limits.max_concurrent_streams_per_connection);
     if let Some(tls) = options.tls {
         builder = builder.tls_config(tls)?;
     }
-    let serving = builder
-        .add_service(health_service)
+    let grpc = tonic::service::Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(agent_service)
+        .add_service(a2a_service);
+    let routes = grpc.into_axum_router().merge(http::routes(site));
+    let serving = builder
+        .add_routes(routes.into())
         .serve_with_incoming_shutdown(incoming, shutdown);
     if let Some(result) = drain::bounded(serving, streams_closed).await {
         result?;

@@ -44,6 +44,18 @@ impl AskUserPayload {
     pub fn labels(&self) -> Vec<String> {
         self.options.iter().map(|o| o.label.clone()).collect()
     }
+
+    /// The question as readable text: what ask_user returns outside a run,
+    /// and what a client that cannot show the typed question reads.
+    pub fn fallback_text(&self) -> String {
+        let mut text = format!("[Question for user]: {}", self.question);
+        if !self.options.is_empty() {
+            let labels: Vec<&str> = self.options.iter().map(|o| o.label.as_str()).collect();
+            text.push_str(&format!("\nOptions: {}", labels.join(", ")));
+            text.push_str(&format!("\nSelection mode: {}", self.selection_mode.as_str()));
+        }
+        text
+    }
 }
 
 /// What a suspended call asks for.

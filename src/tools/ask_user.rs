@@ -210,17 +210,6 @@ fn input_schema() -> Value {
     })
 }
 
-/// The text a caller outside any run gets instead of a suspension.
-fn fallback_text(payload: &AskUserPayload) -> String {
-    let mut text = format!("[Question for user]: {}", payload.question);
-    if !payload.options.is_empty() {
-        let labels: Vec<&str> = payload.options.iter().map(|o| o.label.as_str()).collect();
-        text.push_str(&format!("\nOptions: {}", labels.join(", ")));
-        text.push_str(&format!("\nSelection mode: {}", payload.selection_mode.as_str()));
-    }
-    text
-}
-
 #[async_trait]
 impl Tool for AskUser {
     fn spec(&self) -> &ToolSpec {
@@ -231,7 +220,7 @@ impl Tool for AskUser {
         match self.parse(args) {
             Err(message) => ToolOutcome::Done(ToolOutput::error(message)),
             Ok(payload) if ctx.can_suspend() => ToolOutcome::Suspend(SuspendPayload::AskUser(payload)),
-            Ok(payload) => ToolOutcome::Done(ToolOutput::ok(fallback_text(&payload))),
+            Ok(payload) => ToolOutcome::Done(ToolOutput::ok(payload.fallback_text())),
         }
     }
 

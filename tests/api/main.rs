@@ -7,6 +7,7 @@ mod helpers;
 mod lifecycle;
 mod logs;
 
+mod a2a;
 mod approval;
 mod ask_user;
 mod bench;

@@ -174,4 +174,5 @@ async fn reflection_v1_lists_the_services() {
     let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
     assert!(names.contains(&"agentd.v1.AgentService".to_owned()), "{names:?}");
     assert!(names.contains(&"grpc.health.v1.Health".to_owned()), "{names:?}");
+    assert!(names.contains(&"lf.a2a.v1.A2AService".to_owned()), "{names:?}");
 }

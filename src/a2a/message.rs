@@ -1,0 +1,137 @@
+//! A2A messages into agentd's commands: a message without a task id starts
+//! a run (its text parts are the prompt, its `message_id` the idempotency
+//! key, its context the thread); a message with one answers the task's
+//! question, validated by Resume exactly as an agentd.v1 answer is.
+
+use a2a_pb::proto::{part, Message, Part};
+use serde_json::Value;
+
+use crate::domain::{Answer, Message as Turn, RunId, ThreadId};
+use crate::grpc::convert::{invalid, value_to_json};
+use crate::runtime::{ResumeRun, RuntimeError, StartRun};
+
+/// The text of `parts`, joined by blank lines.
+fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|part| match &part.content {
+            Some(part::Content::Text(text)) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The first data part of `parts`, as JSON.
+fn data_of(parts: &[Part]) -> Option<Value> {
+    parts.iter().find_map(|part| match &part.content {
+        Some(part::Content::Data(value)) => Some(value_to_json(value)),
+        _ => None,
+    })
+}
+
+/// The run a new task starts: `agent_id`'s, on the message's context (a
+/// fresh one without), keyed by its message id.
+pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeError> {
+    let prompt = text_of(&message.parts);
+    if prompt.trim().is_empty() {
+        return Err(invalid(
+            "message.parts",
+            "a message that starts a task needs a text part",
+        ));
+    }
+    let context = match message.context_id.as_str() {
+        "" => uuid::Uuid::now_v7().to_string(),
+        context => context.to_owned(),
+    };
+    let thread_id =
+        ThreadId::new(&context).map_err(|error| invalid("message.context_id", error.to_string()))?;
+    Ok(StartRun {
+        agent_id: agent_id.to_owned(),
+        messages: vec![Turn::user(prompt)],
+        max_steps: 0,
+        require_tool_approval: false,
+        cancel_on_disconnect: false,
+        suspend_ttl: None,
+        metadata: Default::default(),
+        request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
+        tools: Vec::new(),
+        thread_id: Some(thread_id),
+        auto_resume: false,
+    })
+}
+
+/// The Resume a message with a task id makes: a data part with
+/// `selections`, `approval` or `data`, or text (free text, or a
+/// single-select question's option label); the call is named by
+/// `toolCallId` (in the data part or the message's metadata) when several
+/// wait.
+pub fn resume_run(run_id: RunId, message: &Message) -> Result<ResumeRun, RuntimeError> {
+    let data = data_of(&message.parts);
+    let in_metadata = message
+        .metadata
+        .as_ref()
+        .map(crate::grpc::convert::struct_to_json)
+        .and_then(|metadata| {
+            metadata
+                .get("toolCallId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+    let named = data
+        .as_ref()
+        .and_then(|data| data.get("toolCallId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or(in_metadata);
+    let answer = match data {
+        Some(data) => answer_from_data(&data)?,
+        // Free text, or a single-select question's option label.
+        None => Answer::Text(text_of(&message.parts)),
+    };
+    Ok(ResumeRun {
+        run_id,
+        tool_call_id: named,
+        answer,
+        request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
+    })
+}
+
+fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
+    let field = "message.parts.data";
+    if let Some(selections) = data.get("selections") {
+        let labels = selections
+            .as_array()
+            .and_then(|labels| {
+                labels
+                    .iter()
+                    .map(|label| label.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .ok_or_else(|| invalid(field, "selections must be a list of option labels"))?;
+        return Ok(Answer::Selections(labels));
+    }
+    if let Some(approval) = data.get("approval") {
+        let approved = approval
+            .get("approved")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| invalid(field, "approval.approved must be true or false"))?;
+        let reason = approval
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        return Ok(Answer::Approval { approved, reason });
+    }
+    if let Some(value) = data.get("data") {
+        return Ok(Answer::Data(value.clone()));
+    }
+    if let Some(text) = data.get("text").and_then(Value::as_str) {
+        return Ok(Answer::Text(text.to_owned()));
+    }
+    Err(invalid(
+        field,
+        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\"}} \
+         or {\"data\": ...} (and \"toolCallId\" when several calls wait)",
+    ))
+}

@@ -1,0 +1,379 @@
+//! agentd's agents as A2A v1.0 agents (`lf.a2a.v1.A2AService`, types and
+//! service trait from the a2aproject's `a2a-pb`), on the port of
+//! `agentd.v1`, behind the same API keys, tenants and stream gate. The
+//! request's A2A `tenant` names the agent (each agent card's interface
+//! carries its agent's id there; empty: the default agent); agentd's own
+//! tenant is the caller's key, as everywhere. `task.rs` maps runs to tasks,
+//! `message.rs` messages to starts and answers, `card.rs` the agent cards.
+
+pub mod card;
+mod message;
+mod task;
+
+use std::pin::Pin;
+
+use a2a_pb::proto::{self, a2a_service_server::A2aService};
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Code, Request, Response, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant, ThreadId};
+use crate::grpc::{tenant_of, StreamGate};
+use crate::runtime::{ListRuns, RunStream, Runtime, RuntimeError};
+
+pub use a2a_pb::proto::a2a_service_server::A2aServiceServer;
+
+/// The ErrorInfo domain of the errors the A2A specification defines.
+const A2A_DOMAIN: &str = "a2a-protocol.org";
+
+type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
+
+/// The `lf.a2a.v1.A2AService` implementation.
+pub struct A2aServiceImpl {
+    runtime: Runtime,
+    gate: StreamGate,
+}
+
+impl A2aServiceImpl {
+    pub fn new(runtime: Runtime, gate: StreamGate) -> Self {
+        Self { runtime, gate }
+    }
+}
+
+/// An error the A2A specification names (`TaskNotFoundError`, ...): its
+/// gRPC code, and an ErrorInfo of its reason in the A2A domain.
+fn a2a_error(code: Code, reason: &str, message: impl Into<String>) -> Status {
+    let details = ErrorDetails::with_error_info(reason, A2A_DOMAIN, std::collections::HashMap::new());
+    Status::with_error_details(code, message, details)
+}
+
+fn task_not_found(id: &str) -> Status {
+    a2a_error(Code::NotFound, "TASK_NOT_FOUND", format!("task {id:?} not found"))
+}
+
+/// A runtime error as the A2A specification spells it where it has a name
+/// for it; otherwise as agentd.v1 answers it (an answer's validation
+/// errors are the same as Resume's).
+fn status_of(error: RuntimeError, task_id: &str) -> Status {
+    match error {
+        RuntimeError::RunNotFound => task_not_found(task_id),
+        RuntimeError::NotCancellable(status) => a2a_error(
+            Code::FailedPrecondition,
+            "TASK_NOT_CANCELABLE",
+            format!("task {task_id} is {status}: only working or input-required tasks can be canceled"),
+        ),
+        other => Status::from(other),
+    }
+}
+
+fn parse_task_id(id: &str) -> Result<RunId, Status> {
+    id.parse().map_err(|_| task_not_found(id))
+}
+
+impl A2aServiceImpl {
+    /// The agent a request's A2A `tenant` names (empty: the default).
+    fn agent_id(&self, a2a_tenant: &str) -> Result<String, Status> {
+        let agent = self
+            .runtime
+            .agents()
+            .get(a2a_tenant)
+            .ok_or_else(|| Status::from(RuntimeError::AgentNotFound(a2a_tenant.to_owned())))?;
+        Ok(agent.id.clone())
+    }
+
+    async fn run_of(&self, tenant: &Tenant, id: &str) -> Result<RunRecord, Status> {
+        let run_id = parse_task_id(id)?;
+        self.runtime
+            .get_run(tenant, run_id)
+            .await
+            .map_err(|error| status_of(error, id))
+    }
+
+    /// Starts or answers as `request.message` says; the run as stored
+    /// before its stream, and the stream.
+    async fn send(
+        &self,
+        tenant: &Tenant,
+        request: proto::SendMessageRequest,
+    ) -> Result<(RunRecord, RunStream), Status> {
+        let message = request
+            .message
+            .ok_or_else(|| Status::from(crate::grpc::convert::invalid("message", "a message is required")))?;
+        if message.task_id.is_empty() {
+            let agent_id = self.agent_id(&request.tenant)?;
+            let start = message::start_run(&agent_id, &message)?;
+            let stream = self.runtime.start(tenant, start).await?;
+            let run = self.run_of(tenant, &stream.run_id.to_string()).await?;
+            return Ok((run, stream));
+        }
+        let run = self.run_of(tenant, &message.task_id).await?;
+        if run.status() != RunStatus::Suspended {
+            return Err(a2a_error(
+                Code::FailedPrecondition,
+                "UNSUPPORTED_OPERATION",
+                format!(
+                    "task {} is {}, not waiting for input",
+                    message.task_id,
+                    task::state_of(run.status()).as_str_name()
+                ),
+            ));
+        }
+        let resume = message::resume_run(run.id, &message)?;
+        let stream = self
+            .runtime
+            .resume(tenant, resume)
+            .await
+            .map_err(|error| status_of(error, &message.task_id))?;
+        Ok((run, stream))
+    }
+
+    /// The A2A events of `stream`: the task as it stands first, then the
+    /// updates of its chunks.
+    fn events(&self, first: proto::Task, run: RunRecord, stream: RunStream) -> Result<Events, Status> {
+        let open = self.gate.admit()?;
+        let mut updates = task::Updates::new(run);
+        let updates = futures_util::StreamExt::flat_map(
+            stream.map_events(move |event| updates.of(&event.chunk, event.time)),
+            |events| futures_util::stream::iter(events.into_iter().map(Ok)),
+        );
+        let first = task::stream_response(proto::stream_response::Payload::Task(first));
+        let events = tokio_stream::once(Ok(first)).chain(updates);
+        Ok(Box::pin(self.gate.guard(events, open, None)))
+    }
+}
+
+#[tonic::async_trait]
+impl A2aService for A2aServiceImpl {
+    type SendStreamingMessageStream = Events;
+    type SubscribeToTaskStream = Events;
+
+    async fn send_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<proto::SendMessageResponse>, Status> {
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let immediately = request
+            .configuration
+            .as_ref()
+            .is_some_and(|configuration| configuration.return_immediately);
+        let history_length = request
+            .configuration
+            .as_ref()
+            .and_then(|configuration| configuration.history_length);
+        let (_, stream) = self.send(&tenant, request).await?;
+        let id = stream.run_id;
+        if !immediately {
+            // Until the run suspends or ends: then the task says how.
+            let mut chunks = stream.map_events(|_| ());
+            while chunks.next().await.is_some() {}
+        }
+        let run = self.run_of(&tenant, &id.to_string()).await?;
+        Ok(Response::new(proto::SendMessageResponse {
+            payload: Some(proto::send_message_response::Payload::Task(task::task(
+                &run,
+                history_length,
+            ))),
+        }))
+    }
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<Events>, Status> {
+        self.gate.admit()?;
+        let tenant = tenant_of(&request);
+        let (run, stream) = self.send(&tenant, request.into_inner()).await?;
+        let mut first = task::task(&run, Some(0));
+        if let Some(status) = first.status.as_mut() {
+            // The answer was taken: the task works on again.
+            status.state = proto::TaskState::Working as i32;
+            status.message = None;
+        }
+        Ok(Response::new(self.events(first, run, stream)?))
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<proto::GetTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run = self.run_of(&tenant, &request.id).await?;
+        Ok(Response::new(task::task(&run, request.history_length)))
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<proto::ListTasksRequest>,
+    ) -> Result<Response<proto::ListTasksResponse>, Status> {
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let invalid = |field, reason: &str| Status::from(crate::grpc::convert::invalid(field, reason));
+        let status = match request.status() {
+            proto::TaskState::Unspecified => None,
+            state => {
+                Some(task::status_of(state).ok_or_else(|| invalid("status", "no task is in this state"))?)
+            }
+        };
+        let page_size = u32::try_from(request.page_size.unwrap_or(50).clamp(1, 100)).unwrap_or(50);
+        let before = match request.page_token.as_str() {
+            "" => None,
+            token => Some(
+                token
+                    .parse::<RunId>()
+                    .map_err(|_| invalid("page_token", "not a page token of ListTasks"))?,
+            ),
+        };
+        let include_artifacts = request.include_artifacts.unwrap_or(false);
+        let mut runs: Vec<RunRecord>;
+        let next;
+        if request.context_id.is_empty() {
+            let page = self
+                .runtime
+                .list_runs(
+                    &tenant,
+                    ListRuns {
+                        status,
+                        agent_id: (!request.tenant.is_empty()).then(|| request.tenant.clone()),
+                        page_size,
+                        before,
+                    },
+                )
+                .await?;
+            runs = page.runs;
+            next = page.next;
+        } else {
+            // A context is a thread: its runs, newest first.
+            let thread = ThreadId::new(&request.context_id)
+                .map_err(|error| invalid("context_id", &error.to_string()))?;
+            runs = match self.runtime.get_thread(&tenant, &thread).await {
+                Ok(view) => view.runs,
+                Err(RuntimeError::ThreadNotFound) => Vec::new(),
+                Err(error) => return Err(error.into()),
+            };
+            runs.retain(|run| {
+                status.is_none_or(|status| run.status() == status)
+                    && before.is_none_or(|before| run.id < before)
+            });
+            runs.sort_unstable_by_key(|run| std::cmp::Reverse(run.id));
+            let more = runs.len() > page_size as usize;
+            runs.truncate(page_size as usize);
+            next = more.then(|| runs.last().map(|run| run.id)).flatten();
+        }
+        if let Some(after) = &request.status_timestamp_after {
+            let after = crate::domain::Timestamp(after.seconds * 1_000_000 + i64::from(after.nanos) / 1_000);
+            runs.retain(|run| run.updated_at > after);
+        }
+        let tasks: Vec<proto::Task> = runs
+            .iter()
+            .map(|run| {
+                let mut task = task::task(run, Some(request.history_length.unwrap_or(0)));
+                if !include_artifacts {
+                    task.artifacts.clear();
+                }
+                task
+            })
+            .collect();
+        let size = i32::try_from(tasks.len()).unwrap_or(i32::MAX);
+        Ok(Response::new(proto::ListTasksResponse {
+            tasks,
+            next_page_token: next.map(|id| id.to_string()).unwrap_or_default(),
+            page_size: size,
+            total_size: size,
+        }))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<proto::CancelTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run_id = parse_task_id(&request.id)?;
+        let run = self
+            .runtime
+            .cancel(&tenant, run_id, "canceled through A2A".into())
+            .await
+            .map_err(|error| status_of(error, &request.id))?;
+        Ok(Response::new(task::task(&run, Some(0))))
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<proto::SubscribeToTaskRequest>,
+    ) -> Result<Response<Events>, Status> {
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run = self.run_of(&tenant, &request.id).await?;
+        if !matches!(run.status(), RunStatus::Running | RunStatus::Suspended) {
+            return Err(a2a_error(
+                Code::FailedPrecondition,
+                "UNSUPPORTED_OPERATION",
+                format!(
+                    "task {} is {}: a finished task has no updates to follow",
+                    request.id,
+                    task::state_of(run.status()).as_str_name()
+                ),
+            ));
+        }
+        // The snapshot first, then what follows it.
+        let stream = self
+            .runtime
+            .subscribe(&tenant, run.id, run.last_seq)
+            .await
+            .map_err(|error| status_of(error, &request.id))?;
+        let first = task::task(&run, Some(0));
+        Ok(Response::new(self.events(first, run, stream)?))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        _request: Request<proto::TaskPushNotificationConfig>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        Err(push_not_supported())
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        _request: Request<proto::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        Err(push_not_supported())
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        _request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
+        Err(push_not_supported())
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        _request: Request<proto::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<proto::AgentCard>, Status> {
+        Err(a2a_error(
+            Code::FailedPrecondition,
+            "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            "agentd has no extended agent card: the public card at /.well-known/agent-card.json is complete",
+        ))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        _request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        Err(push_not_supported())
+    }
+}
+
+/// Push notifications of A2A tasks are not served (the agent card says
+/// so); operators configure webhooks instead.
+fn push_not_supported() -> Status {
+    a2a_error(
+        Code::FailedPrecondition,
+        "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        "this agent does not deliver A2A push notifications: watch tasks with SubscribeToTask, or \
+         agentd.v1's WatchRuns",
+    )
+}
