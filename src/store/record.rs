@@ -239,6 +239,52 @@ impl From<Layout1> for RunRecord {
     }
 }
 
+/// A run event as the SQL backends store it, column by column (see
+/// their `run_events` tables).
+pub(crate) struct RunEventRow {
+    pub position: crate::domain::EventPosition,
+    pub tenant: String,
+    pub run_id: crate::domain::RunId,
+    pub agent_id: String,
+    pub thread_id: Option<String>,
+    pub kind: String,
+    pub status: String,
+    pub time: i64,
+    /// The pending calls, as `encoding::encode` wrote them.
+    pub pending: Option<Vec<u8>>,
+    pub expires_at: Option<i64>,
+}
+
+impl RunEventRow {
+    pub(crate) fn into_event(self) -> Result<crate::domain::RunEvent, StoreError> {
+        use crate::domain::{RunEventKind, RunStatus};
+        let kind = RunEventKind::parse(&self.kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {:?}", self.kind)))?;
+        let status = RunStatus::parse(&self.status)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {:?}", self.status)))?;
+        Ok(crate::domain::RunEvent {
+            position: self.position,
+            time: Timestamp(self.time),
+            kind,
+            tenant: Tenant::new(&self.tenant).map_err(corrupt)?,
+            run_id: self.run_id,
+            agent_id: self.agent_id,
+            thread_id: self
+                .thread_id
+                .as_deref()
+                .map(ThreadId::new)
+                .transpose()
+                .map_err(corrupt)?,
+            status,
+            pending: match self.pending {
+                Some(bytes) => super::encoding::decode(&bytes)?,
+                None => Vec::new(),
+            },
+            expires_at: self.expires_at.map(Timestamp),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

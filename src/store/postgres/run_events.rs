@@ -9,10 +9,9 @@ use uuid::Uuid;
 
 use super::read::{query, Client};
 use super::{backend, to_i64};
-use crate::domain::{
-    EventPosition, PendingCall, RunEvent, RunEventKind, RunId, RunStatus, Tenant, ThreadId, Timestamp,
-};
-use crate::store::{corrupt, RunEventPage, StoreError};
+use crate::domain::{EventPosition, RunEvent, RunId, Tenant};
+use crate::store::record::RunEventRow;
+use crate::store::{RunEventPage, StoreError};
 
 /// The snapshot's xmin, as the bigint that `txid` holds.
 const XMIN: &str = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
@@ -79,33 +78,20 @@ pub(super) async fn head(client: &Client) -> Result<EventPosition, StoreError> {
 }
 
 fn event(row: &Row) -> Result<RunEvent, StoreError> {
-    let text = |index: usize| row.try_get::<_, String>(index).map_err(backend);
-    let kind = text(6)?;
-    let status = text(7)?;
-    let thread_id: Option<String> = row.try_get(5).map_err(backend)?;
-    let pending: Option<Vec<u8>> = row.try_get(9).map_err(backend)?;
-    Ok(RunEvent {
+    RunEventRow {
         position: EventPosition {
             major: row.try_get(0).map_err(backend)?,
             minor: row.try_get(1).map_err(backend)?,
         },
-        tenant: Tenant::new(&text(2)?).map_err(corrupt)?,
+        tenant: row.try_get(2).map_err(backend)?,
         run_id: RunId(row.try_get::<_, Uuid>(3).map_err(backend)?),
-        agent_id: text(4)?,
-        thread_id: thread_id
-            .as_deref()
-            .map(ThreadId::new)
-            .transpose()
-            .map_err(corrupt)?,
-        kind: RunEventKind::parse(&kind)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {kind:?}")))?,
-        status: RunStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?,
-        time: Timestamp(row.try_get(8).map_err(backend)?),
-        pending: match pending {
-            Some(bytes) => crate::store::encoding::decode::<Vec<PendingCall>>(&bytes)?,
-            None => Vec::new(),
-        },
-        expires_at: row.try_get::<_, Option<i64>>(10).map_err(backend)?.map(Timestamp),
-    })
+        agent_id: row.try_get(4).map_err(backend)?,
+        thread_id: row.try_get(5).map_err(backend)?,
+        kind: row.try_get(6).map_err(backend)?,
+        status: row.try_get(7).map_err(backend)?,
+        time: row.try_get(8).map_err(backend)?,
+        pending: row.try_get(9).map_err(backend)?,
+        expires_at: row.try_get(10).map_err(backend)?,
+    }
+    .into_event()
 }

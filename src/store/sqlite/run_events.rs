@@ -6,9 +6,8 @@
 use rusqlite::{params, Connection};
 
 use super::{backend, RunRow};
-use crate::domain::{
-    EventPosition, PendingCall, RunEvent, RunEventKind, RunStatus, Tenant, ThreadId, Timestamp,
-};
+use crate::domain::{EventPosition, RunEvent, RunEventKind, Tenant};
+use crate::store::record::RunEventRow;
 use crate::store::{corrupt, RunEventPage, StoreError};
 
 /// The status a write finds its run in before changing it (`None`: no
@@ -102,33 +101,21 @@ pub(super) fn head(conn: &Connection) -> Result<EventPosition, StoreError> {
 }
 
 fn event_from_row(row: &rusqlite::Row<'_>) -> Result<RunEvent, StoreError> {
-    let text = |index: usize| row.get::<_, String>(index).map_err(backend);
-    let kind = text(5)?;
-    let status = text(6)?;
-    let pending: Option<Vec<u8>> = row.get(8).map_err(backend)?;
-    let thread_id: Option<String> = row.get(4).map_err(backend)?;
-    Ok(RunEvent {
+    let run_id: String = row.get(2).map_err(backend)?;
+    RunEventRow {
         position: EventPosition {
             major: 0,
             minor: row.get(0).map_err(backend)?,
         },
-        tenant: Tenant::new(&text(1)?).map_err(corrupt)?,
-        run_id: text(2)?.parse().map_err(corrupt)?,
-        agent_id: text(3)?,
-        thread_id: thread_id
-            .as_deref()
-            .map(ThreadId::new)
-            .transpose()
-            .map_err(corrupt)?,
-        kind: RunEventKind::parse(&kind)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {kind:?}")))?,
-        status: RunStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?,
-        time: Timestamp(row.get(7).map_err(backend)?),
-        pending: match pending {
-            Some(bytes) => crate::store::encoding::decode::<Vec<PendingCall>>(&bytes)?,
-            None => Vec::new(),
-        },
-        expires_at: row.get::<_, Option<i64>>(9).map_err(backend)?.map(Timestamp),
-    })
+        tenant: row.get(1).map_err(backend)?,
+        run_id: run_id.parse().map_err(corrupt)?,
+        agent_id: row.get(3).map_err(backend)?,
+        thread_id: row.get(4).map_err(backend)?,
+        kind: row.get(5).map_err(backend)?,
+        status: row.get(6).map_err(backend)?,
+        time: row.get(7).map_err(backend)?,
+        pending: row.get(8).map_err(backend)?,
+        expires_at: row.get(9).map_err(backend)?,
+    }
+    .into_event()
 }
