@@ -23,9 +23,7 @@ pub(super) async fn read(
     after: EventPosition,
     limit: usize,
 ) -> Result<RunEventPage, StoreError> {
-    let columns = format!(
-        "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, {XMIN}"
-    );
+    let columns = format!("{COLUMNS}, {XMIN}");
     let limit = to_i64(limit as u64);
     let rows = match tenant {
         Some(tenant) => {
@@ -57,7 +55,7 @@ pub(super) async fn read(
             page.settling = true;
             break;
         }
-        page.events.push(event(row)?);
+        page.events.push(event(row, 0)?);
     }
     Ok(page)
 }
@@ -78,19 +76,25 @@ pub(super) async fn head(client: &Client) -> Result<EventPosition, StoreError> {
     })
 }
 
-fn event(row: &Row) -> Result<RunEvent, StoreError> {
-    let text = |index: usize| row.try_get::<_, String>(index).map_err(backend);
+/// The columns of an event, in the order [`event`] reads them.
+pub(super) const COLUMNS: &str =
+    "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
+
+/// The event in a row that selected [`COLUMNS`] from column `first` on.
+pub(super) fn event(row: &Row, first: usize) -> Result<RunEvent, StoreError> {
+    let column = |index: usize| first + index;
+    let text = |index: usize| row.try_get::<_, String>(column(index)).map_err(backend);
     let kind = text(6)?;
     let status = text(7)?;
-    let thread_id: Option<String> = row.try_get(5).map_err(backend)?;
-    let pending: Option<Vec<u8>> = row.try_get(9).map_err(backend)?;
+    let thread_id: Option<String> = row.try_get(column(5)).map_err(backend)?;
+    let pending: Option<Vec<u8>> = row.try_get(column(9)).map_err(backend)?;
     Ok(RunEvent {
         position: EventPosition {
-            major: row.try_get(0).map_err(backend)?,
-            minor: row.try_get(1).map_err(backend)?,
+            major: row.try_get(column(0)).map_err(backend)?,
+            minor: row.try_get(column(1)).map_err(backend)?,
         },
         tenant: Tenant::new(&text(2)?).map_err(corrupt)?,
-        run_id: RunId(row.try_get::<_, Uuid>(3).map_err(backend)?),
+        run_id: RunId(row.try_get::<_, Uuid>(column(3)).map_err(backend)?),
         agent_id: text(4)?,
         thread_id: thread_id
             .as_deref()
@@ -101,11 +105,14 @@ fn event(row: &Row) -> Result<RunEvent, StoreError> {
             .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {kind:?}")))?,
         status: RunStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?,
-        time: Timestamp(row.try_get(8).map_err(backend)?),
+        time: Timestamp(row.try_get(column(8)).map_err(backend)?),
         pending: match pending {
             Some(bytes) => crate::store::encoding::decode::<Vec<PendingCall>>(&bytes)?,
             None => Vec::new(),
         },
-        expires_at: row.try_get::<_, Option<i64>>(10).map_err(backend)?.map(Timestamp),
+        expires_at: row
+            .try_get::<_, Option<i64>>(column(10))
+            .map_err(backend)?
+            .map(Timestamp),
     })
 }

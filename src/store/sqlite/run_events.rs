@@ -44,7 +44,7 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
 }
 
 /// The columns a read selects, in this order.
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
 
 pub(super) fn read(
@@ -57,7 +57,7 @@ pub(super) fn read(
     let mut events = Vec::new();
     let mut collect = |rows: &mut rusqlite::Rows<'_>| -> Result<(), StoreError> {
         while let Some(row) = rows.next().map_err(backend)? {
-            events.push(event_from_row(row)?);
+            events.push(event_from_row(row, 0)?);
         }
         Ok(())
     };
@@ -101,16 +101,19 @@ pub(super) fn head(conn: &Connection) -> Result<EventPosition, StoreError> {
     })
 }
 
-fn event_from_row(row: &rusqlite::Row<'_>) -> Result<RunEvent, StoreError> {
-    let text = |index: usize| row.get::<_, String>(index).map_err(backend);
+/// The event in the columns of a row that selected [`COLUMNS`] from
+/// column `first` on.
+pub(super) fn event_from_row(row: &rusqlite::Row<'_>, first: usize) -> Result<RunEvent, StoreError> {
+    let column = |index: usize| first + index;
+    let text = |index: usize| row.get::<_, String>(column(index)).map_err(backend);
     let kind = text(5)?;
     let status = text(6)?;
-    let pending: Option<Vec<u8>> = row.get(8).map_err(backend)?;
-    let thread_id: Option<String> = row.get(4).map_err(backend)?;
+    let pending: Option<Vec<u8>> = row.get(column(8)).map_err(backend)?;
+    let thread_id: Option<String> = row.get(column(4)).map_err(backend)?;
     Ok(RunEvent {
         position: EventPosition {
             major: 0,
-            minor: row.get(0).map_err(backend)?,
+            minor: row.get(column(0)).map_err(backend)?,
         },
         tenant: Tenant::new(&text(1)?).map_err(corrupt)?,
         run_id: text(2)?.parse().map_err(corrupt)?,
@@ -124,11 +127,14 @@ fn event_from_row(row: &rusqlite::Row<'_>) -> Result<RunEvent, StoreError> {
             .ok_or_else(|| StoreError::Corrupt(format!("unknown run event kind {kind:?}")))?,
         status: RunStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?,
-        time: Timestamp(row.get(7).map_err(backend)?),
+        time: Timestamp(row.get(column(7)).map_err(backend)?),
         pending: match pending {
             Some(bytes) => crate::store::encoding::decode::<Vec<PendingCall>>(&bytes)?,
             None => Vec::new(),
         },
-        expires_at: row.get::<_, Option<i64>>(9).map_err(backend)?.map(Timestamp),
+        expires_at: row
+            .get::<_, Option<i64>>(column(9))
+            .map_err(backend)?
+            .map(Timestamp),
     })
 }
