@@ -48,6 +48,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("invalid limits: {0}")]
     Limits(#[from] crate::limits::InvalidLimits),
+    #[error(transparent)]
+    Webhooks(#[from] crate::webhooks::WebhookStartError),
 }
 
 /// Builds the runtime the settings describe: tools (connecting the MCP
@@ -175,6 +177,8 @@ pub async fn serve_with(
         Err(error) => tracing::warn!(%error, "could not take over the runs left running"),
     }
     let _recovery = AbortOnDrop(runtime.spawn_recovery());
+    // Stopped when serving ends, like the chores above.
+    let _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks)?;
     let mut builder = Server::builder().max_concurrent_streams(limits.max_concurrent_streams_per_connection);
     if let Some(tls) = options.tls {
         builder = builder.tls_config(tls)?;

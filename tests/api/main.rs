@@ -33,3 +33,4 @@ mod store;
 mod store_faults;
 mod threads;
 mod user_tools;
+mod webhooks;
