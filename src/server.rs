@@ -177,8 +177,9 @@ pub async fn serve_with(
         Err(error) => tracing::warn!(%error, "could not take over the runs left running"),
     }
     let _recovery = AbortOnDrop(runtime.spawn_recovery());
-    // Stopped when serving ends, like the chores above.
-    let _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks)?;
+    // Before serving: a new webhook sends every event from then on. Stopped
+    // when serving ends, like the chores above.
+    let _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks).await?;
     let mut builder = Server::builder().max_concurrent_streams(limits.max_concurrent_streams_per_connection);
     if let Some(tls) = options.tls {
         builder = builder.tls_config(tls)?;

@@ -31,6 +31,8 @@ pub(super) struct Enqueuer {
     pub(super) webhook: Arc<Webhook>,
     /// Told when deliveries were enqueued.
     pub(super) enqueued: Arc<Notify>,
+    /// The stored cursor, read before the server served anything.
+    pub(super) cursor: EventPosition,
 }
 
 /// What one read came to.
@@ -48,7 +50,7 @@ impl Enqueuer {
         let shared = self.store.sharing().is_shared();
         let mut signal = self.store.run_events_signal();
         signal.borrow_and_update();
-        let mut cursor = None;
+        let mut cursor = Some(self.cursor);
         loop {
             let step = match cursor {
                 None => self.start().await.map(Step::Moved),
@@ -83,10 +85,8 @@ impl Enqueuer {
         }
     }
 
-    /// The stored cursor, stored at the head of the events first.
     async fn start(&self) -> Result<EventPosition, StoreError> {
-        let head = self.store.run_events_head().await?;
-        self.store.webhook_cursor(&self.webhook.name, head).await
+        start(self.store.as_ref(), &self.webhook).await
     }
 
     async fn step(&self, cursor: EventPosition) -> Result<Step, StoreError> {
@@ -120,6 +120,13 @@ impl Enqueuer {
         }
         Ok(Step::Moved(last))
     }
+}
+
+/// `webhook`'s stored cursor; a webhook seen for the first time is stored
+/// at the head of the events, so that it sends what happens from now on.
+pub(super) async fn start(store: &dyn RunStore, webhook: &Webhook) -> Result<EventPosition, StoreError> {
+    let head = store.run_events_head().await?;
+    store.webhook_cursor(&webhook.name, head).await
 }
 
 /// Sleeps for `duration`, or forever for `Duration::MAX`.

@@ -46,8 +46,10 @@ pub struct WebhookTasks {
 pub struct WebhookStartError(String);
 
 /// Starts delivering `webhooks` from `runtime`'s store, as one of the
-/// replicas sharing it.
-pub fn spawn(runtime: &Runtime, webhooks: &[Webhook]) -> Result<WebhookTasks, WebhookStartError> {
+/// replicas sharing it. Reads (or, for a webhook seen for the first time,
+/// stores) each webhook's cursor before it returns: call it before serving
+/// any request, so that a new webhook sends every event from then on.
+pub async fn spawn(runtime: &Runtime, webhooks: &[Webhook]) -> Result<WebhookTasks, WebhookStartError> {
     let mut tasks = JoinSet::new();
     if webhooks.is_empty() {
         return Ok(WebhookTasks { _tasks: tasks });
@@ -62,10 +64,14 @@ pub fn spawn(runtime: &Runtime, webhooks: &[Webhook]) -> Result<WebhookTasks, We
     for webhook in webhooks {
         let webhook = Arc::new(webhook.clone());
         let enqueued = Arc::new(Notify::new());
+        let cursor = enqueue::start(runtime.store().as_ref(), &webhook)
+            .await
+            .map_err(|error| WebhookStartError(format!("reading the cursor of {}: {error}", webhook.name)))?;
         let enqueuer = enqueue::Enqueuer {
             store: Arc::clone(runtime.store()),
             webhook: Arc::clone(&webhook),
             enqueued: Arc::clone(&enqueued),
+            cursor,
         };
         let deliverer = deliver::Deliverer {
             store: Arc::clone(runtime.store()),
