@@ -21,6 +21,7 @@ pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod webhooks;
 
 /// Generated protobuf and tonic code for `agentd.v1`.
 pub mod pb {

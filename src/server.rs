@@ -49,6 +49,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("invalid limits: {0}")]
     Limits(#[from] crate::limits::InvalidLimits),
+    #[error(transparent)]
+    Webhooks(#[from] crate::webhooks::WebhookStartError),
 }
 
 /// Builds the runtime the settings describe: tools (connecting the MCP
@@ -195,6 +197,9 @@ pub async fn serve_with(
         Err(error) => tracing::warn!(%error, "could not take over the runs left running"),
     }
     let _recovery = AbortOnDrop(runtime.spawn_recovery());
+    // Before serving: a new webhook sends every event from then on. Stopped
+    // when serving ends, like the chores above.
+    let _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks).await?;
     // HTTP/1.1 too: the plain-HTTP routes (agent cards) are read by
     // ordinary HTTP clients.
     let mut builder = Server::builder()

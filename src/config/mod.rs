@@ -22,6 +22,7 @@ use crate::limits::Limits;
 use crate::model::ProviderConfigs;
 use crate::tools::mcp::McpServerConfig;
 use crate::tools::ToolConfig;
+use crate::webhooks::WebhookConfig;
 
 /// The whole `agentd.toml`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -57,6 +58,9 @@ pub struct FileConfig {
     /// `[threads]`: conversation threads.
     #[serde(default)]
     pub threads: ThreadsFile,
+    /// `[[webhooks]]`: endpoints the run events are pushed to.
+    #[serde(default)]
+    pub webhooks: Vec<WebhookConfig>,
 }
 
 /// A table of settings read from the file, its deprecated spellings
@@ -110,6 +114,9 @@ pub struct ServerSettings {
     pub limits: Limits,
     /// Threads idle for longer are deleted (`[threads] retention`).
     pub thread_retention: Option<Duration>,
+    /// Webhooks (`[[webhooks]]`), as written; resolved when the server
+    /// starts (see [`crate::webhooks::Webhook::resolve_all`]).
+    pub webhooks: Vec<WebhookConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +167,7 @@ impl FileConfig {
             tls: overrides.tls.or(self.tls).resolve(),
             limits: self.limits,
             thread_retention: self.threads.retention,
+            webhooks: self.webhooks,
         }
     }
 }

@@ -9,6 +9,7 @@
 //! scrape.
 
 mod stream;
+mod webhooks;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,6 +21,7 @@ use prometheus::{
 };
 
 pub use stream::{MeasuredStream, Rpc};
+pub use webhooks::AttemptResult;
 
 use crate::domain::Timestamp;
 
@@ -45,6 +47,7 @@ struct Families {
     model_step: HistogramVec,
     store_operation: HistogramVec,
     suspension: HistogramVec,
+    webhooks: webhooks::WebhookFamilies,
 }
 
 /// Seconds from a request to its stream's first chunk.
@@ -162,6 +165,7 @@ impl Metrics {
                 "agent",
                 SUSPENSION_BUCKETS,
             ),
+            webhooks: webhooks::WebhookFamilies::new(&r),
             registry: r,
         };
         Self {

@@ -156,6 +156,11 @@ impl Runtime {
         &self.inner.store
     }
 
+    /// This replica's id among the replicas sharing the store.
+    pub fn replica_id(&self) -> &str {
+        &self.inner.config.replica_id
+    }
+
     /// What this runtime counts and times.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.config.metrics

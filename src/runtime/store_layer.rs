@@ -34,7 +34,10 @@ use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 use crate::metrics::Metrics;
-use crate::store::{RunEventPage, RunQuery, RunStore, Sharing, StoreError};
+use crate::store::{
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore, Sharing,
+    StoreError,
+};
 
 /// Raises the fence of a [`StoreLayer`], and hears of its refused writes.
 #[derive(Clone, Debug)]
@@ -245,6 +248,54 @@ impl RunStore for StoreLayer {
     /// Not an operation: neither fenced nor timed.
     fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
         self.inner.run_events_signal()
+    }
+
+    /// A write: a webhook seen for the first time stores its cursor.
+    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+        self.call(Write, "webhook_cursor", self.inner.webhook_cursor(webhook, start))
+            .await
+    }
+
+    async fn enqueue_deliveries(
+        &self,
+        webhook: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let work = self.inner.enqueue_deliveries(webhook, from, to, deliveries, now);
+        self.call(Write, "enqueue_deliveries", work).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        webhook: &str,
+        owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError> {
+        let work = self
+            .inner
+            .claim_deliveries(webhook, owner, now, lease_until, limit);
+        self.call(Write, "claim_deliveries", work).await
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let work = self.inner.finish_delivery(id, attempt, outcome, now);
+        self.call(Write, "finish_delivery", work).await
+    }
+
+    async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.call(Read, "pending_deliveries", self.inner.pending_deliveries())
+            .await
     }
 }
 

@@ -1,6 +1,6 @@
 //! What `serve_with` takes beside the runtime: who may call (API keys, and
-//! whether health and reflection need one), TLS, and how long a shutdown
-//! lets open streams finish. Built from the settings once, at startup;
+//! whether health and reflection need one), TLS, how long a shutdown
+//! lets open streams finish, and the webhooks it delivers. Built from the settings once, at startup;
 //! secrets are read here and kept only in memory.
 
 use std::time::Duration;
@@ -11,6 +11,7 @@ use super::TlsError;
 use crate::auth::{ApiKeys, AuthConfigError};
 use crate::config::ServerSettings;
 use crate::grpc::Authenticator;
+use crate::webhooks::{Known, Webhook, WebhookConfigError};
 
 /// How long open streams get to finish on shutdown by default.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
@@ -29,6 +30,8 @@ pub struct ServeOptions {
     /// How long open streams and executing runs get to finish after the
     /// shutdown signal.
     pub drain: Duration,
+    /// Where run events are pushed (`[[webhooks]]`).
+    pub webhooks: Vec<Webhook>,
 }
 
 impl Default for ServeOptions {
@@ -40,6 +43,7 @@ impl Default for ServeOptions {
             authenticate_reflection: false,
             tls: None,
             drain: DEFAULT_DRAIN,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -51,6 +55,8 @@ pub enum OptionsError {
     Auth(#[from] AuthConfigError),
     #[error("TLS: {0}")]
     Tls(#[from] TlsError),
+    #[error("{0}")]
+    Webhooks(#[from] WebhookConfigError),
 }
 
 impl ServeOptions {
@@ -58,12 +64,20 @@ impl ServeOptions {
     /// drain period.
     pub fn from_settings(settings: &ServerSettings) -> Result<Self, OptionsError> {
         let keys = ApiKeys::load(&settings.tenants, settings.auth.api_keys_file.as_deref())?;
+        let agents = settings.agents.iter().map(|agent| agent.id.clone()).collect();
+        let tenants = (!keys.is_empty()).then(|| keys.tenants().into_keys().collect());
+        let known = Known {
+            agents: &agents,
+            tenants: tenants.as_ref(),
+        };
+        let webhooks = Webhook::resolve_all(&settings.webhooks, &known)?;
         Ok(Self {
             authenticator: Authenticator::new(keys),
             authenticate_health: settings.auth.authenticate_health,
             authenticate_reflection: settings.auth.authenticate_reflection,
             tls: super::tls::load(&settings.tls)?,
             drain: settings.server.drain_timeout,
+            webhooks,
         })
     }
 

@@ -8,7 +8,10 @@ use async_trait::async_trait;
 
 use tokio::sync::watch;
 
-use super::{RunEventPage, RunQuery, RunStore, Sharing, StoreError};
+use super::{
+    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery,
+    RunStore, Sharing, StoreError,
+};
 use crate::domain::{
     Event, EventPosition, LatestRun, RunEvent, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId,
     ThreadQuery, ThreadRecord, Timestamp,
@@ -24,13 +27,57 @@ struct RunEvents {
     last: i64,
 }
 
-/// Locks are taken runs first, then threads, then run events, so that a
-/// write needing several (a thread's run, a run and its event) is atomic
-/// and never deadlocks.
+/// A webhook delivery as the ledger keeps it.
+#[derive(Clone, Debug)]
+struct StoredDelivery {
+    id: DeliveryId,
+    webhook: String,
+    run_id: RunId,
+    event: EventPosition,
+    pending: bool,
+    attempts: u32,
+    enqueued_at: Timestamp,
+    next_attempt_at: Timestamp,
+    lease_expires_at: Option<Timestamp>,
+}
+
+impl StoredDelivery {
+    /// When it may be claimed, if nothing earlier of its run holds it back.
+    fn due_at(&self) -> Timestamp {
+        self.lease_expires_at
+            .map_or(self.next_attempt_at, |lease| lease.max(self.next_attempt_at))
+    }
+}
+
+/// The webhook delivery ledger: each webhook's cursor, and the deliveries
+/// in the order they were enqueued.
+#[derive(Default)]
+struct Ledger {
+    cursors: HashMap<String, EventPosition>,
+    deliveries: Vec<StoredDelivery>,
+    last_id: DeliveryId,
+}
+
+impl Ledger {
+    /// Whether `delivery` waits for an earlier pending one of its run.
+    fn held_back(&self, delivery: &StoredDelivery) -> bool {
+        self.deliveries.iter().any(|earlier| {
+            earlier.pending
+                && earlier.webhook == delivery.webhook
+                && earlier.run_id == delivery.run_id
+                && earlier.event < delivery.event
+        })
+    }
+}
+
+/// Locks are taken runs first, then threads, then run events, then the
+/// ledger, so that a write needing several (a thread's run, a run and its
+/// event) is atomic and never deadlocks.
 pub struct MemoryStore {
     runs: Mutex<Runs>,
     threads: Mutex<Threads>,
     run_events: Mutex<RunEvents>,
+    ledger: Mutex<Ledger>,
     signal: watch::Sender<()>,
 }
 
@@ -40,6 +87,7 @@ impl Default for MemoryStore {
             runs: Mutex::default(),
             threads: Mutex::default(),
             run_events: Mutex::default(),
+            ledger: Mutex::default(),
             signal: watch::Sender::new(()),
         }
     }
@@ -60,6 +108,12 @@ impl MemoryStore {
 
     fn lock_run_events(&self) -> std::sync::MutexGuard<'_, RunEvents> {
         self.run_events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn lock_ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -203,6 +257,9 @@ impl RunStore for MemoryStore {
         self.lock_run_events()
             .log
             .retain(|event| runs.contains_key(&event.run_id));
+        self.lock_ledger()
+            .deliveries
+            .retain(|delivery| runs.contains_key(&delivery.run_id));
         Ok(())
     }
 
@@ -389,5 +446,140 @@ impl RunStore for MemoryStore {
 
     fn run_events_signal(&self) -> watch::Receiver<()> {
         self.signal.subscribe()
+    }
+
+    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+        Ok(*self
+            .lock_ledger()
+            .cursors
+            .entry(webhook.to_owned())
+            .or_insert(start))
+    }
+
+    async fn enqueue_deliveries(
+        &self,
+        webhook: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut ledger = self.lock_ledger();
+        if ledger.cursors.get(webhook) != Some(&from) {
+            return Ok(false);
+        }
+        let taken = deliveries.iter().find(|new| {
+            ledger
+                .deliveries
+                .iter()
+                .any(|stored| stored.webhook == webhook && stored.event == new.event)
+        });
+        if let Some(taken) = taken {
+            return Err(StoreError::Backend(format!(
+                "webhook {webhook:?} already has a delivery of event {:?}",
+                taken.event
+            )));
+        }
+        ledger.cursors.insert(webhook.to_owned(), to);
+        for new in deliveries {
+            ledger.last_id += 1;
+            let id = ledger.last_id;
+            ledger.deliveries.push(StoredDelivery {
+                id,
+                webhook: webhook.to_owned(),
+                run_id: new.run_id,
+                event: new.event,
+                pending: true,
+                attempts: 0,
+                enqueued_at: now,
+                next_attempt_at: now,
+                lease_expires_at: None,
+            });
+        }
+        Ok(true)
+    }
+
+    async fn claim_deliveries(
+        &self,
+        webhook: &str,
+        _owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError> {
+        let run_events = self.lock_run_events();
+        let mut ledger = self.lock_ledger();
+        let mut free: Vec<(Timestamp, DeliveryId, usize)> = ledger
+            .deliveries
+            .iter()
+            .enumerate()
+            .filter(|(_, delivery)| delivery.pending && delivery.webhook == webhook)
+            .filter(|(_, delivery)| !ledger.held_back(delivery))
+            .map(|(index, delivery)| (delivery.due_at(), delivery.id, index))
+            .collect();
+        free.sort_unstable();
+        let mut claim = DeliveryClaim::default();
+        for (due_at, _, index) in free {
+            if due_at > now || claim.deliveries.len() == limit {
+                continue;
+            }
+            let delivery = &mut ledger.deliveries[index];
+            let Ok(found) = run_events
+                .log
+                .binary_search_by(|event| event.position.cmp(&delivery.event))
+            else {
+                return Err(StoreError::Corrupt(format!(
+                    "delivery {} names event {:?}, which is not stored",
+                    delivery.id, delivery.event
+                )));
+            };
+            delivery.attempts += 1;
+            delivery.lease_expires_at = Some(lease_until);
+            claim.deliveries.push(ClaimedDelivery {
+                id: delivery.id,
+                attempt: delivery.attempts,
+                enqueued_at: delivery.enqueued_at,
+                event: run_events.log[found].clone(),
+            });
+        }
+        claim.next_due = ledger
+            .deliveries
+            .iter()
+            .filter(|delivery| delivery.pending && delivery.webhook == webhook)
+            .filter(|delivery| !ledger.held_back(delivery))
+            .map(StoredDelivery::due_at)
+            .min();
+        Ok(claim)
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        _now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut ledger = self.lock_ledger();
+        let Some(delivery) = ledger
+            .deliveries
+            .iter_mut()
+            .find(|delivery| delivery.id == id && delivery.pending && delivery.attempts == attempt)
+        else {
+            return Ok(false);
+        };
+        delivery.lease_expires_at = None;
+        match outcome {
+            AttemptOutcome::Delivered | AttemptOutcome::Failed { .. } => delivery.pending = false,
+            AttemptOutcome::Retry { at, .. } => delivery.next_attempt_at = *at,
+        }
+        Ok(true)
+    }
+
+    async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        let mut counts = BTreeMap::new();
+        for delivery in self.lock_ledger().deliveries.iter().filter(|d| d.pending) {
+            *counts.entry(delivery.webhook.clone()).or_insert(0) += 1;
+        }
+        Ok(counts)
     }
 }

@@ -1,9 +1,11 @@
-//! The run store: where runs, their state and their event logs live. One
+//! The run store: where runs, their state and their event logs live, and
+//! the ledger of the webhook deliveries made from their run events. One
 //! documented trait, several backends: SQLite (the embedded default),
 //! PostgreSQL (several replicas sharing one store) and memory (tests,
 //! embedding). Backends never interpret run state; they keep
 //! it, guard writes with a version compare-and-set, and return it.
 
+mod deliveries;
 mod encoding;
 mod feed;
 mod memory;
@@ -16,6 +18,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+pub use deliveries::{AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery};
 pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
@@ -116,8 +119,9 @@ pub trait RunStore: Send + Sync + 'static {
     /// status.
     async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError>;
 
-    /// Deletes `tenant`'s thread `id` with its runs and their events, all
-    /// or nothing; `NotFound` without the thread.
+    /// Deletes `tenant`'s thread `id` with its runs, their events and
+    /// their webhook deliveries, all or nothing; `NotFound` without the
+    /// thread.
     async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError>;
 
     /// Threads idle since before `cutoff`: the thread and its latest run
@@ -228,6 +232,60 @@ pub trait RunStore: Send + Sync + 'static {
     /// server's write or may have missed one: a follower of the events
     /// reads again then.
     fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()>;
+
+    // The webhook delivery ledger (see `deliveries.rs`). A webhook is named
+    // by the operator; its deliveries go with their runs (`delete_thread`).
+
+    /// Where `webhook` stands in the run events: the position after which
+    /// it has enqueued nothing yet. A webhook the store has not seen
+    /// starts at `start` (stored, so that every replica agrees on it).
+    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError>;
+
+    /// Moves `webhook`'s cursor from `from` to `to` and stores
+    /// `deliveries` (pending, due at `now`, enqueued at `now`), in one
+    /// atomic write, if the cursor is still at `from`: `Ok(false)` and
+    /// nothing stored otherwise (another replica enqueued them). A webhook
+    /// never has two deliveries of one event.
+    async fn enqueue_deliveries(
+        &self,
+        webhook: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Claims at most `limit` of `webhook`'s pending deliveries that are
+    /// due at `now` and held by no unexpired lease, for one attempt each:
+    /// their attempt count rises by one and `owner` holds them until
+    /// `lease_until`. A delivery waits while an earlier one (by event
+    /// position) of its run is pending, so that a run's events arrive in
+    /// order. Each delivery is claimed by one caller at a time, across
+    /// every replica sharing the store. Soonest due first.
+    async fn claim_deliveries(
+        &self,
+        webhook: &str,
+        owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError>;
+
+    /// Records how attempt `attempt` of delivery `id` ended (at `now`), and
+    /// frees its lease, if the delivery is still pending at that attempt:
+    /// `Ok(false)` and nothing changed otherwise (a later attempt claimed
+    /// it after the lease expired, or it went with its run).
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// How many deliveries are pending, by webhook (webhooks with none
+    /// are left out); counted from an index, for the metrics gauge.
+    async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError>;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (or a plain path;

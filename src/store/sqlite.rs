@@ -21,13 +21,17 @@ mod queries;
 mod readers;
 mod run_events;
 mod threads;
+mod webhooks;
 mod writer;
 
 pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
 
-use super::{corrupt, RunEventPage, RunQuery, RunStore, Sharing, StoreError};
+use super::{
+    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore,
+    Sharing, StoreError,
+};
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
@@ -44,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0007_live_run_indexes.sql"),
     include_str!("migrations/sqlite/0008_health_probe.sql"),
     include_str!("migrations/sqlite/0009_run_events.sql"),
+    include_str!("migrations/sqlite/0010_webhook_deliveries.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -107,12 +112,14 @@ enum WriteKind {
     Probe {
         at: i64,
     },
+    /// A write of the webhook delivery ledger (`webhooks.rs`).
+    Ledger(webhooks::LedgerWrite),
 }
 
 struct Write {
     kind: WriteKind,
     events: Option<EventBatch>,
-    done: oneshot::Sender<Result<(), StoreError>>,
+    done: oneshot::Sender<Result<webhooks::Reply, StoreError>>,
 }
 
 fn backend(error: rusqlite::Error) -> StoreError {
@@ -209,6 +216,15 @@ impl SqliteStore {
     }
 
     async fn write(&self, kind: WriteKind, events: &[Event]) -> Result<(), StoreError> {
+        self.write_with_reply(kind, events).await.map(|_| ())
+    }
+
+    /// [`SqliteStore::write`], with what the write answers.
+    async fn write_with_reply(
+        &self,
+        kind: WriteKind,
+        events: &[Event],
+    ) -> Result<webhooks::Reply, StoreError> {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
@@ -483,5 +499,75 @@ impl RunStore for SqliteStore {
 
     fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
         self.run_events.clone()
+    }
+
+    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+        let write = webhooks::LedgerWrite::Cursor {
+            webhook: webhook.to_owned(),
+            start,
+        };
+        self.ledger(write).await?.cursor()
+    }
+
+    async fn enqueue_deliveries(
+        &self,
+        webhook: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let write = webhooks::LedgerWrite::Enqueue {
+            webhook: webhook.to_owned(),
+            from,
+            to,
+            deliveries: deliveries.to_vec(),
+            now,
+        };
+        self.ledger(write).await?.changed()
+    }
+
+    async fn claim_deliveries(
+        &self,
+        webhook: &str,
+        owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError> {
+        let write = webhooks::LedgerWrite::Claim {
+            webhook: webhook.to_owned(),
+            owner: owner.to_owned(),
+            now,
+            lease_until,
+            limit,
+        };
+        self.ledger(write).await?.claim()
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let write = webhooks::LedgerWrite::Finish {
+            id,
+            attempt,
+            outcome: outcome.clone(),
+            now,
+        };
+        self.ledger(write).await?.changed()
+    }
+
+    async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.read(webhooks::pending).await
+    }
+}
+
+impl SqliteStore {
+    async fn ledger(&self, write: webhooks::LedgerWrite) -> Result<webhooks::Reply, StoreError> {
+        self.write_with_reply(WriteKind::Ledger(write), &[]).await
     }
 }

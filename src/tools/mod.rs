@@ -21,6 +21,7 @@ pub use catalog::{mcp_reference, CatalogError, ClientToolConfig, ToolCatalog, To
 pub use client::ClientTool;
 pub use human_review::HumanReview;
 pub use registry::{RegisteredTool, ToolSet};
+pub use secrets::expand_env;
 
 /// How a tool call ended.
 #[derive(Clone, Debug, PartialEq)]

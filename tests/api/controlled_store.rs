@@ -14,7 +14,10 @@ use agentd::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::store::{RunEventPage, RunQuery, RunStore, Sharing, SqliteStore, StoreError};
+use agentd::store::{
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore, Sharing,
+    SqliteStore, StoreError,
+};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
@@ -188,5 +191,53 @@ impl RunStore for ControlledStore {
 
     fn run_events_signal(&self) -> watch::Receiver<()> {
         self.inner.run_events_signal()
+    }
+
+    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+        self.refused()?;
+        self.inner.webhook_cursor(webhook, start).await
+    }
+
+    async fn enqueue_deliveries(
+        &self,
+        webhook: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.refused()?;
+        self.inner
+            .enqueue_deliveries(webhook, from, to, deliveries, now)
+            .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        webhook: &str,
+        owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError> {
+        self.refused()?;
+        self.inner
+            .claim_deliveries(webhook, owner, now, lease_until, limit)
+            .await
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.refused()?;
+        self.inner.finish_delivery(id, attempt, outcome, now).await
+    }
+
+    async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.inner.pending_deliveries().await
     }
 }

@@ -35,3 +35,4 @@ mod store_faults;
 mod threads;
 mod user_tools;
 pub(crate) mod watch_runs;
+mod webhooks;

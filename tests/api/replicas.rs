@@ -2,10 +2,12 @@
 //! on one replica and resumed on another, racing Resumes, cross-replica
 //! live following, and crash recovery after `kill -9` of the replica that
 //! executes a run (PostgreSQL), or of the only server (SQLite, restarted).
-//! The PostgreSQL tests use a schema of their own (see `pg.rs`).
+//! The PostgreSQL tests use a schema of their own (see `pg.rs`). Webhooks
+//! from two replicas: `webhooks.rs`.
 
 mod crash;
 mod cross;
 mod process;
 mod scale;
 mod watch;
+mod webhooks;

@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
 
+mod deliveries;
 mod leases;
 mod queries;
 mod run_events;
@@ -292,6 +293,7 @@ pub async fn conformance(store: Store) {
     tenants::tenants_conform(&store).await;
     threads::threads_conform(&store).await;
     run_events::run_events_conform(&store).await;
+    deliveries::deliveries_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {

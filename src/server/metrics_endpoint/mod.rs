@@ -29,5 +29,11 @@ pub async fn scrape(runtime: &Runtime) -> Result<String, prometheus::Error> {
         Ok(Err(error)) => tracing::warn!(%error, "metrics: could not count the suspended runs"),
         Err(_) => tracing::warn!("metrics: counting the suspended runs timed out"),
     }
+    let pending = runtime.store().pending_deliveries();
+    match tokio::time::timeout(COUNT_TIMEOUT, pending).await {
+        Ok(Ok(counts)) => runtime.metrics().set_pending_deliveries(&counts),
+        Ok(Err(error)) => tracing::warn!(%error, "metrics: could not count the pending webhook deliveries"),
+        Err(_) => tracing::warn!("metrics: counting the pending webhook deliveries timed out"),
+    }
     runtime.metrics().render()
 }

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0003_threads.sql"),
     include_str!("../migrations/postgres/0004_health_probe.sql"),
     include_str!("../migrations/postgres/0005_run_events.sql"),
+    include_str!("../migrations/postgres/0006_webhook_deliveries.sql"),
 ];
 
 /// The advisory lock that serialises migrations of one schema.

@@ -14,6 +14,7 @@ mod migrate;
 mod read;
 mod run_events;
 mod threads;
+mod webhooks;
 mod write;
 
 use std::str::FromStr;
@@ -23,7 +24,10 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::{RunEventPage, RunFeed, RunQuery, RunStore, Sharing, StoreError};
+use super::{
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunFeed, RunQuery, RunStore,
+    Sharing, StoreError,
+};
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
@@ -252,6 +256,47 @@ impl RunStore for PostgresStore {
 
     fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
         self.run_events.subscribe()
+    }
+
+    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+        webhooks::cursor(&self.client().await?, webhook, start).await
+    }
+
+    async fn enqueue_deliveries(
+        &self,
+        webhook: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        webhooks::enqueue(&self.client().await?, webhook, (from, to), deliveries, now).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        webhook: &str,
+        owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError> {
+        let client = self.client().await?;
+        webhooks::claim(&client, webhook, owner, (now, lease_until), limit).await
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        webhooks::finish(&self.client().await?, id, attempt, outcome, now).await
+    }
+
+    async fn pending_deliveries(&self) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
+        webhooks::pending(&self.client().await?).await
     }
 }
 

@@ -22,9 +22,7 @@ pub(super) async fn read(
     after: EventPosition,
     limit: usize,
 ) -> Result<RunEventPage, StoreError> {
-    let columns = format!(
-        "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, {XMIN}"
-    );
+    let columns = format!("{COLUMNS}, {XMIN}");
     let limit = to_i64(limit as u64);
     let rows = match tenant {
         Some(tenant) => {
@@ -56,7 +54,7 @@ pub(super) async fn read(
             page.settling = true;
             break;
         }
-        page.events.push(event(row)?);
+        page.events.push(event(row, 0)?);
     }
     Ok(page)
 }
@@ -77,21 +75,28 @@ pub(super) async fn head(client: &Client) -> Result<EventPosition, StoreError> {
     })
 }
 
-fn event(row: &Row) -> Result<RunEvent, StoreError> {
+/// The columns of an event, in the order [`event`] reads them.
+pub(super) const COLUMNS: &str =
+    "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
+
+/// The event in the columns of a row that selected [`COLUMNS`] from
+/// column `first` on.
+pub(super) fn event(row: &Row, first: usize) -> Result<RunEvent, StoreError> {
+    let column = |index: usize| first + index;
     RunEventRow {
         position: EventPosition {
-            major: row.try_get(0).map_err(backend)?,
-            minor: row.try_get(1).map_err(backend)?,
+            major: row.try_get(column(0)).map_err(backend)?,
+            minor: row.try_get(column(1)).map_err(backend)?,
         },
-        tenant: row.try_get(2).map_err(backend)?,
-        run_id: RunId(row.try_get::<_, Uuid>(3).map_err(backend)?),
-        agent_id: row.try_get(4).map_err(backend)?,
-        thread_id: row.try_get(5).map_err(backend)?,
-        kind: row.try_get(6).map_err(backend)?,
-        status: row.try_get(7).map_err(backend)?,
-        time: row.try_get(8).map_err(backend)?,
-        pending: row.try_get(9).map_err(backend)?,
-        expires_at: row.try_get(10).map_err(backend)?,
+        tenant: row.try_get(column(2)).map_err(backend)?,
+        run_id: RunId(row.try_get::<_, Uuid>(column(3)).map_err(backend)?),
+        agent_id: row.try_get(column(4)).map_err(backend)?,
+        thread_id: row.try_get(column(5)).map_err(backend)?,
+        kind: row.try_get(column(6)).map_err(backend)?,
+        status: row.try_get(column(7)).map_err(backend)?,
+        time: row.try_get(column(8)).map_err(backend)?,
+        pending: row.try_get(column(9)).map_err(backend)?,
+        expires_at: row.try_get(column(10)).map_err(backend)?,
     }
     .into_event()
 }

@@ -43,7 +43,7 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
 }
 
 /// The columns a read selects, in this order.
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
 
 pub(super) fn read(
@@ -56,7 +56,7 @@ pub(super) fn read(
     let mut events = Vec::new();
     let mut collect = |rows: &mut rusqlite::Rows<'_>| -> Result<(), StoreError> {
         while let Some(row) = rows.next().map_err(backend)? {
-            events.push(event_from_row(row)?);
+            events.push(event_from_row(row, 0)?);
         }
         Ok(())
     };
@@ -100,22 +100,25 @@ pub(super) fn head(conn: &Connection) -> Result<EventPosition, StoreError> {
     })
 }
 
-fn event_from_row(row: &rusqlite::Row<'_>) -> Result<RunEvent, StoreError> {
-    let run_id: String = row.get(2).map_err(backend)?;
+/// The event in the columns of a row that selected [`COLUMNS`] from
+/// column `first` on.
+pub(super) fn event_from_row(row: &rusqlite::Row<'_>, first: usize) -> Result<RunEvent, StoreError> {
+    let column = |index: usize| first + index;
+    let run_id: String = row.get(column(2)).map_err(backend)?;
     RunEventRow {
         position: EventPosition {
             major: 0,
-            minor: row.get(0).map_err(backend)?,
+            minor: row.get(column(0)).map_err(backend)?,
         },
-        tenant: row.get(1).map_err(backend)?,
+        tenant: row.get(column(1)).map_err(backend)?,
         run_id: run_id.parse().map_err(corrupt)?,
-        agent_id: row.get(3).map_err(backend)?,
-        thread_id: row.get(4).map_err(backend)?,
-        kind: row.get(5).map_err(backend)?,
-        status: row.get(6).map_err(backend)?,
-        time: row.get(7).map_err(backend)?,
-        pending: row.get(8).map_err(backend)?,
-        expires_at: row.get(9).map_err(backend)?,
+        agent_id: row.get(column(3)).map_err(backend)?,
+        thread_id: row.get(column(4)).map_err(backend)?,
+        kind: row.get(column(5)).map_err(backend)?,
+        status: row.get(column(6)).map_err(backend)?,
+        time: row.get(column(7)).map_err(backend)?,
+        pending: row.get(column(8)).map_err(backend)?,
+        expires_at: row.get(column(9)).map_err(backend)?,
     }
     .into_event()
 }

@@ -8,6 +8,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
+use super::webhooks::{self, Reply};
 use super::{backend, leases, run_events, threads, EventBatch, RunRow, Write, WriteKind, MAX_BATCH};
 use crate::domain::{RunEventKind, RunStatus};
 use crate::store::StoreError;
@@ -41,7 +42,7 @@ pub(super) fn write_loop(
 }
 
 /// Each write's outcome, and whether the commit stored a run event.
-fn commit_batch(conn: &mut Connection, batch: &[Write]) -> (Vec<Result<(), StoreError>>, bool) {
+fn commit_batch(conn: &mut Connection, batch: &[Write]) -> (Vec<Result<Reply, StoreError>>, bool) {
     let fail_all = |error: StoreError| (batch.iter().map(|_| Err(error.clone())).collect(), false);
     let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
         Ok(tx) => tx,
@@ -51,9 +52,9 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> (Vec<Result<(), Store
     let mut stored_run_events = false;
     for write in batch {
         match apply(&tx, write) {
-            Applied::Whole { run_event } => {
+            Applied::Whole { run_event, reply } => {
                 stored_run_events |= run_event;
-                outcomes.push(Ok(()));
+                outcomes.push(Ok(reply));
             }
             Applied::Refused(error) => outcomes.push(Err(error)),
             // Part of the write may be in the transaction: undo the whole
@@ -73,9 +74,9 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> (Vec<Result<(), Store
 /// events), so that it needs no savepoint of its own: a refused write left
 /// no trace, and an applied one cannot fail halfway for any reason but the
 /// engine failing.
-enum Applied {
-    /// Applied, with a run event or without.
-    Whole { run_event: bool },
+pub(super) enum Applied {
+    /// Applied, with a run event or without, and what the write answers.
+    Whole { run_event: bool, reply: Reply },
     /// Refused before any change.
     Refused(StoreError),
     /// Failed after changing part of the transaction.
@@ -128,7 +129,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         // Refused by its first statement when there is no such thread.
         WriteKind::DeleteThread { tenant, thread_id } => {
             return match threads::delete(conn, tenant, thread_id) {
-                Ok(()) => Applied::Whole { run_event: false },
+                Ok(()) => Applied::done(),
                 Err(StoreError::NotFound) => Applied::Refused(StoreError::NotFound),
                 Err(error) => Applied::Broken(error),
             };
@@ -141,10 +142,12 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
                 )
                 .and_then(|mut upsert| upsert.execute([at]));
             return match probed {
-                Ok(_) => Applied::Whole { run_event: false },
+                Ok(_) => Applied::done(),
                 Err(error) => Applied::Broken(backend(error)),
             };
         }
+        // Refused by its first statement or not at all, like the others.
+        WriteKind::Ledger(write) => return webhooks::apply(conn, write),
         WriteKind::Commit {
             run,
             expected_version,
@@ -185,11 +188,24 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         return Applied::Broken(error);
     }
     let Some((run, kind)) = change else {
-        return Applied::Whole { run_event: false };
+        return Applied::done();
     };
     match run_events::insert(conn, run, kind) {
-        Ok(()) => Applied::Whole { run_event: true },
+        Ok(()) => Applied::Whole {
+            run_event: true,
+            reply: Reply::Done,
+        },
         Err(error) => Applied::Broken(error),
+    }
+}
+
+impl Applied {
+    /// Applied, without a run event or anything to answer.
+    pub(super) fn done() -> Self {
+        Applied::Whole {
+            run_event: false,
+            reply: Reply::Done,
+        }
     }
 }
 

@@ -22,11 +22,11 @@ pub async fn run_events_conform(store: &Store) {
     a_thread_takes_its_events_along(store).await;
 }
 
-fn fresh_tenant(label: &str) -> Tenant {
+pub fn fresh_tenant(label: &str) -> Tenant {
     Tenant::new(&format!("{label}-{}", RunId::new().0.simple())).expect("a tenant id")
 }
 
-fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
+pub fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
     let mut run = suspended_run(agent);
     run.tenant = tenant.clone();
     run.request_id = None;
@@ -41,7 +41,7 @@ fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
 }
 
 /// `run` at its next version, in `phase`, a little later.
-fn next(run: &RunRecord, phase: Phase) -> RunRecord {
+pub fn next(run: &RunRecord, phase: Phase) -> RunRecord {
     let mut next = run.clone();
     next.version += 1;
     next.updated_at = Timestamp(run.updated_at.0 + 1_000);
@@ -49,7 +49,7 @@ fn next(run: &RunRecord, phase: Phase) -> RunRecord {
     next
 }
 
-fn suspended_like(run: &RunRecord) -> Phase {
+pub fn suspended_like(run: &RunRecord) -> Phase {
     super::suspended_phase(run.created_at)
 }
 
