@@ -194,7 +194,7 @@ impl Deliverer {
             .body(body)
             .send()
             .await
-            .map_err(|error| self.transport_failure(&error))?;
+            .map_err(|error| self.transport_failure(error))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
@@ -213,7 +213,11 @@ impl Deliverer {
         })
     }
 
-    fn transport_failure(&self, error: &reqwest::Error) -> Failure {
+    /// The failure of a request that got no answer. The URL is left out
+    /// of the text (it may hold a token, and the text is logged and
+    /// stored).
+    fn transport_failure(&self, error: reqwest::Error) -> Failure {
+        let error = error.without_url();
         let (result, error) = if error.is_timeout() {
             (
                 AttemptResult::Timeout,
@@ -225,7 +229,7 @@ impl Deliverer {
         } else {
             // The source chain names the cause (refused, reset, TLS).
             let mut text = error.to_string();
-            let mut source = std::error::Error::source(error);
+            let mut source = std::error::Error::source(&error);
             while let Some(cause) = source {
                 text.push_str(": ");
                 text.push_str(&cause.to_string());

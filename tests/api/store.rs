@@ -128,6 +128,8 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE event_batches;
              DROP TABLE health_probe;
              DROP TABLE run_events;
+             DROP TABLE webhook_cursors;
+             DROP TABLE webhook_deliveries;
              CREATE TABLE events (
                  run_id TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
                  chunk BLOB NOT NULL, PRIMARY KEY (run_id, seq)

@@ -284,3 +284,35 @@ fn a_webhook_that_cannot_be_used_stops_the_start() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_endpoint_fails_without_its_url_in_the_log() {
+    // Nothing listens on a port just bound and released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("http://127.0.0.1:{port}/hook?token=sekrit-token");
+    let config = write_config(dir.path(), &[webhook_table("gone", &url, "retry_for = \"0s\"")]);
+    let server = start_server(&config, &dir.path().join("data"), &[]);
+    let mut client = server.client().await;
+    stream_prompt(&mut client, "plain").await;
+    let text = wait_for_metric(
+        &server,
+        "agentd_webhook_deliveries_total{outcome=\"failed\",webhook=\"gone\"}",
+        2.0,
+    )
+    .await;
+    assert_eq!(
+        metric(
+            &text,
+            "agentd_webhook_attempts_total{result=\"connection\",webhook=\"gone\"}"
+        ),
+        Some(2.0),
+        "one attempt each: retry_for is 0s"
+    );
+    let log = server.log_text();
+    assert!(log.contains("webhook delivery failed for good"), "{log}");
+    assert!(!log.contains("sekrit-token"), "{log}");
+}
