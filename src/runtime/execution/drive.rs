@@ -196,11 +196,24 @@ impl Execution {
     /// and then `held` (the chunks of a transition), then releases what was
     /// held back.
     async fn commit(&mut self, held: Vec<Chunk>) -> Result<(), StoreError> {
+        self.commit_counted(held, |_, _| {}).await
+    }
+
+    /// [`Drive::commit`] of a transition, counted by `count` (with the
+    /// metrics and the run's agent) before anybody sees its chunks.
+    async fn commit_counted(
+        &mut self,
+        held: Vec<Chunk>,
+        count: impl FnOnce(&crate::metrics::Metrics, &str),
+    ) -> Result<(), StoreError> {
         for chunk in held {
             self.emitter.hold(chunk);
         }
         self.run.updated_at = Timestamp::now();
-        self.emitter.commit(&mut self.run).await?;
+        let (metrics, agent) = (&self.inner.config.metrics, self.run.agent_id.clone());
+        self.emitter
+            .commit(&mut self.run, || count(metrics, &agent))
+            .await?;
         tracing::debug!(status = %self.run.status(), last_seq = self.run.last_seq, "run stored");
         Ok(())
     }
@@ -209,23 +222,23 @@ impl Execution {
     /// `tool_call_suspended` chunk is released.
     async fn suspend(&mut self, pending: Vec<PendingCall>) -> Result<(), StoreError> {
         let chunks = self.run.suspend(pending, Timestamp::now());
-        self.commit(chunks).await?;
-        self.inner.config.metrics.run_suspended(&self.run.agent_id);
+        self.commit_counted(chunks, |metrics, agent| metrics.run_suspended(agent))
+            .await?;
         Ok(())
     }
 
     async fn complete(&mut self, reason: FinishReason, final_text: String) -> Result<(), StoreError> {
         let chunks = self.run.complete(reason, final_text, Timestamp::now());
-        self.commit(chunks).await?;
-        self.inner.config.metrics.run_completed(&self.run.agent_id);
+        self.commit_counted(chunks, |metrics, agent| metrics.run_completed(agent))
+            .await?;
         Ok(())
     }
 
     async fn fail(&mut self, failure: RunFailure) -> Result<(), StoreError> {
         tracing::warn!(code = %failure.code, message = %failure.message, "run failed");
         let chunks = self.run.fail(failure, Timestamp::now());
-        self.commit(chunks).await?;
-        self.inner.config.metrics.run_failed(&self.run.agent_id);
+        self.commit_counted(chunks, |metrics, agent| metrics.run_failed(agent))
+            .await?;
         Ok(())
     }
 
@@ -234,8 +247,8 @@ impl Execution {
     async fn cancel(&mut self, reason: String) -> Result<(), StoreError> {
         tracing::info!(%reason, "run cancelled");
         let chunks = self.run.cancel(reason, Timestamp::now());
-        self.commit(chunks).await?;
-        self.inner.config.metrics.run_cancelled(&self.run.agent_id, None);
+        self.commit_counted(chunks, |metrics, agent| metrics.run_cancelled(agent, None))
+            .await?;
         Ok(())
     }
 }

@@ -271,7 +271,15 @@ impl Emitter {
     /// together with every unstored chunk, under this execution's
     /// version and lease, then releases the chunks. On success `run` holds
     /// the stored version.
-    pub(crate) async fn commit(&mut self, run: &mut RunRecord) -> Result<(), StoreError> {
+    ///
+    /// `stored` is called once the write is stored and before its chunks
+    /// are released: what it counts is counted before any client can see
+    /// the change.
+    pub(crate) async fn commit(
+        &mut self,
+        run: &mut RunRecord,
+        stored: impl FnOnce(),
+    ) -> Result<(), StoreError> {
         let shared = &self.shared;
         let mut writer = shared.writer.lock().await;
         if writer.stopped {
@@ -299,6 +307,7 @@ impl Emitter {
                     // is taken at once.
                     self.hold.release(&shared.live);
                 }
+                stored();
                 shared.release(events);
                 shared.drained.notify_waiters();
                 Ok(())
@@ -527,7 +536,7 @@ mod tests {
         for chunk in run.suspend(Vec::new(), Timestamp::now()) {
             emitter.hold(chunk);
         }
-        emitter.commit(&mut run).await.expect("stored");
+        emitter.commit(&mut run, || {}).await.expect("stored");
         assert_eq!(
             *lock(&executing_then),
             Some(false),
