@@ -2,8 +2,9 @@
 # Runs the Python and Node examples against a real agentd server: builds
 # agentd (or takes AGENTD_BIN), starts it on a free port with a fresh data
 # folder, waits until it listens, runs both examples, and stops it. The
-# Python dependencies go to a temporary folder (pip --target), the Node ones
-# to examples/node/node_modules (npm ci, from package-lock.json).
+# Python dependencies go to a fresh virtual environment in a temporary
+# folder, the Node ones to examples/node/node_modules (npm ci, from
+# package-lock.json).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +25,9 @@ cleanup() {
 trap cleanup EXIT
 
 echo "--- examples: dependencies"
-python3 -m pip install --quiet --root-user-action=ignore --target "$work/python" -r examples/python/requirements.txt </dev/null
+# A virtual environment, as README says: a system Python may refuse pip.
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet -r examples/python/requirements.txt </dev/null
 (cd examples/node && npm ci --no-audit --no-fund --loglevel=error)
 
 bin="${AGENTD_BIN:-}"
@@ -64,7 +67,7 @@ echo "agentd listening on $address"
 
 status=0
 echo "--- examples: python"
-PYTHONPATH="$work/python" python3 examples/python/ask_user_cycle.py "$address" || status=1
+"$work/venv/bin/python" examples/python/ask_user_cycle.py "$address" || status=1
 echo "--- examples: node"
 node examples/node/ask_user_cycle.js "$address" || status=1
 
