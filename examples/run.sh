@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Runs the Python and Node examples against a real agentd server: builds
+# Runs the Python and Node examples against a real agentd server, each
+# with its generated client package installed as a user would: builds
 # agentd (or takes AGENTD_BIN), starts it on a free port with a fresh data
-# folder, waits until it listens, runs both examples, and stops it. The
-# Python dependencies go to a fresh virtual environment in a temporary
-# folder, the Node ones to examples/node/node_modules (npm ci, from
-# package-lock.json).
+# folder, waits until it listens, runs both examples, and stops it.
+# Python: a fresh virtual environment in a temporary folder gets
+# clients/python (agentd-client) and the example's requirements, and mypy
+# checks the example's types against the generated hints. Node: npm ci
+# makes a fresh examples/node/node_modules with clients/typescript
+# (@agentd/client) installed as a packed copy (install-links), and tsc
+# checks the example's types against its declarations.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,8 +31,9 @@ trap cleanup EXIT
 echo "--- examples: dependencies"
 # A virtual environment, as README says: a system Python may refuse pip.
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet -r examples/python/requirements.txt </dev/null
-(cd examples/node && npm ci --no-audit --no-fund --loglevel=error)
+"$work/venv/bin/pip" install --quiet ./clients/python -r examples/python/requirements.txt </dev/null
+"$work/venv/bin/mypy" --strict --cache-dir "$work/mypy" examples/python/ask_user_cycle.py
+(cd examples/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent typecheck)
 
 bin="${AGENTD_BIN:-}"
 if [ -z "$bin" ]; then
