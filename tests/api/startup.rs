@@ -225,3 +225,47 @@ async fn a_metrics_port_in_use_stops_the_server_before_it_announces_anything() {
         &format!("binding the metrics endpoint {address}: Address already in use (os error 98)"),
     );
 }
+
+#[tokio::test]
+async fn a_fatal_error_is_one_json_line_with_its_text_once_and_no_backtrace() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agentd.toml");
+    std::fs::write(&config, "[server]\nlisten = 5\n").unwrap();
+    let config = config.to_str().unwrap();
+    let stderr = start_failing(
+        &[],
+        &["--log-format", "json", "--config", config],
+        &[("RUST_BACKTRACE", "1")],
+    )
+    .await;
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert_eq!(lines[0]["level"], "ERROR", "{stderr}");
+    let message = lines[0]["fields"]["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with(&format!(
+            "parsing {config}: TOML parse error at line 2, column 10"
+        )),
+        "{message}"
+    );
+    assert_eq!(message.matches("TOML parse error").count(), 1, "{message}");
+    assert!(
+        message.ends_with("invalid type: integer `5`, expected a string"),
+        "{message}"
+    );
+
+    // As text, the same: once, without a backtrace.
+    let stderr = start_failing(&[], &["--config", config], &[("RUST_BACKTRACE", "1")]).await;
+    assert!(
+        stderr.starts_with(&format!("Error: parsing {config}: TOML parse error")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("TOML parse error").count(), 1, "{stderr}");
+    assert!(
+        !stderr.contains("Caused by") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+}

@@ -14,7 +14,7 @@ use super::Emitter;
 use crate::agent::{Agent, StepEnd};
 use crate::domain::{Chunk, FinishReason, PendingCall, Phase, RunFailure, RunRecord, Timestamp, ToolCall};
 use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
-use crate::runtime::Inner;
+use crate::runtime::{lifecycle_log, Inner};
 use crate::store::StoreError;
 use crate::tools::ToolContext;
 
@@ -210,6 +210,7 @@ impl Execution {
     async fn suspend(&mut self, pending: Vec<PendingCall>) -> Result<(), StoreError> {
         let chunks = self.run.suspend(pending, Timestamp::now());
         self.commit(chunks).await?;
+        lifecycle_log::suspended(&self.run, self.run.pending());
         self.inner.config.metrics.run_suspended(&self.run.agent_id);
         Ok(())
     }
@@ -217,6 +218,7 @@ impl Execution {
     async fn complete(&mut self, reason: FinishReason, final_text: String) -> Result<(), StoreError> {
         let chunks = self.run.complete(reason, final_text, Timestamp::now());
         self.commit(chunks).await?;
+        lifecycle_log::finished(&self.run, reason);
         self.inner.config.metrics.run_completed(&self.run.agent_id);
         Ok(())
     }
@@ -225,6 +227,7 @@ impl Execution {
         tracing::warn!(code = %failure.code, message = %failure.message, "run failed");
         let chunks = self.run.fail(failure, Timestamp::now());
         self.commit(chunks).await?;
+        lifecycle_log::finished(&self.run, FinishReason::Error);
         self.inner.config.metrics.run_failed(&self.run.agent_id);
         Ok(())
     }
@@ -235,6 +238,7 @@ impl Execution {
         tracing::info!(%reason, "run cancelled");
         let chunks = self.run.cancel(reason, Timestamp::now());
         self.commit(chunks).await?;
+        lifecycle_log::finished(&self.run, FinishReason::Cancelled);
         self.inner.config.metrics.run_cancelled(&self.run.agent_id, None);
         Ok(())
     }
