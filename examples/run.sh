@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Runs the Python and Node examples against a real agentd server: builds
+# Runs the Python and Node examples against a real agentd server, each
+# with its generated client package installed as a user would: builds
 # agentd (or takes AGENTD_BIN), starts it on a free port with a fresh data
-# folder, waits until it listens, runs both examples, and stops it. The
-# Python dependencies go to a temporary folder (pip --target), the Node ones
-# to examples/node/node_modules (npm ci, from package-lock.json).
+# folder, waits until it listens, runs both examples, and stops it.
+# Python: a fresh virtual environment in a temporary folder gets
+# clients/python (agentd-client) and the example's requirements, and mypy
+# checks the example's types against the generated hints. Node: npm ci
+# makes a fresh examples/node/node_modules with clients/typescript
+# (@agentd/client) installed as a packed copy (install-links), and tsc
+# checks the example's types against its declarations. Go: the generated
+# module clients/go and examples/go build in GOPATH mode against Debian's
+# packages of grpc-go and protobuf-go (golang-google-grpc-dev,
+# golang-google-protobuf-dev; there is no Go module proxy to fetch from).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,8 +32,21 @@ cleanup() {
 trap cleanup EXIT
 
 echo "--- examples: dependencies"
-python3 -m pip install --quiet --root-user-action=ignore --target "$work/python" -r examples/python/requirements.txt </dev/null
-(cd examples/node && npm ci --no-audit --no-fund --loglevel=error)
+# A virtual environment, as README says: a system Python may refuse pip.
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet ./clients/python -r examples/python/requirements.txt </dev/null
+"$work/venv/bin/mypy" --strict --cache-dir "$work/mypy" examples/python/ask_user_cycle.py
+(cd examples/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent typecheck)
+gopath="$work/gopath"
+mkdir -p "$gopath/src/agentd/clients" "$gopath/src/agentd/examples"
+cp -r clients/go "$gopath/src/agentd/clients/go"
+cp -r examples/go "$gopath/src/agentd/examples/go"
+(
+  cd "$gopath"
+  export GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" GOCACHE="$work/gocache" GOFLAGS=
+  go vet agentd/clients/go/... agentd/examples/go
+  go build -o "$work/go_example" agentd/examples/go
+)
 
 bin="${AGENTD_BIN:-}"
 if [ -z "$bin" ]; then
@@ -64,9 +85,11 @@ echo "agentd listening on $address"
 
 status=0
 echo "--- examples: python"
-PYTHONPATH="$work/python" python3 examples/python/ask_user_cycle.py "$address" || status=1
+"$work/venv/bin/python" examples/python/ask_user_cycle.py "$address" || status=1
 echo "--- examples: node"
 node examples/node/ask_user_cycle.js "$address" || status=1
+echo "--- examples: go"
+"$work/go_example" "$address" || status=1
 
 if [ "$status" -ne 0 ]; then
   echo "--- agentd log" >&2

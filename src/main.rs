@@ -2,12 +2,12 @@
 //! listener and serves until SIGINT or SIGTERM.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use tokio::net::TcpListener;
 
-use agentd::config::{FileConfig, Overrides};
+use agentd::config::{ConfigError, FileConfig, Overrides};
 use agentd::server::{self, ServeOptions};
 use agentd::telemetry::{self, LogFormat, TelemetryOptions};
 
@@ -22,9 +22,11 @@ struct Cli {
     /// With no subcommand, agentd serves.
     #[command(flatten)]
     serve: ServeArgs,
-    /// Format of the log lines on stderr.
-    #[arg(long, global = true, env = "AGENTD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    /// Format of the log lines on stderr: text or json. [default: text] [env: AGENTD_LOG_FORMAT]
+    // The variable is read by `log_format`, not by clap, so that a bad
+    // value is reported as the variable's, not as the flag's.
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
     /// Export spans over OTLP/gRPC to this collector, e.g. http://localhost:4317.
     #[cfg(feature = "otel")]
     #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
@@ -83,7 +85,7 @@ fn purge_freed_memory_at_once() {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     purge_freed_memory_at_once();
     let cli = Cli::parse();
     // The terminal client keeps the terminal for the conversation.
@@ -91,17 +93,58 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Chat(_)) => "warn",
         _ => "info",
     };
-    let _telemetry = telemetry::init(TelemetryOptions {
-        format: cli.log_format,
+    let format = match log_format(cli.log_format, std::env::var("AGENTD_LOG_FORMAT").ok()) {
+        Ok(format) => format,
+        Err(error) => return fail(LogFormat::Text, &error.into()),
+    };
+    let telemetry = match telemetry::init(TelemetryOptions {
+        format,
         default_filter: default_filter.into(),
         #[cfg(feature = "otel")]
         otlp_endpoint: cli.otlp_endpoint.clone(),
-    })?;
-    match cli.command {
-        Some(Command::Chat(args)) => Ok(agentd::chat::run(args).await?),
+    }) {
+        Ok(telemetry) => telemetry,
+        Err(error) => return fail(LogFormat::Text, &error.into()),
+    };
+    let result = match cli.command {
+        Some(Command::Chat(args)) => agentd::chat::run(args).await.map_err(anyhow::Error::from),
         Some(Command::Serve(args)) => serve(*args).await,
         Some(Command::Bench(args)) => bench::run(args).await,
         None => serve(cli.serve).await,
+    };
+    let code = match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(format, &error),
+    };
+    // Flushes what is left to export before the process ends.
+    drop(telemetry);
+    code
+}
+
+/// Reports the error that stops the process, in the log format: a JSON
+/// line like every other, or `Error: ...` for a person. Its text and its
+/// causes' come once each, and never with a backtrace.
+fn fail(format: LogFormat, error: &anyhow::Error) -> ExitCode {
+    let text = telemetry::error_text(error.chain());
+    match format {
+        LogFormat::Json => tracing::error!("{text}"),
+        LogFormat::Text => eprintln!("Error: {text}"),
+    }
+    ExitCode::FAILURE
+}
+
+/// The log format the flag gives, else the one `AGENTD_LOG_FORMAT` does,
+/// else text.
+fn log_format(flag: Option<LogFormat>, variable: Option<String>) -> Result<LogFormat, ConfigError> {
+    match (flag, variable) {
+        (Some(format), _) => Ok(format),
+        (None, Some(text)) => {
+            <LogFormat as clap::ValueEnum>::from_str(&text, false).map_err(|_| ConfigError::Invalid {
+                setting: "environment variable AGENTD_LOG_FORMAT".into(),
+                reason: format!("{text:?}: expected text or json"),
+            })
+        }
+        (None, None) => Ok(LogFormat::Text),
     }
 }
 
@@ -114,16 +157,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = file.settle(Overrides::from_flags(args.overrides)?.or(env));
     let options = ServeOptions::from_settings(&settings)?;
     let runtime = server::build_runtime(&settings).await?;
-    let listen = settings.server.listen;
-    let listener = TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("binding {listen}"))?;
+    // Every listener is bound before the server says it listens, so that
+    // a port in use stops it before anything is announced.
+    let listen = &settings.server.listen;
+    let listener = listen.bind().await.with_context(|| format!("binding {listen}"))?;
+    let metrics = match &settings.server.metrics_listen {
+        Some(address) => Some(
+            address
+                .bind()
+                .await
+                .with_context(|| format!("binding the metrics endpoint {address}"))?,
+        ),
+        None => None,
+    };
     let address = listener.local_addr()?;
     tracing::info!(store = %settings.server.store_url(), tls = settings.tls.is_enabled(), "agentd listening on {address}");
-    if let Some(metrics_listen) = settings.server.metrics_listen {
-        let metrics = TcpListener::bind(metrics_listen)
-            .await
-            .with_context(|| format!("binding the metrics endpoint {metrics_listen}"))?;
+    if let Some(metrics) = metrics {
         tracing::info!("metrics at http://{}/metrics", metrics.local_addr()?);
         // Serves until the process ends, through the drain period too.
         tokio::spawn(server::metrics_endpoint::serve_http(

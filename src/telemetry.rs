@@ -98,6 +98,24 @@ impl Drop for Telemetry {
     }
 }
 
+/// An error and its causes as one text, `error: cause: its cause`, each
+/// said once: an error that quotes its source (`opening the run store:
+/// store unavailable: ...`) is not followed by the source again.
+pub fn error_text<'a>(chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
+    let mut text = String::new();
+    for cause in chain {
+        let cause = cause.to_string();
+        if text.contains(cause.trim_end()) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(cause.trim_end());
+    }
+    text
+}
+
 #[cfg(feature = "otel")]
 mod otel {
     use opentelemetry::trace::TracerProvider as _;
@@ -130,5 +148,42 @@ mod otel {
             .build();
         let tracer = provider.tracer("agentd");
         Ok((tracing_opentelemetry::layer().with_tracer(tracer), provider))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("opening the run store: {0}")]
+    struct Quoting(#[source] Inner);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("binding 127.0.0.1:9")]
+    struct Context(#[source] Inner);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("store unavailable: disk on fire")]
+    struct Inner;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let quoting = Quoting(Inner);
+        assert_eq!(
+            error_text(std::iter::successors(
+                Some(&quoting as &(dyn std::error::Error + 'static)),
+                |error| error.source()
+            )),
+            "opening the run store: store unavailable: disk on fire"
+        );
+        let context = Context(Inner);
+        assert_eq!(
+            error_text(std::iter::successors(
+                Some(&context as &(dyn std::error::Error + 'static)),
+                |error| error.source()
+            )),
+            "binding 127.0.0.1:9: store unavailable: disk on fire"
+        );
     }
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The ask_user cycle against an agentd server, from Python with grpcio.
+"""The ask_user cycle against an agentd server, from Python, with the
+agentd-client package (clients/python: stubs and type hints generated from
+the proto) and grpcio.
 
-It generates the Python stubs from the repository's proto/ folder into a
-temporary folder (with grpcio-tools), then, with the server's scripted
-model:
+With the server's scripted model it:
 
 1. starts a run that asks a single-select question, prints the streamed
    chunks, the question and its options;
@@ -17,57 +17,43 @@ model:
 Usage: python3 ask_user_cycle.py [HOST:PORT]  (or AGENTD_TARGET; default
 127.0.0.1:50051). AGENTD_API_KEY, if set, is sent as
 `authorization: Bearer <key>`. Exits non-zero if the server does not
-behave as the contract says.
+behave as the contract says. Install its packages into a virtual
+environment first (see README.md, "Clients in other languages").
 """
 
 import os
 import sys
-import tempfile
+from collections.abc import Iterable
 
 import grpc
+# googleapis-common-protos ships no type hints.
+from google.rpc import error_details_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
-from google.rpc import error_details_pb2
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PROTO_DIR = os.path.join(REPO, "proto")
-
-
-def generate_stubs(out_dir):
-    """Compiles agentd.proto into out_dir and imports the generated modules."""
-    import grpc_tools
-    from grpc_tools import protoc
-
-    well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-    status = protoc.main([
-        "grpc_tools.protoc",
-        f"-I{PROTO_DIR}",
-        f"-I{well_known}",
-        f"--python_out={out_dir}",
-        f"--grpc_python_out={out_dir}",
-        os.path.join(PROTO_DIR, "agentd", "v1", "agentd.proto"),
-    ])
-    if status != 0:
-        sys.exit(f"protoc failed with status {status}")
-    sys.path.insert(0, out_dir)
-    from agentd.v1 import agentd_pb2, agentd_pb2_grpc
-
-    return agentd_pb2, agentd_pb2_grpc
+from agentd.v1 import agentd_pb2 as pb
+from agentd.v1 import agentd_pb2_grpc as pb_grpc
 
 
-def check(condition, message):
+def check(condition: bool, message: str) -> None:
     if not condition:
         sys.exit(f"unexpected: {message}")
 
 
-class Client:
-    def __init__(self, pb, pb_grpc, channel, api_key=None):
-        self.pb = pb
-        self.stub = pb_grpc.AgentServiceStub(channel)
-        self.metadata = [("authorization", f"Bearer {api_key}")] if api_key else []
+Followed = tuple[str, list[pb.ToolCallSuspended], pb.RunFinished, str]
 
-    def follow(self, stream):
+
+class Client:
+    def __init__(self, channel: grpc.Channel, api_key: str | None = None) -> None:
+        self.stub = pb_grpc.AgentServiceStub(channel)
+        self.metadata: tuple[tuple[str, str | bytes], ...] = (
+            (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        )
+
+    def follow(self, stream: Iterable[pb.AgentChunk]) -> Followed:
         """Prints a stream's chunks; returns (run_id, suspensions, finish, text)."""
-        run_id, suspensions, finish, text = None, [], None, ""
+        run_id, text = "", ""
+        suspensions: list[pb.ToolCallSuspended] = []
+        finish: pb.RunFinished | None = None
         in_text = False
         for chunk in stream:
             run_id = run_id or chunk.run_id
@@ -87,33 +73,34 @@ class Client:
                 print(f"[{chunk.seq}] {kind}")
         if in_text:
             print()
-        reason = self.pb.FinishReason.Name(finish.reason)
+        if finish is None:
+            sys.exit("unexpected: the stream ended without a finish chunk")
+        reason = pb.FinishReason.Name(finish.reason)
         print(f"[finish] {reason}")
         return run_id, suspensions, finish, text
 
-    def start(self, prompt):
-        request = self.pb.StreamAgentRequest(prompt=prompt)
+    def start(self, prompt: str) -> Followed:
+        request = pb.StreamAgentRequest(prompt=prompt)
         return self.follow(self.stub.StreamAgent(request, metadata=self.metadata))
 
-    def resume(self, run_id, tool_call_id, **answer):
-        request = self.pb.ResumeRequest(run_id=run_id, tool_call_id=tool_call_id, **answer)
+    def resume(self, request: pb.ResumeRequest) -> Followed:
         return self.follow(self.stub.Resume(request, metadata=self.metadata))
 
-    def show_question(self, suspended):
+    def show_question(self, suspended: pb.ToolCallSuspended) -> pb.AskUserPayload:
         ask = suspended.suspend_payload.ask_user
-        mode = self.pb.SelectionMode.Name(ask.selection_mode)
+        mode = pb.SelectionMode.Name(ask.selection_mode)
         print(f"? {ask.question}  ({mode})")
         for option in ask.options:
             print(f"  - {option.label}: {option.description}")
         return ask
 
 
-def show_rejection(error):
+def show_rejection(error: grpc.Call) -> list[str]:
     """Prints a refused Resume with its rich error details; returns the valid labels."""
     print(f"rejected: {error.code().name}: {error.details()}")
     status = rpc_status.from_call(error)
     check(status is not None, "the rejection carries google.rpc.Status details")
-    valid_labels = []
+    valid_labels: list[str] = []
     for detail in status.details:
         if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
             bad_request = error_details_pb2.BadRequest()
@@ -128,63 +115,66 @@ def show_rejection(error):
     return valid_labels
 
 
-def single_select(client):
+def single_select(client: Client) -> None:
     print("== single-select, with a rejected answer")
     run_id, suspensions, finish, _ = client.start("Help me pick a plan")
-    check(finish.reason == client.pb.FINISH_REASON_SUSPENDED, "the run suspends")
+    check(finish.reason == pb.FINISH_REASON_SUSPENDED, "the run suspends")
     suspended = suspensions[0]
     ask = client.show_question(suspended)
     labels = [option.label for option in ask.options]
     try:
-        client.resume(run_id, suspended.tool_call_id, text="Gold")
+        client.resume(pb.ResumeRequest(run_id=run_id, tool_call_id=suspended.tool_call_id, text="Gold"))
         check(False, "an answer that is not an option is refused")
     except grpc.RpcError as error:
-        check(error.code() == grpc.StatusCode.INVALID_ARGUMENT, "the refusal is INVALID_ARGUMENT")
-        valid = show_rejection(error)
+        # A failed call's error is also the call (grpc.Call).
+        call: grpc.Call = error  # type: ignore[assignment]
+        check(call.code() == grpc.StatusCode.INVALID_ARGUMENT, "the refusal is INVALID_ARGUMENT")
+        valid = show_rejection(call)
         check(valid == labels, f"the details list the valid labels {labels}, got {valid}")
-    run = client.stub.GetRun(client.pb.GetRunRequest(run_id=run_id), metadata=client.metadata)
-    check(run.status == client.pb.RUN_STATUS_SUSPENDED, "the run is still suspended")
+    run = client.stub.GetRun(pb.GetRunRequest(run_id=run_id), metadata=client.metadata)
+    check(run.status == pb.RUN_STATUS_SUSPENDED, "the run is still suspended")
     print(f"> {labels[1]}")
-    _, _, finish, text = client.resume(run_id, suspended.tool_call_id, text=labels[1])
-    check(finish.reason == client.pb.FINISH_REASON_STOP, "the run completes")
+    answer = pb.ResumeRequest(run_id=run_id, tool_call_id=suspended.tool_call_id, text=labels[1])
+    _, _, finish, text = client.resume(answer)
+    check(finish.reason == pb.FINISH_REASON_STOP, "the run completes")
     check(text == f"Thanks! You answered: {labels[1]}.", f"final text {text!r}")
 
 
-def multi_select(client):
+def multi_select(client: Client) -> None:
     print("== multi-select")
     run_id, suspensions, finish, _ = client.start("Order me a pizza, multi toppings")
-    check(finish.reason == client.pb.FINISH_REASON_SUSPENDED, "the run suspends")
+    check(finish.reason == pb.FINISH_REASON_SUSPENDED, "the run suspends")
     suspended = suspensions[0]
     ask = client.show_question(suspended)
-    check(ask.selection_mode == client.pb.SELECTION_MODE_MULTI_SELECT, "a multi-select question")
+    check(ask.selection_mode == pb.SELECTION_MODE_MULTI_SELECT, "a multi-select question")
     chosen = [ask.options[0].label, ask.options[-1].label]
     print(f"> {', '.join(chosen)}")
-    selections = client.pb.Selections(labels=chosen)
-    _, _, finish, text = client.resume(run_id, suspended.tool_call_id, selections=selections)
-    check(finish.reason == client.pb.FINISH_REASON_STOP, "the run completes")
+    selections = pb.Selections(labels=chosen)
+    answer = pb.ResumeRequest(run_id=run_id, tool_call_id=suspended.tool_call_id, selections=selections)
+    _, _, finish, text = client.resume(answer)
+    check(finish.reason == pb.FINISH_REASON_STOP, "the run completes")
     check(text == f"Thanks! You answered: {', '.join(chosen)}.", f"final text {text!r}")
 
 
-def free_text(client):
+def free_text(client: Client) -> None:
     print("== free text")
     run_id, suspensions, _, _ = client.start("free text please")
     suspended = suspensions[0]
     client.show_question(suspended)
     print("> Ada")
-    _, _, _, text = client.resume(run_id, suspended.tool_call_id, text="Ada")
+    answer = pb.ResumeRequest(run_id=run_id, tool_call_id=suspended.tool_call_id, text="Ada")
+    _, _, _, text = client.resume(answer)
     check(text == "Thanks! You answered: Ada.", f"final text {text!r}")
 
 
-def main():
+def main() -> None:
     target = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("AGENTD_TARGET", "127.0.0.1:50051")
-    with tempfile.TemporaryDirectory(prefix="agentd-stubs-") as stubs:
-        pb, pb_grpc = generate_stubs(stubs)
-        with grpc.insecure_channel(target) as channel:
-            grpc.channel_ready_future(channel).result(timeout=30)
-            client = Client(pb, pb_grpc, channel, os.environ.get("AGENTD_API_KEY"))
-            single_select(client)
-            multi_select(client)
-            free_text(client)
+    with grpc.insecure_channel(target) as channel:
+        grpc.channel_ready_future(channel).result(timeout=30)
+        client = Client(channel, os.environ.get("AGENTD_API_KEY"))
+        single_select(client)
+        multi_select(client)
+        free_text(client)
     print("python example: OK")
 
 

@@ -25,7 +25,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 pub use json::{JsonChunks, JsonError};
 pub use question::{Ask, Choice, Pending};
 use render::{Output, OutputError};
-use session::{read_stdin_line, Session};
+use session::{read_stdin_line, Ending, Session};
 
 use crate::pb::agent_service_client::AgentServiceClient;
 
@@ -93,8 +93,6 @@ pub enum ChatError {
     Input(#[from] io::Error),
     #[error("no answer for {question:?}; give one with --answer (run {run_id} stays suspended)")]
     NoAnswer { question: String, run_id: String },
-    #[error("stopped at a prompt; run {run_id} stays suspended and can be resumed later")]
-    Cancelled { run_id: String },
     #[error("run {0} is suspended but lists no pending call")]
     NothingPending(String),
 }
@@ -186,16 +184,34 @@ pub async fn run(args: ChatArgs) -> Result<(), ChatError> {
         interactive,
     };
     if single_message {
-        return session.converse(args.message.join(" ")).await;
+        let ending = session.converse(args.message.join(" ")).await?;
+        return left(&mut session, ending);
     }
     session.out.note(&format!(
         "thread {} (continue it with --thread)",
         session.thread_id
     ))?;
+    let ending = session.revisit().await?;
+    if ending != Ending::Settled {
+        return left(&mut session, ending);
+    }
     while let Some(message) = next_message(&mut session).await? {
         if !message.trim().is_empty() {
-            session.converse(message).await?;
+            let ending = session.converse(message).await?;
+            if ending != Ending::Settled {
+                return left(&mut session, ending);
+            }
         }
+    }
+    Ok(())
+}
+
+/// Ends the chat: a question left open is a normal way to stop, and the
+/// note says how to come back to it.
+fn left(session: &mut Session, ending: Ending) -> Result<(), ChatError> {
+    if let Ending::LeftOpen { run_id } = ending {
+        let note = session.come_back(&run_id);
+        session.out.note(&note)?;
     }
     Ok(())
 }
@@ -207,9 +223,16 @@ async fn next_message(session: &mut Session) -> Result<Option<String>, ChatError
     }
     session.out.end_line()?;
     let mut screen = session.out.screen();
-    let typed = tokio::task::spawn_blocking(move || terminal::read_line(&mut screen, None, "you> ", false))
-        .await
-        .map_err(|error| io::Error::other(error.to_string()))?;
+    let typed = tokio::task::spawn_blocking(move || {
+        terminal::read_line(
+            &mut screen,
+            None,
+            "you> ",
+            Some("(type a message and press Enter; Ctrl-D ends the chat)"),
+        )
+    })
+    .await
+    .map_err(|error| io::Error::other(error.to_string()))?;
     match typed {
         Ok(message) => Ok(message),
         // Ctrl-C at the message prompt ends the chat, like Ctrl-D.

@@ -3,7 +3,9 @@
 //! first pending call (from `--answer`, the keyboard, or a line of stdin),
 //! Resume with it and follow the continuation. A rejected answer
 //! (INVALID_ARGUMENT) is shown and another one is asked for; the run stays
-//! suspended meanwhile, so stopping at a prompt loses nothing.
+//! suspended meanwhile, so stopping at a prompt loses nothing: leaving a
+//! question open (Esc, Ctrl-C or Ctrl-D at it) ends the chat normally, and
+//! a later chat in the same thread asks that question again first.
 
 use std::collections::VecDeque;
 use std::io;
@@ -30,6 +32,15 @@ pub struct Session {
     pub answers: VecDeque<String>,
     /// Whether questions are asked at the terminal.
     pub interactive: bool,
+}
+
+/// How a conversation turn ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The run finished (or nothing was waiting).
+    Settled,
+    /// The person left the run's question open: it stays suspended.
+    LeftOpen { run_id: String },
 }
 
 /// What one stream of a run ended with.
@@ -67,8 +78,9 @@ fn rejection(status: &Status) -> String {
 }
 
 impl Session {
-    /// Runs the agent on `prompt` until the run stops for good.
-    pub async fn converse(&mut self, prompt: String) -> Result<(), ChatError> {
+    /// Runs the agent on `prompt` until the run stops for good, or until
+    /// the person leaves its question open.
+    pub async fn converse(&mut self, prompt: String) -> Result<Ending, ChatError> {
         let request = pb::StreamAgentRequest {
             agent_id: self.agent.clone(),
             prompt,
@@ -79,16 +91,78 @@ impl Session {
             ..Default::default()
         };
         let stream = self.client.stream_agent(request).await?.into_inner();
-        let mut turn = self.follow(stream).await?;
+        let turn = self.follow(stream).await?;
+        self.settle(turn).await
+    }
+
+    /// Answers the questions of `turn`'s run, one after another, until it
+    /// stops for good or a question is left open.
+    async fn settle(&mut self, mut turn: Turn) -> Result<Ending, ChatError> {
         while turn.suspended {
             let pending = match turn.pending.into_iter().next() {
                 Some(pending) => pending,
                 None => self.first_pending(&turn.run_id).await?,
             };
-            let stream = self.answer(&turn.run_id, &pending).await?;
+            let Some(stream) = self.answer(&turn.run_id, &pending).await? else {
+                return Ok(Ending::LeftOpen { run_id: turn.run_id });
+            };
             turn = self.follow(stream).await?;
         }
-        Ok(())
+        Ok(Ending::Settled)
+    }
+
+    /// A chat opened on a thread whose latest run waits on a question
+    /// shows that question first: at a terminal it is asked (and the run
+    /// followed once answered); otherwise it is described, and the next
+    /// message answers it.
+    pub async fn revisit(&mut self) -> Result<Ending, ChatError> {
+        if self.thread_id.is_empty() {
+            return Ok(Ending::Settled);
+        }
+        let request = pb::GetThreadRequest {
+            thread_id: self.thread_id.clone(),
+        };
+        let thread = match self.client.get_thread(request).await {
+            Ok(thread) => thread.into_inner(),
+            // A thread not started yet waits on nothing.
+            Err(status) if status.code() == Code::NotFound => return Ok(Ending::Settled),
+            Err(status) => return Err(status.into()),
+        };
+        if thread.latest_run_status != i32::from(pb::RunStatus::Suspended) {
+            return Ok(Ending::Settled);
+        }
+        self.out.note(&format!(
+            "thread {} waits on an answer (run {})",
+            self.thread_id, thread.latest_run_id
+        ))?;
+        if !self.interactive {
+            let pending = self.first_pending(&thread.latest_run_id).await?;
+            self.describe(&pending)?;
+            self.out.note("  (the next message answers it)")?;
+            return Ok(Ending::Settled);
+        }
+        let turn = Turn {
+            run_id: thread.latest_run_id,
+            pending: Vec::new(),
+            suspended: true,
+        };
+        self.settle(turn).await
+    }
+
+    /// How to come back to a question left open.
+    pub fn come_back(&self, run_id: &str) -> String {
+        if self.thread_id.is_empty() {
+            format!(
+                "left the question open: run {run_id} stays suspended until it is answered \
+                 (Resume with run_id {run_id}) or expires"
+            )
+        } else {
+            format!(
+                "left the question open: run {run_id} stays suspended; come back to it with \
+                 `agentd chat --thread {}`",
+                self.thread_id
+            )
+        }
     }
 
     /// Prints a stream's chunks and notes what it ended with.
@@ -124,14 +198,16 @@ impl Session {
     }
 
     /// Answers `pending` until the server takes an answer; the stream of
-    /// the continuation.
+    /// the continuation, or `None` if the person left the question open.
     async fn answer(
         &mut self,
         run_id: &str,
         pending: &Pending,
-    ) -> Result<Streaming<pb::AgentChunk>, ChatError> {
+    ) -> Result<Option<Streaming<pb::AgentChunk>>, ChatError> {
         loop {
-            let answer = self.next_answer(run_id, pending).await?;
+            let Some(answer) = self.next_answer(run_id, pending).await? else {
+                return Ok(None);
+            };
             let request = pb::ResumeRequest {
                 run_id: run_id.to_owned(),
                 tool_call_id: pending.tool_call_id.clone(),
@@ -139,7 +215,7 @@ impl Session {
                 ..Default::default()
             };
             match self.client.resume(request).await {
-                Ok(response) => return Ok(response.into_inner()),
+                Ok(response) => return Ok(Some(response.into_inner())),
                 Err(status) if status.code() == Code::InvalidArgument => {
                     self.out.problem(&rejection(&status))?;
                 }
@@ -149,15 +225,16 @@ impl Session {
     }
 
     /// The next answer to try: a `--answer` value, else one from the
-    /// keyboard, else a line of stdin.
-    async fn next_answer(&mut self, run_id: &str, pending: &Pending) -> Result<Answer, ChatError> {
+    /// keyboard (`None`: the person left the question open), else a line
+    /// of stdin.
+    async fn next_answer(&mut self, run_id: &str, pending: &Pending) -> Result<Option<Answer>, ChatError> {
         loop {
             let typed = if let Some(given) = self.answers.pop_front() {
                 self.describe(pending)?;
                 self.out.note(&format!("> {given}"))?;
                 given
             } else if self.interactive {
-                return self.ask_at_terminal(run_id, pending).await;
+                return self.ask_at_terminal(pending).await;
             } else {
                 self.describe(pending)?;
                 match read_stdin_line().await? {
@@ -171,7 +248,7 @@ impl Session {
                 }
             };
             match pending.parse_answer(&typed) {
-                Ok(answer) => return Ok(answer),
+                Ok(answer) => return Ok(Some(answer)),
                 Err(error) => self.out.problem(&format!("cannot use {typed:?}: {error}"))?,
             }
         }
@@ -205,8 +282,9 @@ impl Session {
         Ok(())
     }
 
-    /// Asks at the terminal, on a blocking thread.
-    async fn ask_at_terminal(&mut self, run_id: &str, pending: &Pending) -> Result<Answer, ChatError> {
+    /// Asks at the terminal, on a blocking thread; `None` if the person
+    /// leaves the question open (Esc, Ctrl-C, or Ctrl-D on an empty line).
+    async fn ask_at_terminal(&mut self, pending: &Pending) -> Result<Option<Answer>, ChatError> {
         self.out.end_line()?;
         let screen = self.out.screen();
         let asked = pending.clone();
@@ -214,16 +292,14 @@ impl Session {
             .await
             .map_err(|error| io::Error::other(error.to_string()))?;
         match answered {
-            Ok(answer) => Ok(answer),
+            Ok(answer) => Ok(Some(answer)),
             Err(error)
                 if matches!(
                     error.kind(),
                     io::ErrorKind::Interrupted | io::ErrorKind::UnexpectedEof
                 ) =>
             {
-                Err(ChatError::Cancelled {
-                    run_id: run_id.to_owned(),
-                })
+                Ok(None)
             }
             Err(error) => Err(error.into()),
         }

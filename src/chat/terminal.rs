@@ -4,6 +4,7 @@
 //! the keyboard (run it on a blocking thread), restores the terminal however
 //! it ends, and leaves one summary line behind. Ctrl-C or Esc cancels
 //! (`ErrorKind::Interrupted`); Ctrl-D on an empty line is the end of input.
+//! An Enter on an empty line that needs text shows what is expected.
 
 use std::io::{self, Write};
 
@@ -95,13 +96,14 @@ fn fit(text: &str, max: usize) -> String {
 }
 
 /// Reads one line after `prompt` (e.g. `> `), below the `question` line if
-/// there is one. Empty lines are refused unless `allow_empty`. `None` at
-/// the end of input (Ctrl-D on an empty line).
+/// there is one. An empty line is refused when `empty_hint` is given: the
+/// hint takes its place after the prompt (dimmed) until a key is typed.
+/// `None` at the end of input (Ctrl-D on an empty line).
 pub fn read_line(
     screen: &mut Screen,
     question: Option<&str>,
     prompt: &str,
-    allow_empty: bool,
+    empty_hint: Option<&str>,
 ) -> io::Result<Option<String>> {
     // Raw mode first, so that no key typed ahead is echoed or held back.
     let _raw = RawMode::enable()?;
@@ -109,24 +111,37 @@ pub fn read_line(
         write!(screen, "{} {}\r\n", "?".green().bold(), question.bold())?;
     }
     let mut line = String::new();
+    let mut hint = None;
     loop {
         // Only the tail that fits is shown, so the line never wraps.
         let room = width().saturating_sub(prompt.chars().count() + 1);
-        let skip = line.chars().count().saturating_sub(room);
-        let shown: String = line.chars().skip(skip).collect();
         screen.queue(Clear(ClearType::CurrentLine))?;
-        write!(screen, "\r{}{shown}", prompt.cyan())?;
+        match hint.take() {
+            Some(hint) => write!(screen, "\r{}{}", prompt.cyan(), fit(hint, room).dim())?,
+            None => {
+                let skip = line.chars().count().saturating_sub(room);
+                let shown: String = line.chars().skip(skip).collect();
+                write!(screen, "\r{}{shown}", prompt.cyan())?;
+            }
+        }
         screen.flush()?;
         let key = next_key()?;
         match key.code {
-            _ if is_ctrl(&key, 'c') => return Err(cancelled()),
+            _ if is_ctrl(&key, 'c') || key.code == KeyCode::Esc => {
+                // What follows starts on a line of its own.
+                write!(screen, "\r\n")?;
+                screen.flush()?;
+                return Err(cancelled());
+            }
             _ if is_ctrl(&key, 'd') && line.is_empty() => {
                 write!(screen, "\r\n")?;
                 return Ok(None);
             }
             _ if is_ctrl(&key, 'u') => line.clear(),
-            KeyCode::Esc => return Err(cancelled()),
-            KeyCode::Enter if line.trim().is_empty() && !allow_empty => {}
+            KeyCode::Enter if line.trim().is_empty() && empty_hint.is_some() => {
+                line.clear();
+                hint = empty_hint;
+            }
             KeyCode::Enter => {
                 write!(screen, "\r\n")?;
                 screen.flush()?;
@@ -143,12 +158,17 @@ pub fn read_line(
 
 /// Asks a free-text question; the answer is not empty.
 pub fn ask_text(screen: &mut Screen, question: &str) -> io::Result<Option<String>> {
-    read_line(screen, Some(question), "> ", false)
+    read_line(
+        screen,
+        Some(question),
+        "> ",
+        Some("(type an answer and press Enter; Esc leaves the question open)"),
+    )
 }
 
 /// Asks for a line that may be empty (an optional reason).
 pub fn ask_optional(screen: &mut Screen, question: &str) -> io::Result<Option<String>> {
-    read_line(screen, Some(question), "> ", true)
+    read_line(screen, Some(question), "> ", None)
 }
 
 /// A list drawn in place, redrawn after every key.

@@ -5,10 +5,10 @@
 //! Precedence is the same for each: flag, then variable, then file, then
 //! default.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::listen::ListenAddr;
 use super::settings::{settings, Layer};
 use super::ConfigError;
 use crate::runtime::LeaseSettings;
@@ -17,8 +17,9 @@ settings! {
     /// `[server]`: where the server listens and keeps its runs, and how
     /// long runs and leases last.
     table "[server]": ServerLayer => ServerConfig {
-        /// Address to listen on.
-        listen: SocketAddr, flag "--listen ADDR", env "AGENTD_LISTEN",
+        /// Address to listen on: HOST:PORT, with an IP address or a host
+        /// name.
+        listen: ListenAddr, flag "--listen ADDR", env "AGENTD_LISTEN",
             default "127.0.0.1:50051";
         /// Folder for the embedded SQLite store.
         data_dir: PathBuf, flag "--data-dir DIR", env "AGENTD_DATA_DIR",
@@ -45,7 +46,7 @@ settings! {
             formerly drain_secs in Seconds, flag "--drain-secs", env "AGENTD_DRAIN_SECS";
         /// Serve Prometheus metrics (GET /metrics) on this address, e.g.
         /// 127.0.0.1:9090.
-        metrics_listen: SocketAddr, flag "--metrics-listen ADDR", env "AGENTD_METRICS_LISTEN",
+        metrics_listen: ListenAddr, flag "--metrics-listen ADDR", env "AGENTD_METRICS_LISTEN",
             default none "no metrics endpoint";
         /// This replica's id, the owner of the leases on the runs it
         /// executes; unique among replicas sharing a store.

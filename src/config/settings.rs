@@ -4,11 +4,11 @@
 //! is folded into the current one. The settings themselves are declared in
 //! `server.rs`; nothing here knows one by name.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::duration;
+use super::listen::ListenAddr;
 
 /// Declares the settings of one table of `agentd.toml`, each once: its key
 /// (the field's name), flag, variable, default and help (the doc comment).
@@ -307,7 +307,19 @@ macro_rules! from_str_values {
     )*};
 }
 
-from_str_values!(SocketAddr, PathBuf, String, bool, u64);
+from_str_values!(PathBuf, String, bool, u64);
+
+/// An address to listen on is a string in the file too: `"localhost:50051"`.
+impl SettingValue for ListenAddr {
+    fn parse(text: &str) -> Result<Self, String> {
+        text.parse()
+    }
+
+    fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
 
 /// A duration, in the file too, is a string: `"30s"`.
 impl SettingValue for Duration {

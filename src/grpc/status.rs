@@ -100,13 +100,21 @@ impl From<RuntimeError> for Status {
                 Code::FailedPrecondition,
                 info("RUN_NOT_SUSPENDED", &[("status", status.as_str().to_owned())]),
             ),
-            RuntimeError::ToolCallNotPending { pending, .. }
-            | RuntimeError::ToolCallAmbiguous { pending } => (
+            RuntimeError::ToolCallNotPending { pending, .. } => (
                 Code::InvalidArgument,
                 bad_request(
                     "tool_call_id",
                     &message,
                     "TOOL_CALL_NOT_PENDING",
+                    &[("pending", pending.join(", "))],
+                ),
+            ),
+            RuntimeError::ToolCallAmbiguous { pending } => (
+                Code::InvalidArgument,
+                bad_request(
+                    "tool_call_id",
+                    &message,
+                    "TOOL_CALL_AMBIGUOUS",
                     &[("pending", pending.join(", "))],
                 ),
             ),

@@ -1,10 +1,11 @@
 //! Precise statuses for requests that fail before any handler sees them.
-//! tonic answers a request over the size limit with OUT_OF_RANGE and one
+//! tonic answers a request over the size limit with OUT_OF_RANGE, one
 //! that is not valid protobuf (bad UTF-8 in a string, nesting deeper than
-//! protobuf allows) with INTERNAL; both are the caller's fault, so this
-//! wrapper turns them into RESOURCE_EXHAUSTED naming
-//! `limits.max_request_bytes` and INVALID_ARGUMENT. Everything else passes
-//! through untouched.
+//! protobuf allows) with INTERNAL, and so too a request whose body ends
+//! inside a gRPC frame (a truncated message) or carries no message at all;
+//! each is the caller's fault, so this wrapper turns them into
+//! RESOURCE_EXHAUSTED naming `limits.max_request_bytes` and
+//! INVALID_ARGUMENT. Everything else passes through untouched.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,6 +25,12 @@ use super::status::{bad_request, info};
 const TOO_LARGE: &str = "Error, decoded message length too large: found ";
 /// What tonic says when prost cannot decode a request.
 const UNDECODABLE: &str = "failed to decode Protobuf message";
+/// What tonic says when a request body ends inside a length-prefixed
+/// message.
+const TRUNCATED: &str = "Unexpected EOF decoding stream.";
+/// What tonic says when a request's body has no message, or only a
+/// frame header.
+const NO_MESSAGE: &str = "Missing request message.";
 
 /// Wraps a tonic service, rewriting the statuses of undecodable requests.
 #[derive(Clone, Debug)]
@@ -81,16 +88,24 @@ fn rewrite(status: &Status, limit: usize) -> Option<Status> {
             let size: String = found.chars().take_while(char::is_ascii_digit).collect();
             Some(too_large(&size, limit))
         }
-        Code::Internal if status.message().starts_with(UNDECODABLE) => {
-            let details = bad_request("request", status.message(), "MALFORMED_REQUEST", &[]);
-            Some(Status::with_error_details(
-                Code::InvalidArgument,
-                format!("the request is not a valid message: {}", status.message()),
-                details,
-            ))
-        }
+        Code::Internal if status.message().starts_with(UNDECODABLE) => Some(malformed(format!(
+            "the request is not a valid message: {}",
+            status.message()
+        ))),
+        Code::Internal if status.message() == TRUNCATED => Some(malformed(
+            "the request ends inside a message: its gRPC frame is shorter than its length prefix says"
+                .to_owned(),
+        )),
+        Code::Internal if status.message() == NO_MESSAGE => Some(malformed(
+            "the request has no message, or only the header of one: a call sends exactly one".to_owned(),
+        )),
         _ => None,
     }
+}
+
+fn malformed(message: String) -> Status {
+    let details = bad_request("request", &message, "MALFORMED_REQUEST", &[]);
+    Status::with_error_details(Code::InvalidArgument, message, details)
 }
 
 fn too_large(size: &str, limit: usize) -> Status {
@@ -135,6 +150,14 @@ mod tests {
             "{UNDECODABLE}: invalid string value: data is not UTF-8 encoded"
         ));
         assert_eq!(rewrite(&garbled, 1000).unwrap().code(), Code::InvalidArgument);
+        for cut in [TRUNCATED, NO_MESSAGE] {
+            let rewritten = rewrite(&Status::internal(cut), 1000).unwrap();
+            assert_eq!(rewritten.code(), Code::InvalidArgument);
+            assert_eq!(
+                rewritten.get_details_error_info().unwrap().reason,
+                "MALFORMED_REQUEST"
+            );
+        }
         assert!(rewrite(&Status::internal("store exploded"), 1000).is_none());
         assert!(rewrite(&Status::out_of_range("other"), 1000).is_none());
     }

@@ -30,6 +30,7 @@ mod error;
 mod execution;
 mod fanout;
 mod lifecycle;
+mod lifecycle_log;
 mod periodic;
 mod reads;
 mod store_layer;

@@ -188,10 +188,11 @@ impl SqliteStore {
     /// [`SqliteStore::open`] with commits as durable as `synchronous` says.
     pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StoreError::Backend(format!("creating {}: {e}", parent.display())))?;
-        }
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        prepare_folder(folder, &path)?;
         // Before the database is touched: another server may be using it.
         let lock = lock::acquire(&path)?;
         let mut writer = Connection::open(&path).map_err(backend)?;
@@ -245,6 +246,58 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         self.readers.read(query).await
     }
+}
+
+/// Creates the folder of the database at `path` if it is missing, and
+/// checks that the server can write in it: SQLite's own errors say only
+/// `unable to open database file`, naming neither the folder nor the
+/// cause.
+fn prepare_folder(folder: &Path, path: &Path) -> Result<(), StoreError> {
+    // The folder, or the one of its parents, that is a file.
+    let not_a_folder = || {
+        let file = folder
+            .ancestors()
+            .find(|ancestor| std::fs::metadata(ancestor).is_ok_and(|metadata| !metadata.is_dir()))
+            .unwrap_or(folder);
+        StoreError::Backend(format!(
+            "{} is not a directory (it is to hold the SQLite database {})",
+            file.display(),
+            path.display()
+        ))
+    };
+    match std::fs::metadata(folder) {
+        Ok(metadata) if !metadata.is_dir() => return Err(not_a_folder()),
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => return Err(not_a_folder()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(folder).map_err(|error| match error.kind() {
+                std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => not_a_folder(),
+                _ => StoreError::Backend(format!("creating the directory {}: {error}", folder.display())),
+            })?;
+        }
+        Err(error) => {
+            return Err(StoreError::Backend(format!(
+                "reading the directory {}: {error}",
+                folder.display()
+            )))
+        }
+    }
+    // SQLite creates its journal files beside the database: the folder
+    // must be writable even when the database file already exists.
+    let probe = folder.join(format!(".agentd-write-check-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|error| {
+            StoreError::Backend(format!(
+                "cannot write in the directory {} (it holds the SQLite database {}): {error}",
+                folder.display(),
+                path.display()
+            ))
+        })
 }
 
 fn configure(conn: &Connection, synchronous: Synchronous) -> rusqlite::Result<()> {

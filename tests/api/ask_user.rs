@@ -2,6 +2,7 @@
 //! payload -> Resume -> answer seen by the model -> final text.
 
 use agentd::pb::{self, FinishReason, RunStatus, SelectionMode};
+use tonic_types::StatusExt as _;
 
 use crate::helpers::*;
 
@@ -136,6 +137,20 @@ async fn two_questions_in_one_step_are_answered_one_by_one() {
         "{}",
         status.message()
     );
+    let info = status.get_details_error_info().expect("ErrorInfo");
+    assert_eq!(info.reason, "TOOL_CALL_AMBIGUOUS");
+    assert_eq!(
+        info.metadata.get("pending").map(String::as_str),
+        Some(format!("{}, {}", first.tool_call_id, second.tool_call_id).as_str())
+    );
+    // An id that is not pending has a reason of its own.
+    let answer = pb::resume_request::Answer::Text("Ada".into());
+    let status = expect_code(
+        server.resume(resume_request(&id, "call_9_9", answer)).await,
+        tonic::Code::InvalidArgument,
+    );
+    let info = status.get_details_error_info().expect("ErrorInfo");
+    assert_eq!(info.reason, "TOOL_CALL_NOT_PENDING");
 
     // Answering the second leaves the run suspended on the first.
     let answer = pb::resume_request::Answer::Text("Basic".into());

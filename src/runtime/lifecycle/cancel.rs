@@ -74,6 +74,7 @@ impl Runtime {
         run.version += 1;
         run.last_seq = staging.last_seq;
         self.inner.store.commit(&run, expected, &staging.events).await?;
+        crate::runtime::lifecycle_log::finished(&run, crate::domain::FinishReason::Cancelled);
         self.inner
             .config
             .metrics

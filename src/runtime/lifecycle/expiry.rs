@@ -117,7 +117,7 @@ impl Inner {
         run.last_seq = staging.last_seq;
         match self.store.commit(run, expected, &staging.events).await {
             Ok(()) => {
-                tracing::info!(run_id = %run.id, "suspended run expired");
+                crate::runtime::lifecycle_log::expired(run, suspended_since);
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);
                 if let Some(live) = self.live.get(run.id) {
                     live.close();

@@ -126,6 +126,9 @@ impl Runtime {
         }
         let metrics = &self.inner.config.metrics;
         metrics.run_resumed(&run.agent_id, suspended_since);
+        if let Some(answer) = run.state.answers.last() {
+            crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
+        }
         let work = Work::Continue(approved.into_iter().collect());
         Ok(self.execute(agent, run, first.events, work, slot))
     }

@@ -139,6 +139,7 @@ impl Runtime {
             Err(other) => return Err(other.into()),
         }
 
+        crate::runtime::lifecycle_log::started(&run);
         Ok(self.execute(agent, run, first.events, Work::Steps, slot))
     }
 }

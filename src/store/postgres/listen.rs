@@ -130,7 +130,11 @@ impl Task {
     /// Connects, listens and forwards notifications until the connection
     /// ends.
     async fn listen(&self, first: bool) -> Result<(), StoreError> {
-        let (client, mut connection) = self.config.connect(NoTls).await.map_err(backend)?;
+        let (client, mut connection) = self
+            .config
+            .connect(NoTls)
+            .await
+            .map_err(|error| super::connect_error(&self.config, error))?;
         let sql = format!("LISTEN \"{}\"", self.channel.replace('"', "\"\""));
         let listen = client.batch_execute(&sql);
         tokio::pin!(listen);

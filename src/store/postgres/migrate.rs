@@ -7,7 +7,7 @@
 
 use tokio_postgres::{Client, NoTls};
 
-use super::backend;
+use super::{backend, connect_error};
 use crate::store::StoreError;
 
 /// Schema migrations, in order; their number is their version.
@@ -45,7 +45,10 @@ pub(super) fn run(config: &tokio_postgres::Config) -> Result<String, StoreError>
 }
 
 async fn migrate(config: &tokio_postgres::Config) -> Result<String, StoreError> {
-    let (mut client, connection) = config.connect(NoTls).await.map_err(backend)?;
+    let (mut client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|error| connect_error(config, error))?;
     let driver = tokio::spawn(async move {
         if let Err(error) = connection.await {
             tracing::warn!(%error, "migration connection failed");

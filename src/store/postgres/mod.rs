@@ -56,8 +56,69 @@ fn backend(error: tokio_postgres::Error) -> StoreError {
             StoreError::Full(db.to_string())
         }
         Some(db) => StoreError::Backend(db.to_string()),
-        None => StoreError::Backend(error.to_string()),
+        None => StoreError::Backend(with_causes(&error)),
     }
+}
+
+/// An error's text followed by each of its causes: tokio-postgres says
+/// only `error connecting to server`, and keeps the reason in its source.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        let next = error.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        cause = error.source();
+    }
+    text
+}
+
+/// A failed connection to the database `config` names: where it was
+/// tried (each host and port, the user and database) and why it failed.
+fn connect_error(config: &tokio_postgres::Config, error: tokio_postgres::Error) -> StoreError {
+    if error.as_db_error().is_some() {
+        return backend(error);
+    }
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(index, host)| {
+            let host = match host {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            };
+            // One port for every host, or one each; 5432 when none is given.
+            let port = ports.get(index).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        "localhost:5432".to_owned()
+    } else {
+        hosts.join(", ")
+    };
+    let mut whom = Vec::new();
+    if let Some(user) = config.get_user() {
+        whom.push(format!("user {user}"));
+    }
+    if let Some(database) = config.get_dbname() {
+        whom.push(format!("database {database}"));
+    }
+    let whom = if whom.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", whom.join(", "))
+    };
+    StoreError::Backend(format!(
+        "cannot connect to PostgreSQL at {hosts}{whom}: {}",
+        with_causes(&error)
+    ))
 }
 
 fn pool_error(error: deadpool_postgres::PoolError) -> StoreError {

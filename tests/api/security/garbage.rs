@@ -570,3 +570,56 @@ async fn thousands_of_hostile_requests_each_get_a_status_and_the_server_keeps_se
         "an old connection still works: {status:?}"
     );
 }
+
+/// A gRPC frame: the compression flag, the length, the message.
+fn frame(length: u32, message: &[u8]) -> Vec<u8> {
+    let mut bytes = vec![0];
+    bytes.extend_from_slice(&length.to_be_bytes());
+    bytes.extend_from_slice(message);
+    bytes
+}
+
+#[tokio::test]
+async fn a_truncated_frame_or_a_missing_message_is_invalid_argument() {
+    let server = SecureServer::start(|_, _| {}).await;
+    let channel = server.channel().await;
+    let request = pb::StreamAgentRequest {
+        prompt: "plain".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let promised = u32::try_from(request.len()).unwrap() + 10;
+    for (method, body, message) in [
+        (
+            "StreamAgent",
+            frame(promised, &request),
+            "the request ends inside a message: its gRPC frame is shorter than its length prefix says",
+        ),
+        // A frame's header alone is, to tonic, no message.
+        (
+            "ListAgents",
+            frame(5, &[]),
+            "the request has no message, or only the header of one: a call sends exactly one",
+        ),
+        // Half a frame header.
+        (
+            "GetRun",
+            vec![0, 0, 0],
+            "the request ends inside a message: its gRPC frame is shorter than its length prefix says",
+        ),
+        (
+            "ListAgents",
+            Vec::new(),
+            "the request has no message, or only the header of one: a call sends exactly one",
+        ),
+    ] {
+        let status = raw::call_with_body(channel.clone(), method, body).await;
+        assert_eq!(status.code(), Code::InvalidArgument, "{method}: {status:?}");
+        assert_eq!(status.message(), message, "{method}");
+        let info = tonic_types::StatusExt::get_details_error_info(&status).expect("ErrorInfo");
+        assert_eq!(info.reason, "MALFORMED_REQUEST");
+    }
+    // The same bytes, whole, are served.
+    let status = raw::call_with_body(channel, "ListAgents", frame(0, &[])).await;
+    assert_eq!(status.code(), Code::Ok, "{status:?}");
+}

@@ -80,3 +80,37 @@ pub async fn call(channel: Channel, method: &str, streaming: bool, body: Vec<u8>
         }
     }
 }
+
+/// Calls `method` of the agent service with `body` as the whole HTTP/2
+/// request body, gRPC framing included, so that a test can send a frame
+/// whose length prefix promises more than follows. The status the call
+/// ends with, from the response's headers or its trailers.
+pub async fn call_with_body(mut channel: Channel, method: &str, body: Vec<u8>) -> Status {
+    use http_body_util::BodyExt as _;
+    use tonic::codegen::{http, Service as _};
+
+    let request = http::Request::post(format!("http://agentd/agentd.v1.AgentService/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(tonic::body::Body::new(http_body_util::Full::new(
+            bytes::Bytes::from(body),
+        )))
+        .expect("a request");
+    if let Err(error) = std::future::poll_fn(|cx| channel.poll_ready(cx)).await {
+        return Status::unavailable(format!("not ready: {error}"));
+    }
+    let response = match channel.call(request).await {
+        Ok(response) => response,
+        Err(error) => return Status::unavailable(format!("no response: {error}")),
+    };
+    if let Some(status) = Status::from_header_map(response.headers()) {
+        return status;
+    }
+    match response.into_body().collect().await {
+        Ok(collected) => collected
+            .trailers()
+            .and_then(Status::from_header_map)
+            .unwrap_or_else(|| Status::unknown("the response has no grpc-status")),
+        Err(status) => status,
+    }
+}

@@ -1,0 +1,2 @@
+"""Client code for agentd's gRPC API; the version of the API is a
+subpackage: `agentd.v1`."""

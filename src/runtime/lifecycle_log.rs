@@ -1,0 +1,92 @@
+//! The run lifecycle at INFO: one line when a run starts, suspends (each
+//! call it waits on, with its tool), is resumed, finishes (why, after how
+//! many steps, how long after it started) or expires. Every line names the
+//! run, its agent, tenant and thread (when it has one) in its own fields,
+//! wherever it is logged from. It only logs; it never changes a run.
+
+use crate::domain::{FinishReason, PendingCall, RunRecord, Timestamp};
+
+/// The `reason` field of a finish line.
+fn reason(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Suspended => "suspended",
+        FinishReason::MaxSteps => "max_steps",
+        FinishReason::Cancelled => "cancelled",
+        FinishReason::Error => "error",
+    }
+}
+
+/// Milliseconds from `since` to now.
+fn millis_since(since: Timestamp) -> i64 {
+    Timestamp::now().0.saturating_sub(since.0) / 1_000
+}
+
+fn thread(run: &RunRecord) -> Option<&str> {
+    run.thread.as_ref().map(|link| link.id.as_str())
+}
+
+/// A run was stored and starts executing.
+pub(crate) fn started(run: &RunRecord) {
+    tracing::info!(
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id = thread(run),
+        "run started"
+    );
+}
+
+/// A run's suspension was stored: one line per call it waits on.
+pub(crate) fn suspended(run: &RunRecord, pending: &[PendingCall]) {
+    for waiting in pending {
+        tracing::info!(
+            run_id = %run.id,
+            agent = %run.agent_id,
+            tenant = %run.tenant,
+            thread_id = thread(run),
+            tool = %waiting.call.name,
+            tool_call_id = %waiting.call.id,
+            "run suspended"
+        );
+    }
+}
+
+/// A Resume's answer to `tool_call_id` was stored; the run goes on.
+pub(crate) fn resumed(run: &RunRecord, tool_call_id: &str) {
+    tracing::info!(
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id = thread(run),
+        tool_call_id,
+        "run resumed"
+    );
+}
+
+/// A run finished for good (not a suspension).
+pub(crate) fn finished(run: &RunRecord, why: FinishReason) {
+    tracing::info!(
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id = thread(run),
+        reason = reason(why),
+        steps = run.state.steps,
+        duration_ms = millis_since(run.created_at),
+        "run finished"
+    );
+}
+
+/// A suspended run was marked expired, `suspended_since` after it
+/// suspended.
+pub(crate) fn expired(run: &RunRecord, suspended_since: Timestamp) {
+    tracing::info!(
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id = thread(run),
+        suspended_ms = millis_since(suspended_since),
+        "run expired"
+    );
+}
