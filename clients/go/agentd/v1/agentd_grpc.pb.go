@@ -61,6 +61,12 @@ type AgentServiceClient interface {
 	// and chunks). A run of it still executing stops writing; its streams
 	// end. Another tenant's thread is NOT_FOUND.
 	DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error)
+	// Streams the caller's run events: one for every change of a run's
+	// status (started, suspended, resumed, completed, failed, cancelled,
+	// expired), replayed from the store after `after_cursor`, then followed
+	// live, on any replica, without a gap or a duplicate. The stream does not
+	// end by itself; pass the last event's cursor to continue after it.
+	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (AgentService_WatchRunsClient, error)
 }
 
 type agentServiceClient struct {
@@ -239,6 +245,38 @@ func (c *agentServiceClient) DeleteThread(ctx context.Context, in *DeleteThreadR
 	return out, nil
 }
 
+func (c *agentServiceClient) WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (AgentService_WatchRunsClient, error) {
+	stream, err := c.cc.NewStream(ctx, &_AgentService_serviceDesc.Streams[3], "/agentd.v1.AgentService/WatchRuns", opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &agentServiceWatchRunsClient{stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+type AgentService_WatchRunsClient interface {
+	Recv() (*RunEvent, error)
+	grpc.ClientStream
+}
+
+type agentServiceWatchRunsClient struct {
+	grpc.ClientStream
+}
+
+func (x *agentServiceWatchRunsClient) Recv() (*RunEvent, error) {
+	m := new(RunEvent)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility
@@ -287,6 +325,12 @@ type AgentServiceServer interface {
 	// and chunks). A run of it still executing stops writing; its streams
 	// end. Another tenant's thread is NOT_FOUND.
 	DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error)
+	// Streams the caller's run events: one for every change of a run's
+	// status (started, suspended, resumed, completed, failed, cancelled,
+	// expired), replayed from the store after `after_cursor`, then followed
+	// live, on any replica, without a gap or a duplicate. The stream does not
+	// end by itself; pass the last event's cursor to continue after it.
+	WatchRuns(*WatchRunsRequest, AgentService_WatchRunsServer) error
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -326,6 +370,9 @@ func (UnimplementedAgentServiceServer) ListThreads(context.Context, *ListThreads
 }
 func (UnimplementedAgentServiceServer) DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteThread not implemented")
+}
+func (UnimplementedAgentServiceServer) WatchRuns(*WatchRunsRequest, AgentService_WatchRunsServer) error {
+	return status.Errorf(codes.Unimplemented, "method WatchRuns not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 
@@ -547,6 +594,27 @@ func _AgentService_DeleteThread_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_WatchRuns_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRunsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).WatchRuns(m, &agentServiceWatchRunsServer{stream})
+}
+
+type AgentService_WatchRunsServer interface {
+	Send(*RunEvent) error
+	grpc.ServerStream
+}
+
+type agentServiceWatchRunsServer struct {
+	grpc.ServerStream
+}
+
+func (x *agentServiceWatchRunsServer) Send(m *RunEvent) error {
+	return x.ServerStream.SendMsg(m)
+}
+
 var _AgentService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "agentd.v1.AgentService",
 	HandlerType: (*AgentServiceServer)(nil),
@@ -598,6 +666,11 @@ var _AgentService_serviceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "SubscribeRun",
 			Handler:       _AgentService_SubscribeRun_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchRuns",
+			Handler:       _AgentService_WatchRuns_Handler,
 			ServerStreams: true,
 		},
 	},

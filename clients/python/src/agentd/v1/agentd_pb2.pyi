@@ -105,6 +105,44 @@ DISCONNECT_POLICY_CANCEL: DisconnectPolicy.ValueType  # 2
 """The run is cancelled."""
 Global___DisconnectPolicy: _TypeAlias = DisconnectPolicy  # noqa: Y015
 
+class _RunEventKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RunEventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunEventKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RUN_EVENT_KIND_UNSPECIFIED: _RunEventKind.ValueType  # 0
+    """Not set; never sent."""
+    RUN_EVENT_KIND_STARTED: _RunEventKind.ValueType  # 1
+    """The run was created and its first step began."""
+    RUN_EVENT_KIND_SUSPENDED: _RunEventKind.ValueType  # 2
+    """The run waits for Resume on one or more tool calls."""
+    RUN_EVENT_KIND_RESUMED: _RunEventKind.ValueType  # 3
+    """An answer continued the run."""
+    RUN_EVENT_KIND_COMPLETED: _RunEventKind.ValueType  # 4
+    RUN_EVENT_KIND_FAILED: _RunEventKind.ValueType  # 5
+    RUN_EVENT_KIND_CANCELLED: _RunEventKind.ValueType  # 6
+    RUN_EVENT_KIND_EXPIRED: _RunEventKind.ValueType  # 7
+    """The run was suspended for longer than its time to live."""
+
+class RunEventKind(_RunEventKind, metaclass=_RunEventKindEnumTypeWrapper):
+    """What changed in a run."""
+
+RUN_EVENT_KIND_UNSPECIFIED: RunEventKind.ValueType  # 0
+"""Not set; never sent."""
+RUN_EVENT_KIND_STARTED: RunEventKind.ValueType  # 1
+"""The run was created and its first step began."""
+RUN_EVENT_KIND_SUSPENDED: RunEventKind.ValueType  # 2
+"""The run waits for Resume on one or more tool calls."""
+RUN_EVENT_KIND_RESUMED: RunEventKind.ValueType  # 3
+"""An answer continued the run."""
+RUN_EVENT_KIND_COMPLETED: RunEventKind.ValueType  # 4
+RUN_EVENT_KIND_FAILED: RunEventKind.ValueType  # 5
+RUN_EVENT_KIND_CANCELLED: RunEventKind.ValueType  # 6
+RUN_EVENT_KIND_EXPIRED: RunEventKind.ValueType  # 7
+"""The run was suspended for longer than its time to live."""
+Global___RunEventKind: _TypeAlias = RunEventKind  # noqa: Y015
+
 class _AnswerSource:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -608,6 +646,95 @@ class SubscribeRunRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SubscribeRunRequest: _TypeAlias = SubscribeRunRequest  # noqa: Y015
+
+@_typing.final
+class WatchRunsRequest(_message.Message):
+    """Follows the caller's run events."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AFTER_CURSOR_FIELD_NUMBER: _builtins.int
+    KINDS_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    after_cursor: _builtins.str
+    """Replay the events after this one (a `RunEvent.cursor`); empty: only
+    the events from now on. A cursor no server made is INVALID_ARGUMENT;
+    one older than the events the server keeps is OUT_OF_RANGE.
+    """
+    agent_id: _builtins.str
+    """Only events of this agent's runs; empty: every agent."""
+    @_builtins.property
+    def kinds(self) -> _containers.RepeatedScalarFieldContainer[Global___RunEventKind.ValueType]:
+        """Only events of these kinds; empty: every kind."""
+
+    def __init__(
+        self,
+        *,
+        after_cursor: _builtins.str = ...,
+        kinds: _abc.Iterable[Global___RunEventKind.ValueType] | None = ...,
+        agent_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_cursor", b"after_cursor", "agent_id", b"agent_id", "kinds", b"kinds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchRunsRequest: _TypeAlias = WatchRunsRequest  # noqa: Y015
+
+@_typing.final
+class RunEvent(_message.Message):
+    """A change of a run's status."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CURSOR_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    PENDING_FIELD_NUMBER: _builtins.int
+    cursor: _builtins.str
+    """Where the event stands in the caller's feed: opaque, and greater than
+    the cursor of every event before it. Pass it as
+    WatchRunsRequest.after_cursor to continue after this event.
+    """
+    kind: Global___RunEventKind.ValueType
+    run_id: _builtins.str
+    agent_id: _builtins.str
+    thread_id: _builtins.str
+    """The run's thread; empty for none."""
+    status: Global___RunStatus.ValueType
+    """The run's status after the change."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """When the run changed."""
+
+    @_builtins.property
+    def pending(self) -> _containers.RepeatedCompositeFieldContainer[Global___PendingToolCall]:
+        """The calls the run waits on, with their questions: set on SUSPENDED."""
+
+    def __init__(
+        self,
+        *,
+        cursor: _builtins.str = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        kind: Global___RunEventKind.ValueType = ...,
+        run_id: _builtins.str = ...,
+        agent_id: _builtins.str = ...,
+        thread_id: _builtins.str = ...,
+        status: Global___RunStatus.ValueType = ...,
+        pending: _abc.Iterable[Global___PendingToolCall] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cursor", b"cursor", "kind", b"kind", "pending", b"pending", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunEvent: _TypeAlias = RunEvent  # noqa: Y015
 
 @_typing.final
 class GetRunRequest(_message.Message):

@@ -92,6 +92,11 @@ class AgentServiceStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.DeleteThreadRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.DeleteThreadResponse.FromString,
                 _registered_method=True)
+        self.WatchRuns = channel.unary_stream(
+                '/agentd.v1.AgentService/WatchRuns',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.WatchRunsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.RunEvent.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -199,6 +204,17 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchRuns(self, request, context):
+        """Streams the caller's run events: one for every change of a run's
+        status (started, suspended, resumed, completed, failed, cancelled,
+        expired), replayed from the store after `after_cursor`, then followed
+        live, on any replica, without a gap or a duplicate. The stream does not
+        end by itself; pass the last event's cursor to continue after it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -256,6 +272,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.DeleteThread,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.DeleteThreadRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.DeleteThreadResponse.SerializeToString,
+            ),
+            'WatchRuns': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchRuns,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.WatchRunsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.RunEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -558,6 +579,33 @@ class AgentService:
             '/agentd.v1.AgentService/DeleteThread',
             agentd_dot_v1_dot_agentd__pb2.DeleteThreadRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.DeleteThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentd.v1.AgentService/WatchRuns',
+            agentd_dot_v1_dot_agentd__pb2.WatchRunsRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.RunEvent.FromString,
             options,
             channel_credentials,
             insecure,

@@ -117,6 +117,13 @@ class AgentServiceStub:
     and chunks). A run of it still executing stops writing; its streams
     end. Another tenant's thread is NOT_FOUND.
     """
+    WatchRuns: _grpc.UnaryStreamMultiCallable[_agentd_pb2.WatchRunsRequest, _agentd_pb2.RunEvent]
+    """Streams the caller's run events: one for every change of a run's
+    status (started, suspended, resumed, completed, failed, cancelled,
+    expired), replayed from the store after `after_cursor`, then followed
+    live, on any replica, without a gap or a duplicate. The stream does not
+    end by itself; pass the last event's cursor to continue after it.
+    """
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -178,6 +185,13 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Deletes a thread of the caller's tenant with every run of it (records
     and chunks). A run of it still executing stops writing; its streams
     end. Another tenant's thread is NOT_FOUND.
+    """
+    WatchRuns: _aio.UnaryStreamMultiCallable[_agentd_pb2.WatchRunsRequest, _agentd_pb2.RunEvent]  # type: ignore[assignment]
+    """Streams the caller's run events: one for every change of a run's
+    status (started, suspended, resumed, completed, failed, cancelled,
+    expired), replayed from the store after `after_cursor`, then followed
+    live, on any replica, without a gap or a duplicate. The stream does not
+    end by itself; pass the last event's cursor to continue after it.
     """
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -303,6 +317,19 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         """Deletes a thread of the caller's tenant with every run of it (records
         and chunks). A run of it still executing stops writing; its streams
         end. Another tenant's thread is NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchRuns(
+        self,
+        request: _agentd_pb2.WatchRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_agentd_pb2.RunEvent], _abc.AsyncIterator[_agentd_pb2.RunEvent]]:
+        """Streams the caller's run events: one for every change of a run's
+        status (started, suspended, resumed, completed, failed, cancelled,
+        expired), replayed from the store after `after_cursor`, then followed
+        live, on any replica, without a gap or a duplicate. The stream does not
+        end by itself; pass the last event's cursor to continue after it.
         """
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -432,6 +432,107 @@ export declare type SubscribeRunRequest = Message$1<"agentd.v1.SubscribeRunReque
 export declare const SubscribeRunRequestSchema: GenMessage<SubscribeRunRequest>;
 
 /**
+ * Follows the caller's run events.
+ *
+ * @generated from message agentd.v1.WatchRunsRequest
+ */
+export declare type WatchRunsRequest = Message$1<"agentd.v1.WatchRunsRequest"> & {
+  /**
+   * Replay the events after this one (a `RunEvent.cursor`); empty: only
+   * the events from now on. A cursor no server made is INVALID_ARGUMENT;
+   * one older than the events the server keeps is OUT_OF_RANGE.
+   *
+   * @generated from field: string after_cursor = 1;
+   */
+  afterCursor: string;
+
+  /**
+   * Only events of these kinds; empty: every kind.
+   *
+   * @generated from field: repeated agentd.v1.RunEventKind kinds = 2;
+   */
+  kinds: RunEventKind[];
+
+  /**
+   * Only events of this agent's runs; empty: every agent.
+   *
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message agentd.v1.WatchRunsRequest.
+ * Use `create(WatchRunsRequestSchema)` to create a new message.
+ */
+export declare const WatchRunsRequestSchema: GenMessage<WatchRunsRequest>;
+
+/**
+ * A change of a run's status.
+ *
+ * @generated from message agentd.v1.RunEvent
+ */
+export declare type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
+  /**
+   * Where the event stands in the caller's feed: opaque, and greater than
+   * the cursor of every event before it. Pass it as
+   * WatchRunsRequest.after_cursor to continue after this event.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * When the run changed.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * @generated from field: agentd.v1.RunEventKind kind = 3;
+   */
+  kind: RunEventKind;
+
+  /**
+   * @generated from field: string run_id = 4;
+   */
+  runId: string;
+
+  /**
+   * @generated from field: string agent_id = 5;
+   */
+  agentId: string;
+
+  /**
+   * The run's thread; empty for none.
+   *
+   * @generated from field: string thread_id = 6;
+   */
+  threadId: string;
+
+  /**
+   * The run's status after the change.
+   *
+   * @generated from field: agentd.v1.RunStatus status = 7;
+   */
+  status: RunStatus;
+
+  /**
+   * The calls the run waits on, with their questions: set on SUSPENDED.
+   *
+   * @generated from field: repeated agentd.v1.PendingToolCall pending = 8;
+   */
+  pending: PendingToolCall[];
+};
+
+/**
+ * Describes the message agentd.v1.RunEvent.
+ * Use `create(RunEventSchema)` to create a new message.
+ */
+export declare const RunEventSchema: GenMessage<RunEvent>;
+
+/**
  * Reads one run.
  *
  * @generated from message agentd.v1.GetRunRequest
@@ -1919,6 +2020,68 @@ export enum DisconnectPolicy {
 export declare const DisconnectPolicySchema: GenEnum<DisconnectPolicy>;
 
 /**
+ * What changed in a run.
+ *
+ * @generated from enum agentd.v1.RunEventKind
+ */
+export enum RunEventKind {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: RUN_EVENT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The run was created and its first step began.
+   *
+   * @generated from enum value: RUN_EVENT_KIND_STARTED = 1;
+   */
+  STARTED = 1,
+
+  /**
+   * The run waits for Resume on one or more tool calls.
+   *
+   * @generated from enum value: RUN_EVENT_KIND_SUSPENDED = 2;
+   */
+  SUSPENDED = 2,
+
+  /**
+   * An answer continued the run.
+   *
+   * @generated from enum value: RUN_EVENT_KIND_RESUMED = 3;
+   */
+  RESUMED = 3,
+
+  /**
+   * @generated from enum value: RUN_EVENT_KIND_COMPLETED = 4;
+   */
+  COMPLETED = 4,
+
+  /**
+   * @generated from enum value: RUN_EVENT_KIND_FAILED = 5;
+   */
+  FAILED = 5,
+
+  /**
+   * @generated from enum value: RUN_EVENT_KIND_CANCELLED = 6;
+   */
+  CANCELLED = 6,
+
+  /**
+   * The run was suspended for longer than its time to live.
+   *
+   * @generated from enum value: RUN_EVENT_KIND_EXPIRED = 7;
+   */
+  EXPIRED = 7,
+}
+
+/**
+ * Describes the enum agentd.v1.RunEventKind.
+ */
+export declare const RunEventKindSchema: GenEnum<RunEventKind>;
+
+/**
  * How an answer reached a suspended call.
  *
  * @generated from enum agentd.v1.AnswerSource
@@ -2238,6 +2401,20 @@ export declare const AgentService: GenService<{
     methodKind: "unary";
     input: typeof DeleteThreadRequestSchema;
     output: typeof DeleteThreadResponseSchema;
+  },
+  /**
+   * Streams the caller's run events: one for every change of a run's
+   * status (started, suspended, resumed, completed, failed, cancelled,
+   * expired), replayed from the store after `after_cursor`, then followed
+   * live, on any replica, without a gap or a duplicate. The stream does not
+   * end by itself; pass the last event's cursor to continue after it.
+   *
+   * @generated from rpc agentd.v1.AgentService.WatchRuns
+   */
+  watchRuns: {
+    methodKind: "server_streaming";
+    input: typeof WatchRunsRequestSchema;
+    output: typeof RunEventSchema;
   },
 }>;
 
