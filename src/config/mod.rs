@@ -5,6 +5,7 @@
 //! no file at all the server hosts the default agent `assistant`.
 
 pub mod duration;
+mod origins;
 mod server;
 pub(crate) mod settings;
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use origins::AllowedOrigins;
 pub use server::{AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer};
 pub use settings::{Layer, Source};
 

@@ -1,6 +1,6 @@
 //! What `serve_with` takes beside the runtime: who may call (API keys, and
-//! whether health and reflection need one), TLS, and how long a shutdown
-//! lets open streams finish. Built from the settings once, at startup;
+//! whether health and reflection need one), TLS, which other origins' pages
+//! may call, and how long a shutdown lets open streams finish. Built from the settings once, at startup;
 //! secrets are read here and kept only in memory.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use tonic::transport::ServerTlsConfig;
 
 use super::TlsError;
 use crate::auth::{ApiKeys, AuthConfigError};
-use crate::config::ServerSettings;
+use crate::config::{AllowedOrigins, ServerSettings};
 use crate::grpc::Authenticator;
 
 /// How long open streams get to finish on shutdown by default.
@@ -29,6 +29,9 @@ pub struct ServeOptions {
     /// How long open streams and executing runs get to finish after the
     /// shutdown signal.
     pub drain: Duration,
+    /// Other origins whose pages may call (CORS); `None`: only pages
+    /// served by this server.
+    pub cors: Option<AllowedOrigins>,
 }
 
 impl Default for ServeOptions {
@@ -40,6 +43,7 @@ impl Default for ServeOptions {
             authenticate_reflection: false,
             tls: None,
             drain: DEFAULT_DRAIN,
+            cors: None,
         }
     }
 }
@@ -64,7 +68,14 @@ impl ServeOptions {
             authenticate_reflection: settings.auth.authenticate_reflection,
             tls: super::tls::load(&settings.tls)?,
             drain: settings.server.drain_timeout,
+            cors: settings.server.cors_allow_origin.clone(),
         })
+    }
+
+    /// The same options, allowing pages of `origins` to call (CORS).
+    pub fn with_cors(mut self, origins: AllowedOrigins) -> Self {
+        self.cors = Some(origins);
+        self
     }
 
     /// The same options with this drain period.

@@ -34,3 +34,4 @@ mod store_faults;
 mod threads;
 mod user_tools;
 pub(crate) mod watch_runs;
+mod web;
