@@ -8,6 +8,7 @@ mod lifecycle;
 mod logs;
 
 mod approval;
+mod approval_edits;
 mod ask_user;
 mod bench;
 mod call_directive;
