@@ -10,6 +10,7 @@
 
 mod drain;
 mod health;
+mod inbox;
 pub mod metrics_endpoint;
 mod options;
 mod tls;
