@@ -4,15 +4,18 @@
 //! ephemeral port and `main` only deals with config and signals. The agent
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
-//! The Prometheus endpoint is served beside it, on a listener of its own
-//! (`metrics_endpoint/`).
+//! Browsers reach the same services over gRPC-Web on the same port
+//! (`web.rs`). The Prometheus endpoint is served beside it, on a listener
+//! of its own (`metrics_endpoint/`).
 
 mod drain;
 mod health;
 mod http;
+mod inbox;
 pub mod metrics_endpoint;
 mod options;
 mod tls;
+mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tonic::codegen::InterceptedService;
+use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
@@ -200,22 +204,23 @@ pub async fn serve_with(
     // Before serving: a new webhook sends every event from then on. Stopped
     // when serving ends, like the chores above.
     let _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks).await?;
-    // HTTP/1.1 too: the plain-HTTP routes (agent cards) are read by
-    // ordinary HTTP clients.
+    // HTTP/1.1 too: browsers call over gRPC-Web, which HTTP/1.1 carries,
+    // and ordinary HTTP clients read the agent cards.
     let mut builder = Server::builder()
         .accept_http1(true)
         .max_concurrent_streams(limits.max_concurrent_streams_per_connection);
     if let Some(tls) = options.tls {
         builder = builder.tls_config(tls)?;
     }
-    let grpc = tonic::service::Routes::new(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(agent_service)
-        .add_service(a2a_service);
-    let routes = grpc.into_axum_router().merge(http::routes(site));
+    let mut grpc = Routes::builder();
+    grpc.add_service(web::grpc_web(health_service))
+        .add_service(web::grpc_web(reflection_v1))
+        .add_service(web::grpc_web(reflection_v1alpha))
+        .add_service(web::grpc_web(agent_service))
+        .add_service(web::grpc_web(a2a_service));
+    let routes = web::with_pages(grpc.routes(), http::routes(site), options.cors.as_ref());
     let serving = builder
-        .add_routes(routes.into())
+        .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, shutdown);
     if let Some(result) = drain::bounded(serving, streams_closed).await {
         result?;

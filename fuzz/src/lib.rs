@@ -353,6 +353,13 @@ fn answer(u: &mut Unstructured, labels: &[String]) -> Answer {
         _ => Answer::Approval {
             approved: u.arbitrary().unwrap_or(false),
             reason: text(u),
+            // Edited arguments: an object (as the wire carries them) or,
+            // from the library, any value.
+            edited_args: match u.int_in_range(0..=3u8).unwrap_or(0) {
+                0 | 1 => None,
+                2 => Some(value(u, 2).into()),
+                _ => Some(json!({"question": text(u)}).into()),
+            },
         },
     }
 }
@@ -440,6 +447,7 @@ pub fn check_resume_answer(data: &[u8]) {
                 "selections.labels",
                 "data",
                 "approval",
+                "approval.edited_args",
                 "answer"
             ]
             .contains(&error.field),
@@ -453,7 +461,31 @@ pub fn check_resume_answer(data: &[u8]) {
         );
     }
     match (&waiting, &answer, &resolved) {
-        (Waiting::Approval, Answer::Approval { approved: true, .. }, Ok(Resolution::Execute)) => {}
+        (
+            Waiting::Approval,
+            Answer::Approval {
+                approved: true,
+                edited_args,
+                ..
+            },
+            Ok(Resolution::Execute { edited_args: ran }),
+        ) => {
+            assert_eq!(edited_args, ran, "the tool runs the arguments approved");
+            if let Some(args) = edited_args {
+                assert!(args.is_object(), "only an object is run: {args:?}");
+                assert!(
+                    args.get("question").is_some_and(Value::is_string),
+                    "ask_user's schema requires a question: {args:?}"
+                );
+            }
+        }
+        (
+            Waiting::Approval,
+            Answer::Approval {
+                edited_args: Some(_), ..
+            },
+            Err(error),
+        ) => assert_eq!(error.field, "approval.edited_args", "{error:?}"),
         (Waiting::Approval, Answer::Approval { approved: false, .. }, Ok(Resolution::Output(output))) => {
             assert!(
                 output.is_error
@@ -628,8 +660,16 @@ pub fn check_resume_request(data: &[u8]) {
                 (Some(Wire::Text(a)), Answer::Text(b)) => assert_eq!(a, b),
                 (Some(Wire::Selections(a)), Answer::Selections(b)) => assert_eq!(&a.labels, b),
                 (Some(Wire::Data(_)), Answer::Data(_)) => {}
-                (Some(Wire::Approval(a)), Answer::Approval { approved, reason }) => {
-                    assert_eq!((a.approved, &a.reason), (*approved, reason))
+                (
+                    Some(Wire::Approval(a)),
+                    Answer::Approval {
+                        approved,
+                        reason,
+                        edited_args,
+                    },
+                ) => {
+                    assert_eq!((a.approved, &a.reason), (*approved, reason));
+                    assert_eq!(a.edited_args.is_some(), edited_args.is_some());
                 }
                 (wire, domain) => panic!("{wire:?} became {domain:?}"),
             }

@@ -121,7 +121,18 @@ fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        return Ok(Answer::Approval { approved, reason });
+        // A person's edit of the call's arguments, run instead of the
+        // model's (checked against the tool's input schema by Resume).
+        let edited_args = approval
+            .get("editedArgs")
+            .filter(|args| !args.is_null())
+            .cloned()
+            .map(crate::domain::Args::new);
+        return Ok(Answer::Approval {
+            approved,
+            reason,
+            edited_args,
+        });
     }
     if let Some(value) = data.get("data") {
         return Ok(Answer::Data(value.clone()));
@@ -131,7 +142,7 @@ fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
     }
     Err(invalid(
         field,
-        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\"}} \
+        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\", \"editedArgs\"}} \
          or {\"data\": ...} (and \"toolCallId\" when several calls wait)",
     ))
 }

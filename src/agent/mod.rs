@@ -90,15 +90,58 @@ impl Agent {
         tool.tool().execute(args, ctx).await
     }
 
+    /// Checks arguments a person edited before approving a call of `tool`:
+    /// an object that the tool's input schema accepts. A tool that left the
+    /// configuration since the call was made has no schema to check
+    /// against; its call will be an `Unknown tool` error result.
+    fn check_edited_args(&self, tool: &str, args: &Value) -> Result<(), AnswerError> {
+        if !args.is_object() {
+            return Err(AnswerError::new(
+                "approval.edited_args",
+                "the edited arguments must be a JSON object",
+            ));
+        }
+        match self.tools.get(tool) {
+            Some(tool) => tool.validate_edited(args),
+            None => Ok(()),
+        }
+    }
+
     /// Checks an answer to a pending call without changing anything.
     pub fn resolve(&self, pending: &PendingCall, answer: &Answer) -> Result<Resolution, AnswerError> {
         match (&pending.waiting, answer) {
-            (Waiting::Approval, Answer::Approval { approved: true, .. }) => Ok(Resolution::Execute),
+            (
+                Waiting::Approval,
+                Answer::Approval {
+                    approved: true,
+                    edited_args,
+                    ..
+                },
+            ) => {
+                if let Some(args) = edited_args {
+                    self.check_edited_args(&pending.call.name, args)?;
+                }
+                Ok(Resolution::Execute {
+                    edited_args: edited_args.clone(),
+                })
+            }
+            (
+                Waiting::Approval,
+                Answer::Approval {
+                    approved: false,
+                    edited_args: Some(_),
+                    ..
+                },
+            ) => Err(AnswerError::new(
+                "approval.edited_args",
+                "edited arguments come with approved = true: a declined call does not run",
+            )),
             (
                 Waiting::Approval,
                 Answer::Approval {
                     approved: false,
                     reason,
+                    edited_args: None,
                 },
             ) => {
                 let why = if reason.is_empty() {

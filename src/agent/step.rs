@@ -70,11 +70,19 @@ impl Agent {
                     sink.emit(Chunk::TextDelta { text: delta }).await;
                 }
                 ModelEvent::ToolCall(call) => {
-                    sink.emit(Chunk::ToolCall { call: call.clone() }).await;
+                    sink.emit(Chunk::ToolCall {
+                        call: call.clone(),
+                        original_args: None,
+                    })
+                    .await;
                     calls.push(call);
                 }
                 ModelEvent::InvalidToolCall { call, error } => {
-                    sink.emit(Chunk::ToolCall { call: call.clone() }).await;
+                    sink.emit(Chunk::ToolCall {
+                        call: call.clone(),
+                        original_args: None,
+                    })
+                    .await;
                     let message = format!("Invalid JSON in arguments for {}: {error}", call.name);
                     unreadable.insert(call.id.clone(), message);
                     calls.push(call);

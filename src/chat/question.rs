@@ -186,6 +186,7 @@ fn parse_approval(typed: &str) -> Result<Answer, AnswerParseError> {
     Ok(Answer::Approval(pb::Approval {
         approved,
         reason: reason.to_owned(),
+        edited_args: None,
     }))
 }
 
@@ -225,6 +226,7 @@ mod tests {
         let declined = pb::Approval {
             approved: false,
             reason: "too costly".into(),
+            edited_args: None,
         };
         assert_eq!(
             approval.parse_answer("no: too costly"),

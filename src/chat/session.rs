@@ -336,6 +336,7 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                 return Ok(Answer::Approval(pb::Approval {
                     approved: true,
                     reason: String::new(),
+                    edited_args: None,
                 }));
             }
             let reason = terminal::ask_optional(&mut screen, "Why not? (optional, shown to the model)")?
@@ -343,6 +344,7 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
             Ok(Answer::Approval(pb::Approval {
                 approved: false,
                 reason: reason.trim().to_owned(),
+                edited_args: None,
             }))
         }
         Ask::Data { payload } => loop {

@@ -6,6 +6,7 @@
 
 pub mod duration;
 mod listen;
+mod origins;
 mod server;
 pub(crate) mod settings;
 
@@ -15,6 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use listen::ListenAddr;
+pub use origins::AllowedOrigins;
 pub use server::{AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer};
 pub use settings::{Layer, Source};
 

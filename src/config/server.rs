@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::listen::ListenAddr;
+use super::origins::AllowedOrigins;
 use super::settings::{settings, Layer};
 use super::ConfigError;
 use crate::runtime::LeaseSettings;
@@ -44,6 +45,12 @@ settings! {
         drain_timeout: Duration, flag "--drain-timeout DURATION", env "AGENTD_DRAIN_TIMEOUT",
             default "10s",
             formerly drain_secs in Seconds, flag "--drain-secs", env "AGENTD_DRAIN_SECS";
+        /// Browser origins whose pages may call the server (gRPC-Web, with
+        /// CORS): a comma-separated list such as https://app.example.com,
+        /// or * for any.
+        cors_allow_origin: AllowedOrigins, flag "--cors-allow-origin ORIGINS",
+            env "AGENTD_CORS_ALLOW_ORIGIN",
+            default none "same origin only";
         /// Serve Prometheus metrics (GET /metrics) on this address, e.g.
         /// 127.0.0.1:9090.
         metrics_listen: ListenAddr, flag "--metrics-listen ADDR", env "AGENTD_METRICS_LISTEN",

@@ -68,6 +68,7 @@ fn defaults_are_those_documented() {
     assert_eq!(server.sweep_interval, Duration::from_secs(30));
     assert_eq!(server.drain_timeout, crate::server::DEFAULT_DRAIN);
     assert_eq!(server.metrics_listen, None);
+    assert_eq!(server.cors_allow_origin, None);
     assert_eq!(server.replica_id, None);
     assert_eq!(server.lease(), LeaseSettings::default());
     assert_eq!(settings.tls, TlsConfig::default());
@@ -98,6 +99,37 @@ fn a_flag_beats_a_variable_beats_the_file_beats_the_default() {
         settings.server.sweep_interval,
         Duration::from_secs(30),
         "the default"
+    );
+}
+
+#[test]
+fn cors_origins_come_from_a_flag_a_variable_or_the_file() {
+    let list = |origins: &[&str]| {
+        Some(AllowedOrigins::List(
+            origins.iter().map(|o| o.to_string()).collect(),
+        ))
+    };
+    let from_file =
+        file("[server]\ncors_allow_origin = [\"https://a.example\", \"http://localhost:5173\"]\n")
+            .unwrap()
+            .settle(Overrides::default());
+    assert_eq!(
+        from_file.server.cors_allow_origin,
+        list(&["https://a.example", "http://localhost:5173"])
+    );
+    let from_env = env(&[("AGENTD_CORS_ALLOW_ORIGIN", "https://b.example,https://c.example")]).unwrap();
+    let settings = FileConfig::default().settle(from_env.clone());
+    assert_eq!(
+        settings.server.cors_allow_origin,
+        list(&["https://b.example", "https://c.example"])
+    );
+    let from_flag = flags(&["--cors-allow-origin", "*"]).unwrap().or(from_env);
+    let settings = FileConfig::default().settle(from_flag);
+    assert_eq!(settings.server.cors_allow_origin, Some(AllowedOrigins::Any));
+    let wrong = env(&[("AGENTD_CORS_ALLOW_ORIGIN", "https://a.example/inbox")]).unwrap_err();
+    assert!(
+        wrong.to_string().contains("AGENTD_CORS_ALLOW_ORIGIN") && wrong.to_string().contains("no path"),
+        "{wrong}"
     );
 }
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
-use super::{SuspendPayload, ToolCall};
+use super::{Args, SuspendPayload, ToolCall};
 
 /// Token counts of a step or a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +56,11 @@ pub enum Chunk {
     },
     ToolCall {
         call: ToolCall,
+        /// The model's arguments, when a person approved the call with
+        /// edited ones (then `call.args` are those): the call is reported
+        /// again as it runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        original_args: Option<Args>,
     },
     ToolResult {
         tool_call_id: String,

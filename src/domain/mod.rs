@@ -22,8 +22,8 @@ pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 pub use message::Message;
 pub use run::{
-    AnswerRecord, AnswerVia, Lease, PendingCall, Phase, Resolution, ResumeRecord, RunId, RunOptions,
-    RunRecord, RunState, RunStatus, ThreadLink, Waiting,
+    AnswerRecord, AnswerVia, EditedCall, Lease, PendingCall, Phase, Resolution, ResumeRecord, RunId,
+    RunOptions, RunRecord, RunState, RunStatus, ThreadLink, Waiting,
 };
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{
-    Answer, Chunk, FinishReason, Message, RunFailure, SuspendPayload, Tenant, ThreadId, Timestamp, ToolCall,
-    ToolDefinition, ToolOutput, Usage,
+    Answer, Args, Chunk, FinishReason, Message, RunFailure, SuspendPayload, Tenant, ThreadId, Timestamp,
+    ToolCall, ToolDefinition, ToolOutput, Usage,
 };
 
 /// A run's id: a UUIDv7, so ids sort by creation time.
@@ -143,9 +143,40 @@ pub struct RunState {
     /// Every answer a suspended call of the run received, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<AnswerRecord>,
+    /// The calls approved with edited arguments, in the order approved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edited_calls: Vec<EditedCall>,
+}
+
+/// A call a person approved with edited arguments: the call as it ran
+/// (and as the model's conversation has it), and the model's arguments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EditedCall {
+    pub call: ToolCall,
+    pub original_args: Args,
 }
 
 impl RunState {
+    /// Gives `call` the arguments `args` a person edited, in the
+    /// conversation too (so that the model sees the call as it ran), and
+    /// records the edit. Returns the edited call and the model's arguments.
+    pub fn edit_call(&mut self, call: ToolCall, args: Args) -> (ToolCall, Args) {
+        let original_args = call.args.clone();
+        let edited = ToolCall { args, ..call };
+        let made = self.messages.iter_mut().rev().find_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls.iter_mut().find(|made| made.id == edited.id),
+            _ => None,
+        });
+        if let Some(made) = made {
+            made.args = edited.args.clone();
+        }
+        self.edited_calls.push(EditedCall {
+            call: edited.clone(),
+            original_args: original_args.clone(),
+        });
+        (edited, original_args)
+    }
+
     /// Adds a call's result to the conversation and returns the chunk that
     /// reports it.
     pub fn record_result(&mut self, call: &ToolCall, output: ToolOutput) -> Chunk {
@@ -308,8 +339,9 @@ impl Lease {
 pub enum Resolution {
     /// The call's result is ready.
     Output(ToolOutput),
-    /// The call was approved: the tool runs now.
-    Execute,
+    /// The call was approved: the tool runs now, with these arguments
+    /// instead of the model's when a person edited them.
+    Execute { edited_args: Option<Args> },
 }
 
 impl RunRecord {
@@ -446,7 +478,17 @@ impl RunRecord {
                 chunks.push(self.state.record_result(&answered.call, output));
                 None
             }
-            Resolution::Execute => Some(answered.call),
+            Resolution::Execute { edited_args: None } => Some(answered.call),
+            Resolution::Execute {
+                edited_args: Some(args),
+            } => {
+                let (call, original_args) = self.state.edit_call(answered.call, args);
+                chunks.push(Chunk::ToolCall {
+                    call: call.clone(),
+                    original_args: Some(original_args),
+                });
+                Some(call)
+            }
         };
         self.updated_at = now;
         self.phase = Phase::Running { lease, pending };
@@ -677,13 +719,61 @@ mod tests {
             waiting: Waiting::Approval,
         };
         run.suspend(vec![approval], NOW);
+        let execute = Resolution::Execute { edited_args: None };
         let (chunks, approved) = run
-            .answer(0, answer("a"), None, Resolution::Execute, lease("a"))
+            .answer(0, answer("a"), None, execute, lease("a"))
             .expect("suspended");
         assert_eq!(approved, Some(call("a")));
         assert_eq!(chunks.len(), 1, "only the continuation's start");
         assert!(run.state.messages.is_empty());
         assert!(run.state.resumes.is_empty(), "no request id, no record of it");
+        assert!(run.state.edited_calls.is_empty());
+    }
+
+    #[test]
+    fn an_approval_with_edited_arguments_runs_them_and_keeps_the_models() {
+        let mut run = running();
+        run.state.messages.push(Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![call("a"), call("b")],
+        });
+        let approval = |id: &str| PendingCall {
+            call: call(id),
+            waiting: Waiting::Approval,
+        };
+        run.suspend(vec![approval("a"), approval("b")], NOW);
+        let edited: Args = json!({"question": "Which plan, really?"}).into();
+        let execute = Resolution::Execute {
+            edited_args: Some(edited.clone()),
+        };
+        let (chunks, approved) = run
+            .answer(1, answer("b"), None, execute, lease("a"))
+            .expect("suspended");
+        let ran = ToolCall {
+            args: edited.clone(),
+            ..call("b")
+        };
+        assert_eq!(approved, Some(ran.clone()), "the tool runs the edited arguments");
+        assert_eq!(
+            chunks[1],
+            Chunk::ToolCall {
+                call: ran.clone(),
+                original_args: Some(call("b").args),
+            },
+            "the continuation reports the call as it runs"
+        );
+        let Some(Message::Assistant { tool_calls, .. }) = run.state.messages.last() else {
+            panic!("the model's message")
+        };
+        assert_eq!(tool_calls, &[call("a"), ran.clone()], "the model sees what ran");
+        assert_eq!(
+            run.state.edited_calls,
+            vec![EditedCall {
+                call: ran,
+                original_args: call("b").args,
+            }]
+        );
+        assert_eq!(run.pending(), &[approval("a")], "the other call still waits");
     }
 
     #[test]

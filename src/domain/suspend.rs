@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::Args;
+
 /// How a question is answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,7 +76,14 @@ pub enum Answer {
     Text(String),
     Selections(Vec<String>),
     Data(Value),
-    Approval { approved: bool, reason: String },
+    Approval {
+        approved: bool,
+        reason: String,
+        /// With `approved`: the arguments the tool runs with instead of the
+        /// model's (a person edited them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        edited_args: Option<Args>,
+    },
 }
 
 impl Answer {

@@ -1,6 +1,7 @@
 //! What `serve_with` takes beside the runtime: who may call (API keys, and
-//! whether health and reflection need one), TLS, how long a shutdown
-//! lets open streams finish, and the webhooks it delivers. Built from the settings once, at startup;
+//! whether health and reflection need one), TLS, which other origins' pages
+//! may call, how long a shutdown lets open streams finish, and the webhooks
+//! it delivers. Built from the settings once, at startup;
 //! secrets are read here and kept only in memory.
 
 use std::time::Duration;
@@ -9,7 +10,7 @@ use tonic::transport::ServerTlsConfig;
 
 use super::TlsError;
 use crate::auth::{ApiKeys, AuthConfigError};
-use crate::config::ServerSettings;
+use crate::config::{AllowedOrigins, ServerSettings};
 use crate::grpc::Authenticator;
 use crate::webhooks::{Known, Webhook, WebhookConfigError};
 
@@ -32,6 +33,9 @@ pub struct ServeOptions {
     pub drain: Duration,
     /// Where run events are pushed (`[[webhooks]]`).
     pub webhooks: Vec<Webhook>,
+    /// Other origins whose pages may call (CORS); `None`: only pages
+    /// served by this server.
+    pub cors: Option<AllowedOrigins>,
 }
 
 impl Default for ServeOptions {
@@ -44,6 +48,7 @@ impl Default for ServeOptions {
             tls: None,
             drain: DEFAULT_DRAIN,
             webhooks: Vec::new(),
+            cors: None,
         }
     }
 }
@@ -78,7 +83,14 @@ impl ServeOptions {
             tls: super::tls::load(&settings.tls)?,
             drain: settings.server.drain_timeout,
             webhooks,
+            cors: settings.server.cors_allow_origin.clone(),
         })
+    }
+
+    /// The same options, allowing pages of `origins` to call (CORS).
+    pub fn with_cors(mut self, origins: AllowedOrigins) -> Self {
+        self.cors = Some(origins);
+        self
     }
 
     /// The same options with this drain period.

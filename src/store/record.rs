@@ -233,6 +233,8 @@ impl From<Layout1> for RunRecord {
                 usage: state.usage,
                 resumes: state.resumes,
                 answers: state.answers,
+                // Layout 1 predates edited approvals.
+                edited_calls: Vec::new(),
             },
             phase,
         }

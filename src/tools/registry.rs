@@ -59,6 +59,23 @@ impl RegisteredTool {
         }
     }
 
+    /// Checks arguments a person edited before approving a call against
+    /// the input schema, naming every violation by its JSON pointer inside
+    /// them (`approval.edited_args/draft: ...`).
+    pub fn validate_edited(&self, args: &Value) -> Result<(), AnswerError> {
+        let describe = |path: String, error: String| format!("approval.edited_args{path}: {error}");
+        match violations(&self.validator, args, describe) {
+            None => Ok(()),
+            Some(problems) => Err(AnswerError::new(
+                "approval.edited_args",
+                format!(
+                    "the edited arguments do not match the input schema of {}: {problems}",
+                    self.spec().name
+                ),
+            )),
+        }
+    }
+
     /// Checks resume `data` against the resume schema (if the tool declares
     /// one), naming every violation by its JSON pointer inside `data`
     /// (`data/decision: ...`).

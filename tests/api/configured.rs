@@ -134,6 +134,7 @@ pub fn approval(approved: bool, reason: &str) -> Answer {
     Answer::Approval(pb::Approval {
         approved,
         reason: reason.into(),
+        edited_args: None,
     })
 }
 

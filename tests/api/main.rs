@@ -9,6 +9,7 @@ mod logs;
 
 mod a2a;
 mod approval;
+mod approval_edits;
 mod ask_user;
 mod bench;
 mod call_directive;
@@ -37,3 +38,4 @@ mod threads;
 mod user_tools;
 pub(crate) mod watch_runs;
 mod webhooks;
+mod web;

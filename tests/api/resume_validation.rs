@@ -76,6 +76,7 @@ async fn wrong_answers_to_a_multi_select_question_change_nothing() {
     let approval = Answer::Approval(pb::Approval {
         approved: true,
         reason: String::new(),
+        edited_args: None,
     });
     expect_rejected(&server, &id, Some(approval), "approval").await;
 

@@ -816,6 +816,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
             },
             resumes: Vec::new(),
             answers: Vec::new(),
+            edited_calls: Vec::new(),
         },
         run_tools: Vec::new(),
         thread: None,
@@ -934,6 +935,7 @@ fn suspension_events(first_seq: u64) -> Vec<Event> {
             Chunk::StepStart { step: 1 },
             Chunk::ToolCall {
                 call: ask_user_call(),
+                original_args: None,
             },
             Chunk::ToolCallSuspended {
                 call: ask_user_call(),

@@ -1,6 +1,8 @@
 //! Domain events -> `AgentChunk`.
 
-use crate::domain::{Chunk, Event, FinishReason, RunFailure, SelectionMode, SuspendPayload, Usage};
+use crate::domain::{
+    Args, Chunk, Event, FinishReason, RunFailure, SelectionMode, SuspendPayload, ToolCall, Usage,
+};
 use crate::pb;
 use crate::pb::agent_chunk::Chunk as P;
 
@@ -15,6 +17,16 @@ pub fn event_to_proto(run_id: &str, event: &Event) -> pb::AgentChunk {
     }
 }
 
+/// A tool call, with the model's arguments when a person edited them.
+pub(super) fn call_to_proto(call: &ToolCall, original_args: Option<&Args>) -> pb::ToolCall {
+    pb::ToolCall {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: Some(json_to_struct(&call.args)),
+        original_args: original_args.map(|args| json_to_struct(args)),
+    }
+}
+
 fn chunk_to_proto(chunk: &Chunk) -> P {
     match chunk {
         Chunk::Start { agent_id, resumed } => P::Start(pb::RunStarted {
@@ -23,11 +35,7 @@ fn chunk_to_proto(chunk: &Chunk) -> P {
         }),
         Chunk::StepStart { step } => P::StepStart(pb::StepStarted { step: *step }),
         Chunk::TextDelta { text } => P::TextDelta(pb::TextDelta { text: text.clone() }),
-        Chunk::ToolCall { call } => P::ToolCall(pb::ToolCall {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            args: Some(json_to_struct(&call.args)),
-        }),
+        Chunk::ToolCall { call, original_args } => P::ToolCall(call_to_proto(call, original_args.as_ref())),
         Chunk::ToolResult {
             tool_call_id,
             tool_name,

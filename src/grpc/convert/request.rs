@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crate::domain::{Answer, Message, RunId, ThreadId};
+use crate::domain::{Answer, Args, Message, RunId, ThreadId};
 use crate::pb;
 use crate::runtime::{ResumeRun, RuntimeError, StartRun};
 
 use super::invalid;
 use super::tools::tool_definitions;
-use super::value::value_to_json;
+use super::value::{struct_to_json, value_to_json};
 
 pub fn parse_run_id(run_id: &str) -> Result<RunId, RuntimeError> {
     if run_id.is_empty() {
@@ -132,7 +132,15 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         Some(A::Text(text)) => Answer::Text(text),
         Some(A::Selections(pb::Selections { labels })) => Answer::Selections(labels),
         Some(A::Data(value)) => Answer::Data(value_to_json(&value)),
-        Some(A::Approval(pb::Approval { approved, reason })) => Answer::Approval { approved, reason },
+        Some(A::Approval(pb::Approval {
+            approved,
+            reason,
+            edited_args,
+        })) => Answer::Approval {
+            approved,
+            reason,
+            edited_args: edited_args.map(|args| Args::from(struct_to_json(&args))),
+        },
     };
     Ok(ResumeRun {
         run_id: parse_run_id(&run_id)?,

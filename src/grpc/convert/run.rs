@@ -4,7 +4,7 @@ use crate::agent::Agent;
 use crate::domain::{PendingCall, Phase, RunRecord, RunStatus, Timestamp, Waiting};
 use crate::pb;
 
-use super::chunk::{failure_to_proto, payload_to_proto, usage_to_proto};
+use super::chunk::{call_to_proto, failure_to_proto, payload_to_proto, usage_to_proto};
 use super::value::{json_to_struct, timestamp};
 
 pub fn status_to_proto(status: RunStatus) -> pb::RunStatus {
@@ -65,6 +65,12 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
             .as_ref()
             .map(|link| link.id.to_string())
             .unwrap_or_default(),
+        edited_calls: run
+            .state
+            .edited_calls
+            .iter()
+            .map(|edited| call_to_proto(&edited.call, Some(&edited.original_args)))
+            .collect(),
     }
 }
 

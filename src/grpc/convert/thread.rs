@@ -6,14 +6,15 @@
 use std::collections::HashMap;
 
 use crate::domain::{
-    Answer, AnswerRecord, AnswerVia, Message, RunRecord, ThreadCursor, ThreadId, ThreadRecord, Timestamp,
-    ToolCall,
+    Answer, AnswerRecord, AnswerVia, Args, Message, RunRecord, ThreadCursor, ThreadId, ThreadRecord,
+    Timestamp,
 };
 use crate::pb;
 use crate::runtime::{ListThreads, RuntimeError, ThreadPage, ThreadView};
 
+use super::chunk::call_to_proto;
 use super::run::status_to_proto;
-use super::value::{json_to_struct, timestamp};
+use super::value::timestamp;
 
 /// The version prefix of every thread page token this server issues.
 const TOKEN_PREFIX: &str = "t1.";
@@ -92,6 +93,13 @@ fn run_messages(run: &RunRecord) -> Vec<pb::ThreadMessage> {
         .iter()
         .map(|answer| (answer.tool_call_id.as_str(), answer))
         .collect();
+    // The model's arguments of the calls a person edited.
+    let edited: HashMap<&str, &Args> = run
+        .state
+        .edited_calls
+        .iter()
+        .map(|edited| (edited.call.id.as_str(), &edited.original_args))
+        .collect();
     let message = |role: pb::Role, content: &str| pb::ThreadMessage {
         role: role as i32,
         content: content.to_owned(),
@@ -107,7 +115,10 @@ fn run_messages(run: &RunRecord) -> Vec<pb::ThreadMessage> {
             Message::System { .. } => None,
             Message::User { content } => Some(message(pb::Role::User, content)),
             Message::Assistant { content, tool_calls } => Some(pb::ThreadMessage {
-                tool_calls: tool_calls.iter().map(call_to_proto).collect(),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| call_to_proto(call, edited.get(call.id.as_str()).copied()))
+                    .collect(),
                 ..message(pb::Role::Assistant, content)
             }),
             Message::Tool {
@@ -129,27 +140,30 @@ fn run_messages(run: &RunRecord) -> Vec<pb::ThreadMessage> {
         .collect()
 }
 
-fn call_to_proto(call: &ToolCall) -> pb::ToolCall {
-    pb::ToolCall {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        args: Some(json_to_struct(&call.args)),
-    }
-}
-
 fn answer_to_proto(answer: &AnswerRecord) -> pb::ThreadAnswer {
     let text = match &answer.answer {
         Answer::Text(text) => text.clone(),
         Answer::Selections(labels) => labels.join(", "),
         Answer::Data(data) => data.to_string(),
-        Answer::Approval { approved: true, .. } => "approved".to_owned(),
+        Answer::Approval {
+            approved: true,
+            edited_args: None,
+            ..
+        } => "approved".to_owned(),
+        Answer::Approval {
+            approved: true,
+            edited_args: Some(args),
+            ..
+        } => format!("approved with edited arguments: {}", args.json().get()),
         Answer::Approval {
             approved: false,
             reason,
+            ..
         } if reason.is_empty() => "declined".to_owned(),
         Answer::Approval {
             approved: false,
             reason,
+            ..
         } => format!("declined: {reason}"),
     };
     let source = match answer.via {
@@ -168,6 +182,31 @@ fn answer_to_proto(answer: &AnswerRecord) -> pb::ThreadAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_reads_as_given() {
+        let record = |answer: Answer| AnswerRecord {
+            tool_call_id: "call_1_1".into(),
+            answer,
+            answered_at: Timestamp(1_700_000_000_000_000),
+            answered_by: crate::domain::Tenant::default(),
+            via: AnswerVia::Resume,
+        };
+        let approval = |approved: bool, reason: &str, edited: Option<serde_json::Value>| Answer::Approval {
+            approved,
+            reason: reason.into(),
+            edited_args: edited.map(Args::from),
+        };
+        let text = |answer| answer_to_proto(&record(answer)).text;
+        assert_eq!(text(approval(true, "", None)), "approved");
+        assert_eq!(
+            text(approval(true, "", Some(serde_json::json!({"draft": "Hi"})))),
+            r#"approved with edited arguments: {"draft":"Hi"}"#
+        );
+        assert_eq!(text(approval(false, "", None)), "declined");
+        assert_eq!(text(approval(false, "later", None)), "declined: later");
+        assert_eq!(text(Answer::Selections(vec!["a".into(), "b".into()])), "a, b");
+    }
 
     #[test]
     fn page_tokens_round_trip() {

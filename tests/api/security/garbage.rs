@@ -206,6 +206,7 @@ impl Gen {
             _ => Answer::Approval(pb::Approval {
                 approved: self.rng.bool(),
                 reason: self.string(),
+                edited_args: self.rng.bool().then(|| self.fields(3)),
             }),
         })
     }

@@ -1,0 +1,91 @@
+//! The inbox in a real browser: `web/test/inbox.ts` drives Debian's
+//! chromium with playwright-core through the page's accessibility contract
+//! (answering each kind of question, approving with edited arguments,
+//! declining, a refused answer, a suspension appearing live, history,
+//! cancel, the agent filter, signing in with a key). Also the pages' routes
+//! themselves, which need no browser.
+
+use agentd::agent::AgentSpec;
+
+use super::node::run_script;
+use crate::security::auth::{two_tenants, ACME_KEY, GLOBEX_KEY};
+use crate::security::server::SecureServer;
+
+/// A server whose default agent can ask and have drafts reviewed, beside a
+/// second agent for the filter.
+async fn inbox_server() -> SecureServer {
+    SecureServer::start(|_, settings| {
+        settings.agents = vec![
+            AgentSpec {
+                tools: vec!["ask_user".into(), "human_review".into()],
+                ..AgentSpec::assistant()
+            },
+            AgentSpec {
+                id: "reviewer".into(),
+                default: false,
+                ..AgentSpec::assistant()
+            },
+        ];
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs chromium and Node (apt-get install chromium; npm ci in web/); .ci/run runs it"]
+async fn the_inbox_in_a_real_browser() {
+    let open = inbox_server().await;
+    let keyed = two_tenants().await;
+    let open_url = format!("http://{}", open.addr);
+    let keyed_url = format!("http://{}", keyed.addr);
+    // AGENTD_INBOX_SCREENSHOT=docs/inbox.png saves the inbox with its
+    // first questions waiting.
+    let screenshot = std::env::var("AGENTD_INBOX_SCREENSHOT").unwrap_or_default();
+    tokio::task::spawn_blocking(move || {
+        run_script(
+            "inbox.ts",
+            &[&open_url, &keyed_url, ACME_KEY, GLOBEX_KEY, &screenshot],
+        )
+    })
+    .await
+    .expect("the script's task");
+}
+
+#[tokio::test]
+async fn the_pages_are_served_from_the_binary() {
+    let server = SecureServer::start(|_, _| {}).await;
+    let http = reqwest::Client::new();
+    for (path, content_type, needle) in [
+        ("/", "text/html; charset=utf-8", "<title>agentd inbox</title>"),
+        ("/inbox.js", "text/javascript; charset=utf-8", "Send answer"),
+        ("/inbox.css", "text/css; charset=utf-8", "--accent"),
+    ] {
+        let page = http
+            .get(format!("http://{}{path}", server.addr))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(page.status(), 200, "{path}");
+        let headers = page.headers().clone();
+        assert_eq!(headers["content-type"], content_type, "{path}");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(policy.contains("connect-src 'self'"), "{policy}");
+        let body = page.text().await.unwrap();
+        assert!(body.contains(needle), "{path} has {needle}");
+    }
+}
+
+#[tokio::test]
+async fn the_pages_need_no_key_but_the_service_does() {
+    let server = two_tenants().await;
+    let page = reqwest::get(format!("http://{}/", server.addr))
+        .await
+        .expect("an answer");
+    assert_eq!(page.status(), 200);
+    let mut anonymous = super::client::web_client(server.addr, super::client::Http::One, None);
+    let refused = anonymous
+        .list_runs(agentd::pb::ListRunsRequest::default())
+        .await
+        .expect_err("the service needs a key");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+}

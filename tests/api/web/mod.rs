@@ -1,0 +1,10 @@
+//! The listen port as browsers reach it: gRPC-Web (HTTP/1.1 and HTTP/2,
+//! binary and text) with the same keys and limits as gRPC, CORS, the plain
+//! HTTP routes and the inbox's pages, a real gRPC-Web client under Node,
+//! and the inbox in a real browser.
+
+mod browser;
+mod client;
+mod cors;
+mod grpc_web;
+mod node;

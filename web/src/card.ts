@@ -1,0 +1,258 @@
+// One run that waits on a person: its agent, how long it has waited and
+// until when, a form for each pending call, the continuation streaming in
+// after an answer, its whole history on demand, and cancelling it.
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import {
+  FinishReason,
+  RunStatus,
+  type AgentChunk,
+  type PendingToolCall,
+  type ToolInfo,
+} from "./gen/agentd/v1/agentd_pb";
+import { codeOf, describe, type Agentd } from "./api";
+import { h } from "./dom";
+import { pendingForm, type Answer } from "./forms";
+import { ago, full, until } from "./time";
+import { Transcript } from "./transcript";
+
+/** What a card needs from the inbox around it. */
+export interface CardContext {
+  client: Agentd;
+  tool(agentId: string, toolName: string): ToolInfo | undefined;
+  /** The card no longer belongs in the inbox. */
+  remove(card: RunCard): void;
+  /** The card's state changed (counts, filters). */
+  changed(): void;
+}
+
+export interface RunSummary {
+  runId: string;
+  agentId: string;
+  threadId: string;
+  /** When the run started waiting. */
+  since?: Timestamp;
+}
+
+const STATUS_TEXT: Record<RunStatus, string> = {
+  [RunStatus.UNSPECIFIED]: "unknown",
+  [RunStatus.RUNNING]: "running",
+  [RunStatus.SUSPENDED]: "waiting",
+  [RunStatus.COMPLETED]: "completed",
+  [RunStatus.FAILED]: "failed",
+  [RunStatus.CANCELLED]: "cancelled",
+  [RunStatus.EXPIRED]: "expired",
+};
+
+/** Whether a person answers this call (client-executed tools are the
+ * caller's). */
+export function forPerson(pending: PendingToolCall): boolean {
+  return pending.awaitingApproval || pending.suspendPayload?.kind.case !== "clientTool";
+}
+
+export class RunCard {
+  readonly element: HTMLElement;
+  readonly runId: string;
+  readonly agentId: string;
+  /** Answering here: the card follows its own continuation, and run
+   * events about it are not for it to act on. */
+  busy = false;
+  /** Answered here and finished: it stays until dismissed. */
+  done = false;
+  private since: Date | null;
+  private expires: Date | null = null;
+  private readonly meta = h("p", { class: "meta" });
+  private readonly pendingList = h("div", { class: "pending" });
+  private readonly forms = new Map<string, HTMLFormElement>();
+  private readonly live = h("section", { class: "live", "aria-label": "Continuation", hidden: true });
+  private transcript: Transcript | null = null;
+  private readonly history = h("section", { class: "history", "aria-label": "History", hidden: true });
+  private readonly historyButton: HTMLButtonElement;
+  private readonly cancelButton: HTMLButtonElement;
+  private readonly footerAlert = h("div", { class: "footer-alert" });
+  private readonly outcome = h("p", { class: "outcome", hidden: true });
+  private confirmingCancel = false;
+
+  constructor(
+    private readonly context: CardContext,
+    summary: RunSummary,
+  ) {
+    this.runId = summary.runId;
+    this.agentId = summary.agentId;
+    this.since = summary.since ? timestampDate(summary.since) : null;
+    const titleId = `run-${summary.runId}`;
+    this.historyButton = h("button", { type: "button", "aria-expanded": "false", onclick: () => void this.toggleHistory() }, "Show history");
+    this.cancelButton = h("button", { type: "button", class: "danger quiet", onclick: () => void this.cancel() }, "Cancel run");
+    const dismiss = h("button", { type: "button", class: "quiet dismiss", onclick: () => this.context.remove(this) }, "Dismiss");
+    this.element = h(
+      "article",
+      { class: "run", "aria-labelledby": titleId, "data-run-id": summary.runId },
+      h(
+        "header",
+        {},
+        h("h2", { id: titleId }, h("span", { class: "agent" }, summary.agentId), " ", h("span", { class: "run-id" }, `run ${summary.runId}`)),
+        this.meta,
+        summary.threadId ? h("p", { class: "thread" }, `Thread ${summary.threadId}`) : null,
+      ),
+      this.pendingList,
+      this.live,
+      this.outcome,
+      this.history,
+      h("footer", {}, this.historyButton, this.cancelButton, dismiss, this.footerAlert),
+    );
+    this.tick();
+  }
+
+  /** The calls the run waits on now: forms for new ones, the forms of
+   * those still waiting kept as the person left them, the others gone. */
+  setPending(pending: PendingToolCall[], since?: Timestamp): void {
+    if (since) this.since = timestampDate(since);
+    const human = pending.filter(forPerson);
+    const ids = new Set(human.map((call) => call.toolCallId));
+    for (const [id, form] of this.forms) {
+      if (!ids.has(id)) {
+        form.remove();
+        this.forms.delete(id);
+      }
+    }
+    for (const call of human) {
+      if (call.expiresAt) this.expires = timestampDate(call.expiresAt);
+      if (this.forms.has(call.toolCallId)) continue;
+      const tool = this.context.tool(this.agentId, call.toolName);
+      const form = pendingForm(call, tool, (answer, summary) => this.answer(call.toolCallId, answer, summary));
+      if (!form) continue;
+      form.dataset.toolCallId = call.toolCallId;
+      this.forms.set(call.toolCallId, form);
+      this.pendingList.append(form);
+    }
+    this.tick();
+    this.context.changed();
+  }
+
+  /** How many calls wait on a person. */
+  get waiting(): number {
+    return this.forms.size;
+  }
+
+  /** Brings the ages and expiries up to date. */
+  tick(): void {
+    const parts: (Node | string)[] = [];
+    if (this.since) parts.push("asked ", h("time", { datetime: this.since.toISOString(), title: full(this.since) }, ago(this.since)));
+    if (this.expires) {
+      if (parts.length) parts.push(" · ");
+      parts.push("expires ", h("time", { datetime: this.expires.toISOString(), title: full(this.expires) }, until(this.expires)));
+    }
+    this.meta.replaceChildren(...parts);
+  }
+
+  private async answer(toolCallId: string, answer: Answer, summary: string): Promise<string | null> {
+    this.busy = true;
+    const iterator = this.context.client.resume({ runId: this.runId, toolCallId, answer })[Symbol.asyncIterator]();
+    let first: IteratorResult<AgentChunk>;
+    try {
+      first = await iterator.next();
+    } catch (error) {
+      this.busy = false;
+      if (codeOf(error) === Code.FailedPrecondition) void this.refresh();
+      return describe(error);
+    }
+    const form = this.forms.get(toolCallId);
+    this.forms.delete(toolCallId);
+    form?.replaceWith(h("p", { class: "answered" }, h("span", { class: "label" }, "You answered"), " ", summary || "(empty)"));
+    this.pendingList.inert = true;
+    this.transcript = new Transcript();
+    this.live.replaceChildren(h("h3", {}, "Continuation"), this.transcript.element);
+    this.live.hidden = false;
+    if (!first.done) this.transcript.append(first.value);
+    void this.follow(iterator);
+    this.context.changed();
+    return null;
+  }
+
+  /** Streams the rest of the continuation, then shows where the run is. */
+  private async follow(iterator: AsyncIterator<AgentChunk>): Promise<void> {
+    let finish: FinishReason | null = null;
+    try {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) break;
+        this.transcript?.append(next.value);
+        if (next.value.chunk.case === "finish") finish = next.value.chunk.value.reason;
+      }
+    } catch (error) {
+      this.showFooterAlert(`The stream broke: ${describe(error)}`);
+    }
+    this.pendingList.inert = false;
+    this.busy = false;
+    if (finish === FinishReason.SUSPENDED || finish === null) {
+      await this.refresh();
+    } else {
+      this.finished(finish === FinishReason.STOP || finish === FinishReason.MAX_STEPS ? "Answered · the run completed" : `Answered · the run ended: ${FinishReason[finish].toLowerCase().replace("_", " ")}`);
+    }
+  }
+
+  /** Reads the run again: its pending calls if it still waits, else how it ended. */
+  private async refresh(): Promise<void> {
+    try {
+      const run = await this.context.client.getRun({ runId: this.runId });
+      if (run.status === RunStatus.SUSPENDED) {
+        this.setPending(run.pending, run.updatedAt);
+        if (this.waiting === 0) this.finished("Waits for its client, not for you");
+      } else {
+        this.finished(`The run is ${STATUS_TEXT[run.status]}`);
+      }
+    } catch (error) {
+      this.showFooterAlert(describe(error));
+    }
+  }
+
+  /** Nothing waits on a person any more; the card stays until dismissed. */
+  finished(text: string): void {
+    this.done = true;
+    for (const form of this.forms.values()) form.remove();
+    this.forms.clear();
+    this.outcome.textContent = text;
+    this.outcome.hidden = false;
+    this.element.classList.add("finished");
+    this.cancelButton.hidden = true;
+    this.context.changed();
+  }
+
+  private showFooterAlert(message: string): void {
+    this.footerAlert.replaceChildren(h("div", { role: "alert", class: "alert" }, message));
+  }
+
+  private async toggleHistory(): Promise<void> {
+    const open = this.historyButton.getAttribute("aria-expanded") === "true";
+    this.historyButton.setAttribute("aria-expanded", String(!open));
+    this.historyButton.textContent = open ? "Show history" : "Hide history";
+    this.history.hidden = open;
+    if (open) return;
+    const transcript = new Transcript();
+    this.history.replaceChildren(h("h3", {}, "History"), transcript.element);
+    try {
+      for await (const chunk of this.context.client.subscribeRun({ runId: this.runId, afterSeq: 0n })) {
+        transcript.append(chunk);
+      }
+    } catch (error) {
+      this.history.append(h("div", { role: "alert", class: "alert" }, describe(error)));
+    }
+  }
+
+  private async cancel(): Promise<void> {
+    if (!this.confirmingCancel) {
+      this.confirmingCancel = true;
+      this.cancelButton.textContent = "Confirm cancel";
+      this.cancelButton.classList.remove("quiet");
+      return;
+    }
+    this.cancelButton.disabled = true;
+    try {
+      await this.context.client.cancelRun({ runId: this.runId, reason: "cancelled from the inbox" });
+      this.context.remove(this);
+    } catch (error) {
+      this.cancelButton.disabled = false;
+      this.showFooterAlert(describe(error));
+    }
+  }
+}

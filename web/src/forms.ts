@@ -1,0 +1,244 @@
+// One form per pending call, by what the call waits for: a free-text, a
+// single-select or a multi-select question, an approval (approve, approve
+// with edited arguments, decline with a reason), or the resume data of a
+// custom suspending tool. Client-executed tools are not questions for a
+// person: they get no form. The server checks every answer; a refusal is
+// shown in the form's alert and the form keeps what the person entered.
+import type { JsonObject, JsonValue, MessageInitShape } from "@bufbuild/protobuf";
+import {
+  SelectionMode,
+  type PendingToolCall,
+  type ResumeRequestSchema,
+  type ToolInfo,
+} from "./gen/agentd/v1/agentd_pb";
+import { fromJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { h, pretty, uid } from "./dom";
+
+export type Answer = MessageInitShape<typeof ResumeRequestSchema>["answer"];
+
+/** Sends an answer; resolves to the server's refusal, or null once the
+ * answer is taken. */
+export type Send = (answer: Answer, summary: string) => Promise<string | null>;
+
+/** The form for `pending`, or null when no person answers it. */
+export function pendingForm(pending: PendingToolCall, tool: ToolInfo | undefined, send: Send): HTMLFormElement | null {
+  if (pending.awaitingApproval) return approvalForm(pending, send);
+  const payload = pending.suspendPayload?.kind;
+  switch (payload?.case) {
+    case "askUser": {
+      const { question, options, selectionMode } = payload.value;
+      if (selectionMode === SelectionMode.UNSPECIFIED || options.length === 0) return freeTextForm(question, send);
+      return choiceForm(question, options, selectionMode === SelectionMode.MULTI_SELECT, send);
+    }
+    case "custom":
+      return customForm(pending, payload.value, tool, send);
+    default:
+      return null;
+  }
+}
+
+/** A form named by its heading, with an alert for refusals. */
+function shell(title: string, kind: string): { form: HTMLFormElement; body: HTMLElement } {
+  const id = uid("question");
+  const body = h("div", { class: "question-body" });
+  const form = h("form", { class: `question ${kind}`, "aria-labelledby": id, novalidate: true }, h("h3", { id }, title), body);
+  return { form, body };
+}
+
+/** Shows `message` in the form's alert (null clears it). */
+export function showRefusal(form: HTMLFormElement, message: string | null): void {
+  form.querySelector('[role="alert"]')?.remove();
+  if (message) form.append(h("div", { role: "alert", class: "alert" }, message));
+}
+
+/** Submits through `send` with the form's buttons disabled meanwhile. */
+async function submit(form: HTMLFormElement, send: Send, answer: Answer, summary: string): Promise<void> {
+  const buttons = [...form.querySelectorAll("button")];
+  buttons.forEach((button) => (button.disabled = true));
+  form.setAttribute("aria-busy", "true");
+  const refusal = await send(answer, summary);
+  form.removeAttribute("aria-busy");
+  buttons.forEach((button) => (button.disabled = false));
+  showRefusal(form, refusal);
+}
+
+function field(label: string, control: HTMLElement, hint?: string): HTMLElement {
+  const id = uid("field");
+  control.id = id;
+  const hintId = hint ? uid("hint") : undefined;
+  if (hintId) control.setAttribute("aria-describedby", hintId);
+  return h(
+    "div",
+    { class: "field" },
+    h("label", { for: id }, label),
+    hint ? h("p", { class: "hint", id: hintId }, hint) : null,
+    control,
+  );
+}
+
+function sendButton(): HTMLButtonElement {
+  return h("button", { type: "submit", class: "primary" }, "Send answer");
+}
+
+function freeTextForm(question: string, send: Send): HTMLFormElement {
+  const { form, body } = shell(question, "free-text");
+  const answer = h("textarea", { rows: 3, autocomplete: "off" });
+  answer.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+  });
+  body.append(field("Answer", answer, "Ctrl+Enter sends."), h("div", { class: "actions" }, sendButton()));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void submit(form, send, { case: "text", value: answer.value }, answer.value);
+  });
+  return form;
+}
+
+function choiceForm(
+  question: string,
+  options: { label: string; description: string }[],
+  multiple: boolean,
+  send: Send,
+): HTMLFormElement {
+  const { form, body } = shell(question, multiple ? "multi-select" : "single-select");
+  const name = uid("choice");
+  const inputs = options.map((option) => {
+    const labelId = uid("option");
+    const descriptionId = option.description ? uid("description") : undefined;
+    const input = h("input", {
+      type: multiple ? "checkbox" : "radio",
+      name,
+      value: option.label,
+      "aria-labelledby": labelId,
+      "aria-describedby": descriptionId,
+    });
+    body.append(
+      h(
+        "label",
+        { class: "option" },
+        input,
+        h(
+          "span",
+          { class: "option-text" },
+          h("span", { class: "option-label", id: labelId }, option.label),
+          descriptionId ? h("span", { class: "option-description", id: descriptionId }, option.description) : null,
+        ),
+      ),
+    );
+    return input;
+  });
+  const group = h("div", { class: "options", role: multiple ? "group" : "radiogroup", "aria-labelledby": form.getAttribute("aria-labelledby") });
+  group.append(...body.childNodes);
+  body.append(
+    group,
+    h("p", { class: "hint" }, multiple ? "Choose one or more." : "Choose one."),
+    h("div", { class: "actions" }, sendButton()),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = inputs.filter((input) => input.checked).map((input) => input.value);
+    const answer: Answer = multiple
+      ? { case: "selections", value: { labels: chosen } }
+      : { case: "text", value: chosen[0] ?? "" };
+    void submit(form, send, answer, chosen.join(", "));
+  });
+  return form;
+}
+
+function sameJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
+  return JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
+}
+
+function approvalForm(pending: PendingToolCall, send: Send): HTMLFormElement {
+  const { form, body } = shell(`Approve ${pending.toolName}?`, "approval");
+  const args = h("textarea", { rows: 6, spellcheck: "false", class: "code" });
+  args.value = pretty(pending.args);
+  const reason = h("input", { type: "text", autocomplete: "off" });
+  const approve = h("button", { type: "submit", class: "primary" }, "Approve");
+  const decline = h("button", { type: "button", class: "danger" }, "Decline");
+  body.append(
+    field("Arguments", args, "The call as the model made it. Edit the JSON to run it with your arguments instead."),
+    h("div", { class: "actions" }, approve),
+    field("Reason", reason, "Optional. The model is told why you declined."),
+    h("div", { class: "actions" }, decline),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    let edited: JsonValue;
+    try {
+      edited = JSON.parse(args.value) as JsonValue;
+    } catch (error) {
+      showRefusal(form, `Arguments are not valid JSON: ${(error as Error).message}`);
+      return;
+    }
+    if (edited === null || typeof edited !== "object" || Array.isArray(edited)) {
+      showRefusal(form, "Arguments must be a JSON object.");
+      return;
+    }
+    const changed = !sameJson(edited, pending.args);
+    const approval = changed ? { approved: true, editedArgs: edited as JsonObject } : { approved: true };
+    void submit(form, send, { case: "approval", value: approval }, changed ? "Approved with edited arguments" : "Approved");
+  });
+  decline.addEventListener("click", () => {
+    const why = reason.value.trim();
+    void submit(form, send, { case: "approval", value: { approved: false, reason: why } }, why ? `Declined: ${why}` : "Declined");
+  });
+  return form;
+}
+
+/** A starting point for resume data that `schema` describes: its required
+ * properties, each with its first allowed value or an empty one. */
+export function skeleton(schema: JsonValue | undefined): JsonValue {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return {};
+  if ("const" in schema) return schema.const ?? null;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  switch (schema.type) {
+    case "object": {
+      const properties = (schema.properties ?? {}) as JsonObject;
+      const required = Array.isArray(schema.required) ? (schema.required as string[]) : Object.keys(properties);
+      return Object.fromEntries(required.map((name) => [name, skeleton(properties[name])]));
+    }
+    case "array":
+      return [];
+    case "string":
+      return "";
+    case "number":
+    case "integer":
+      return 0;
+    case "boolean":
+      return false;
+    default:
+      return {};
+  }
+}
+
+function customForm(pending: PendingToolCall, payload: JsonObject, tool: ToolInfo | undefined, send: Send): HTMLFormElement {
+  const { form, body } = shell(`${pending.toolName} asks for a response`, "custom");
+  const shown = h("dl", { class: "payload" });
+  for (const [name, value] of Object.entries(payload)) {
+    shown.append(h("dt", {}, name), h("dd", {}, typeof value === "string" ? value : h("pre", {}, pretty(value))));
+  }
+  const data = h("textarea", { rows: 5, spellcheck: "false", class: "code" });
+  data.value = pretty(skeleton(tool?.resumeSchema));
+  body.append(
+    shown,
+    field("Resume data", data, "JSON, checked against the tool's resume schema."),
+  );
+  if (tool?.resumeSchema) {
+    body.append(h("details", { class: "schema" }, h("summary", {}, "What the tool accepts"), h("pre", {}, pretty(tool.resumeSchema))));
+  }
+  body.append(h("div", { class: "actions" }, sendButton()));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    let value: JsonValue;
+    try {
+      value = JSON.parse(data.value) as JsonValue;
+    } catch (error) {
+      showRefusal(form, `Resume data is not valid JSON: ${(error as Error).message}`);
+      return;
+    }
+    void submit(form, send, { case: "data", value: fromJson(ValueSchema, value) }, "Response sent");
+  });
+  return form;
+}

@@ -1,0 +1,91 @@
+// A run's chunks as a readable transcript: the model's text as it
+// streams, tool calls and their results, questions, and how the stream
+// ended. Used for a continuation after an answer and for a run's history.
+import { FinishReason, type AgentChunk } from "./gen/agentd/v1/agentd_pb";
+import { h, pretty } from "./dom";
+
+const ENDINGS: Record<FinishReason, string> = {
+  [FinishReason.UNSPECIFIED]: "The stream ended",
+  [FinishReason.STOP]: "Done",
+  [FinishReason.SUSPENDED]: "Waiting for an answer",
+  [FinishReason.MAX_STEPS]: "Stopped at its step limit",
+  [FinishReason.CANCELLED]: "Cancelled",
+  [FinishReason.ERROR]: "Failed",
+};
+
+export class Transcript {
+  readonly element = h("ol", { class: "transcript" });
+  /** The paragraph the model's text is streaming into. */
+  private text: HTMLElement | null = null;
+  /** The last seq shown, so that nothing shows twice. */
+  private seq = 0n;
+
+  append(chunk: AgentChunk): void {
+    if (chunk.seq <= this.seq) return;
+    this.seq = chunk.seq;
+    const event = chunk.chunk;
+    if (event.case === "textDelta") {
+      if (!this.text) {
+        this.text = h("p", { class: "text" });
+        this.add("model", this.text);
+      }
+      this.text.append(event.value.text);
+      return;
+    }
+    this.text = null;
+    switch (event.case) {
+      case "start":
+        if (event.value.resumed) this.add("marker", "Resumed");
+        break;
+      case "toolCall": {
+        const call = event.value;
+        const edited = call.originalArgs !== undefined;
+        this.add(
+          "call",
+          h("span", { class: "label" }, edited ? `Runs ${call.toolName} with edited arguments` : `Calls ${call.toolName}`),
+          h("pre", {}, pretty(call.args)),
+          edited ? h("details", {}, h("summary", {}, "The model's arguments"), h("pre", {}, pretty(call.originalArgs))) : null,
+        );
+        break;
+      }
+      case "toolResult": {
+        const result = event.value;
+        this.add(
+          result.isError ? "result error" : "result",
+          h("span", { class: "label" }, `${result.toolName} ${result.isError ? "failed" : "returned"}`),
+          h("p", {}, result.content),
+        );
+        break;
+      }
+      case "toolCallSuspended": {
+        const payload = event.value.suspendPayload?.kind;
+        const what =
+          payload?.case === "askUser"
+            ? `Asks: ${payload.value.question}`
+            : payload?.case === "clientTool"
+              ? `Waits for the client to run ${event.value.toolName}`
+              : `${event.value.toolName} waits for a response`;
+        this.add("question", what);
+        break;
+      }
+      case "toolCallApproval":
+        this.add("question", `Asks to run ${event.value.toolName}`);
+        break;
+      case "error":
+        this.add("result error", h("span", { class: "label" }, `Error: ${event.value.code}`), h("p", {}, event.value.message));
+        break;
+      case "finish":
+        this.add(
+          event.value.reason === FinishReason.ERROR ? "end error" : "end",
+          ENDINGS[event.value.reason] ?? "The stream ended",
+        );
+        break;
+      default:
+        break;
+    }
+  }
+
+  private add(kind: string, ...content: (Node | string | null)[]): void {
+    this.element.append(h("li", { class: kind }, ...content));
+  }
+}
