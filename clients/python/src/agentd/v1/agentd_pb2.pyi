@@ -603,19 +603,36 @@ class Approval(_message.Message):
 
     APPROVED_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    EDITED_ARGS_FIELD_NUMBER: _builtins.int
     approved: _builtins.bool
     """Whether the tool may run."""
     reason: _builtins.str
     """Why; shown to the model when the call is declined."""
+    @_builtins.property
+    def edited_args(self) -> _struct_pb2.Struct:
+        """With `approved = true`: the arguments the tool runs with instead of
+        the model's (a person edited them). They are checked against the
+        tool's input schema first: arguments that break it are
+        INVALID_ARGUMENT with a BadRequest naming `approval.edited_args` and
+        each violation by JSON pointer (`approval.edited_args/draft: ...`),
+        and the run stays as it was. The continuation then opens with a
+        `tool_call` chunk carrying the edited `args` and the model's as
+        `original_args`; the model's conversation has the call with the
+        arguments it ran with, and GetRun lists it in `edited_calls`. With
+        `approved = false` it is INVALID_ARGUMENT: a declined call does not
+        run.
+        """
+
     def __init__(
         self,
         *,
         approved: _builtins.bool = ...,
         reason: _builtins.str = ...,
+        edited_args: _struct_pb2.Struct | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["edited_args", b"edited_args"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "edited_args", b"edited_args", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1216,7 +1233,8 @@ class ThreadAnswer(_message.Message):
     """The call it answered."""
     text: _builtins.str
     """The answer as given: the text, the labels joined with `, `, the resume
-    data as JSON, or `approved` / `declined: <reason>`.
+    data as JSON, or `approved` / `approved with edited arguments: <JSON>`
+    / `declined: <reason>`.
     """
     answered_by: _builtins.str
     """The tenant whose request gave it."""
@@ -1289,6 +1307,7 @@ class Run(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     CANCEL_REASON_FIELD_NUMBER: _builtins.int
     THREAD_ID_FIELD_NUMBER: _builtins.int
+    EDITED_CALLS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run's id (UUIDv7)."""
     agent_id: _builtins.str
@@ -1335,6 +1354,13 @@ class Run(_message.Message):
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """The metadata given when the run was started."""
 
+    @_builtins.property
+    def edited_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolCall]:
+        """The calls a person approved with edited arguments, in the order they
+        were approved: `args` as the tool ran with them (and as the model
+        sees the call), `original_args` as the model wrote them.
+        """
+
     def __init__(
         self,
         *,
@@ -1353,10 +1379,11 @@ class Run(_message.Message):
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         cancel_reason: _builtins.str = ...,
         thread_id: _builtins.str = ...,
+        edited_calls: _abc.Iterable[Global___ToolCall] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "error", b"error", "expires_at", b"expires_at", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "last_seq", b"last_seq", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "last_seq", b"last_seq", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1711,13 +1738,25 @@ class ToolCall(_message.Message):
     TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
     TOOL_NAME_FIELD_NUMBER: _builtins.int
     ARGS_FIELD_NUMBER: _builtins.int
+    ORIGINAL_ARGS_FIELD_NUMBER: _builtins.int
     tool_call_id: _builtins.str
     """The call's id."""
     tool_name: _builtins.str
     """The tool called."""
     @_builtins.property
     def args(self) -> _struct_pb2.Struct:
-        """The arguments the model gave."""
+        """The arguments the tool runs with: the model's, or those a person
+        edited when approving the call (then `original_args` is set).
+        """
+
+    @_builtins.property
+    def original_args(self) -> _struct_pb2.Struct:
+        """Set only when a person approved the call with edited arguments
+        (Approval.edited_args): the arguments the model gave. Such a call is
+        streamed twice: first as the model made it (`args` its own, no
+        `original_args`), then, when the edited approval continues the run,
+        with the edited `args` and this field.
+        """
 
     def __init__(
         self,
@@ -1725,10 +1764,11 @@ class ToolCall(_message.Message):
         tool_call_id: _builtins.str = ...,
         tool_name: _builtins.str = ...,
         args: _struct_pb2.Struct | None = ...,
+        original_args: _struct_pb2.Struct | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["args", b"args"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "original_args", b"original_args"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "tool_call_id", b"tool_call_id", "tool_name", b"tool_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "original_args", b"original_args", "tool_call_id", b"tool_call_id", "tool_name", b"tool_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

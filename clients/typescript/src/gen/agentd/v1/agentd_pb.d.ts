@@ -396,6 +396,23 @@ export declare type Approval = Message$1<"agentd.v1.Approval"> & {
    * @generated from field: string reason = 2;
    */
   reason: string;
+
+  /**
+   * With `approved = true`: the arguments the tool runs with instead of
+   * the model's (a person edited them). They are checked against the
+   * tool's input schema first: arguments that break it are
+   * INVALID_ARGUMENT with a BadRequest naming `approval.edited_args` and
+   * each violation by JSON pointer (`approval.edited_args/draft: ...`),
+   * and the run stays as it was. The continuation then opens with a
+   * `tool_call` chunk carrying the edited `args` and the model's as
+   * `original_args`; the model's conversation has the call with the
+   * arguments it ran with, and GetRun lists it in `edited_calls`. With
+   * `approved = false` it is INVALID_ARGUMENT: a declined call does not
+   * run.
+   *
+   * @generated from field: google.protobuf.Struct edited_args = 3;
+   */
+  editedArgs?: JsonObject | undefined;
 };
 
 /**
@@ -1009,7 +1026,8 @@ export declare type ThreadAnswer = Message$1<"agentd.v1.ThreadAnswer"> & {
 
   /**
    * The answer as given: the text, the labels joined with `, `, the resume
-   * data as JSON, or `approved` / `declined: <reason>`.
+   * data as JSON, or `approved` / `approved with edited arguments: <JSON>`
+   * / `declined: <reason>`.
    *
    * @generated from field: string text = 2;
    */
@@ -1154,6 +1172,15 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: string thread_id = 15;
    */
   threadId: string;
+
+  /**
+   * The calls a person approved with edited arguments, in the order they
+   * were approved: `args` as the tool ran with them (and as the model
+   * sees the call), `original_args` as the model wrote them.
+   *
+   * @generated from field: repeated agentd.v1.ToolCall edited_calls = 16;
+   */
+  editedCalls: ToolCall[];
 };
 
 /**
@@ -1568,11 +1595,23 @@ export declare type ToolCall = Message$1<"agentd.v1.ToolCall"> & {
   toolName: string;
 
   /**
-   * The arguments the model gave.
+   * The arguments the tool runs with: the model's, or those a person
+   * edited when approving the call (then `original_args` is set).
    *
    * @generated from field: google.protobuf.Struct args = 3;
    */
   args?: JsonObject | undefined;
+
+  /**
+   * Set only when a person approved the call with edited arguments
+   * (Approval.edited_args): the arguments the model gave. Such a call is
+   * streamed twice: first as the model made it (`args` its own, no
+   * `original_args`), then, when the edited approval continues the run,
+   * with the edited `args` and this field.
+   *
+   * @generated from field: google.protobuf.Struct original_args = 4;
+   */
+  originalArgs?: JsonObject | undefined;
 };
 
 /**
