@@ -152,8 +152,9 @@ function sameJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
 
 function approvalForm(pending: PendingToolCall, send: Send): HTMLFormElement {
   const { form, body } = shell(`Approve ${pending.toolName}?`, "approval");
-  const args = h("textarea", { rows: 6, spellcheck: "false", class: "code" });
+  const args = h("textarea", { spellcheck: "false", class: "code" });
   args.value = pretty(pending.args);
+  args.rows = Math.min(Math.max(args.value.split("\n").length, 3), 14);
   const reason = h("input", { type: "text", autocomplete: "off" });
   const approve = h("button", { type: "submit", class: "primary" }, "Approve");
   const decline = h("button", { type: "button", class: "danger" }, "Decline");

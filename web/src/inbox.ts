@@ -30,8 +30,10 @@ export class Inbox {
   private readonly count = h("p", { class: "count", "aria-live": "polite" });
   private readonly filter: HTMLSelectElement;
   private readonly tools = new Map<string, Map<string, ToolInfo>>();
-  /** The latest event seen of each run: its time and the status after it. */
-  private readonly latest = new Map<string, { time: number; status: RunStatus }>();
+  /** The latest event seen of each run: its time, and how many events
+   * this page had received when it came. */
+  private readonly latest = new Map<string, { time: number; received: number }>();
+  private received = 0;
   private cursor = "";
 
   constructor(
@@ -103,29 +105,39 @@ export class Inbox {
     }
   }
 
-  /** Reads every run waiting now. */
+  /** Reads every run waiting now; after a reconnect that could not
+   * continue, cards of runs that no longer wait leave. */
   private async load(): Promise<void> {
+    const receivedBefore = this.received;
+    const listed = new Set<string>();
     let pageToken = "";
-    let read = 0;
     try {
       do {
         const page = await this.client.listRuns({ status: RunStatus.SUSPENDED, pageSize: 200, pageToken });
         for (const run of page.runs) {
+          listed.add(run.runId);
           const seen = this.latest.get(run.runId);
           // An event newer than this read already said where the run is.
           if (seen && run.updatedAt && seen.time >= timestampMs(run.updatedAt)) continue;
           this.upsert({ runId: run.runId, agentId: run.agentId, threadId: run.threadId, since: run.updatedAt }, run.pending);
         }
-        read += page.runs.length;
         pageToken = page.nextPageToken;
-      } while (pageToken && read < MAX_LISTED);
+      } while (pageToken && listed.size < MAX_LISTED);
     } catch (error) {
       this.setStatus(false, `Could not list the runs: ${describe(error)}`);
+      return;
+    }
+    if (pageToken) return;
+    for (const card of [...this.cards.values()]) {
+      const seen = this.latest.get(card.runId);
+      const newer = seen !== undefined && seen.received > receivedBefore;
+      if (!listed.has(card.runId) && !newer && !card.busy && !card.done) this.remove(card);
     }
   }
 
   private onEvent(event: RunEvent): void {
-    if (event.time) this.latest.set(event.runId, { time: timestampMs(event.time), status: event.status });
+    this.received += 1;
+    if (event.time) this.latest.set(event.runId, { time: timestampMs(event.time), received: this.received });
     const card = this.cards.get(event.runId);
     if (card?.busy) return;
     if (event.kind === RunEventKind.SUSPENDED) {

@@ -13,7 +13,7 @@ const app = document.getElementById("app")!;
 
 function setStatus(live: boolean, text: string): void {
   status.textContent = text;
-  status.classList.toggle("live", live);
+  status.classList.toggle("is-live", live);
 }
 
 function leave(): void {

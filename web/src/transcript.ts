@@ -39,13 +39,21 @@ export class Transcript {
         break;
       case "toolCall": {
         const call = event.value;
-        const edited = call.originalArgs !== undefined;
-        this.add(
-          "call",
-          h("span", { class: "label" }, edited ? `Runs ${call.toolName} with edited arguments` : `Calls ${call.toolName}`),
-          h("pre", {}, pretty(call.args)),
-          edited ? h("details", {}, h("summary", {}, "The model's arguments"), h("pre", {}, pretty(call.originalArgs))) : null,
-        );
+        if (call.originalArgs !== undefined) {
+          this.add(
+            "call",
+            h("span", { class: "label" }, `Runs ${call.toolName} with edited arguments`),
+            h("pre", {}, pretty(call.args)),
+            h("details", {}, h("summary", {}, "The model's arguments"), h("pre", {}, pretty(call.originalArgs))),
+          );
+        } else {
+          // A question shows itself when it is asked; other calls' arguments on demand.
+          this.add(
+            "call",
+            h("span", { class: "label" }, `Calls ${call.toolName}`),
+            call.toolName === "ask_user" ? null : h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, pretty(call.args))),
+          );
+        }
         break;
       }
       case "toolResult": {

@@ -53,14 +53,6 @@ async function statusOf(agentd: Agentd, runId: string): Promise<RunStatus> {
   return (await agentd.getRun({ runId })).status;
 }
 
-async function waitForStatus(agentd: Agentd, runId: string, status: RunStatus): Promise<void> {
-  for (let tries = 0; tries < 100; tries += 1) {
-    if ((await statusOf(agentd, runId)) === status) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`inbox: run ${runId} never became ${RunStatus[status]}`);
-}
-
 const REVIEW = 'call human_review {"draft": "Dear customer, your refund is on its way."}';
 
 export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: string[]) {
@@ -157,7 +149,8 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: 
       .getByText("The user declined this call of human_review: The refund is not approved yet")
       .first()
       .waitFor(SOON);
-    await waitForStatus(agentd, declined, RunStatus.COMPLETED);
+    await card(page, declined).getByText("Answered · the run completed").waitFor(SOON);
+    check((await statusOf(agentd, declined)) === RunStatus.COMPLETED, "the declined run completed");
 
     // A new suspension appears live, within a second of being stored.
     const before = Date.now();

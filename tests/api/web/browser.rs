@@ -38,8 +38,10 @@ async fn the_inbox_in_a_real_browser() {
     let open_url = format!("http://{}", open.addr);
     let keyed_url = format!("http://{}", keyed.addr);
     // AGENTD_INBOX_SCREENSHOT=docs/inbox.png saves the inbox with its
-    // first questions waiting.
-    let screenshot = std::env::var("AGENTD_INBOX_SCREENSHOT").unwrap_or_default();
+    // first questions waiting (a relative path is from the repository).
+    let screenshot = std::env::var("AGENTD_INBOX_SCREENSHOT")
+        .map(|path| super::node::web_dir().join("..").join(path).display().to_string())
+        .unwrap_or_default();
     tokio::task::spawn_blocking(move || {
         run_script(
             "inbox.ts",
