@@ -37,5 +37,5 @@ mod store_faults;
 mod threads;
 mod user_tools;
 pub(crate) mod watch_runs;
-mod webhooks;
 mod web;
+mod webhooks;
