@@ -18,7 +18,7 @@ use tonic::{Code, Request, Response, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::domain::{RunId, RunRecord, RunStatus, Tenant, ThreadId};
-use crate::grpc::{tenant_of, StreamGate};
+use crate::grpc::{tenant_of, OpenStream, StreamGate};
 use crate::runtime::{ListRuns, RunStream, Runtime, RuntimeError};
 
 pub use a2a_pb::proto::a2a_service_server::A2aServiceServer;
@@ -129,8 +129,7 @@ impl A2aServiceImpl {
 
     /// The A2A events of `stream`: the task as it stands first, then the
     /// updates of its chunks.
-    fn events(&self, first: proto::Task, run: RunRecord, stream: RunStream) -> Result<Events, Status> {
-        let open = self.gate.admit()?;
+    fn events(&self, first: proto::Task, run: RunRecord, stream: RunStream, open: OpenStream) -> Events {
         let mut updates = task::Updates::new(run);
         let updates = futures_util::StreamExt::flat_map(
             stream.map_events(move |event| updates.of(&event.chunk, event.time)),
@@ -138,7 +137,7 @@ impl A2aServiceImpl {
         );
         let first = task::stream_response(proto::stream_response::Payload::Task(first));
         let events = tokio_stream::once(Ok(first)).chain(updates);
-        Ok(Box::pin(self.gate.guard(events, open, None)))
+        Box::pin(self.gate.guard(events, open, None))
     }
 }
 
@@ -181,7 +180,9 @@ impl A2aService for A2aServiceImpl {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<Events>, Status> {
-        self.gate.admit()?;
+        // Admitted first, so that a draining server refuses before it
+        // starts or answers anything.
+        let open = self.gate.admit()?;
         let tenant = tenant_of(&request);
         let (run, stream) = self.send(&tenant, request.into_inner()).await?;
         let mut first = task::task(&run, Some(0));
@@ -190,7 +191,7 @@ impl A2aService for A2aServiceImpl {
             status.state = proto::TaskState::Working as i32;
             status.message = None;
         }
-        Ok(Response::new(self.events(first, run, stream)?))
+        Ok(Response::new(self.events(first, run, stream, open)))
     }
 
     async fn get_task(
@@ -303,6 +304,7 @@ impl A2aService for A2aServiceImpl {
         &self,
         request: Request<proto::SubscribeToTaskRequest>,
     ) -> Result<Response<Events>, Status> {
+        let open = self.gate.admit()?;
         let tenant = tenant_of(&request);
         let request = request.into_inner();
         let run = self.run_of(&tenant, &request.id).await?;
@@ -324,7 +326,7 @@ impl A2aService for A2aServiceImpl {
             .await
             .map_err(|error| status_of(error, &request.id))?;
         let first = task::task(&run, Some(0));
-        Ok(Response::new(self.events(first, run, stream)?))
+        Ok(Response::new(self.events(first, run, stream, open)))
     }
 
     async fn create_task_push_notification_config(
