@@ -101,6 +101,12 @@ pub struct CycleArgs {
     /// Skip the ceiling run (and the ratio).
     #[arg(long)]
     pub no_ceiling: bool,
+    /// Run agentd and the ceiling on this PostgreSQL database
+    /// (`postgres://USER@HOST:PORT/DB`), each in a fresh schema dropped
+    /// afterwards, and report per cycle the statements, round trips and
+    /// CPU of the database's backends too.
+    #[arg(long, value_name = "URL", conflicts_with = "target")]
+    pub store: Option<String>,
 }
 
 #[derive(Args, Clone, Debug)]
@@ -147,6 +153,10 @@ pub struct CeilingServerArgs {
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub options: CeilingOptions,
+    /// Store in this PostgreSQL database (its URL's search path selects
+    /// the schema) instead of SQLite in the data folder.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ pub async fn run(args: CapacityArgs) -> anyhow::Result<()> {
         Some(addr) => (addr, None),
         None => {
             let dir = ScratchDir::new("capacity")?;
-            let process = ServerProcess::agentd(dir.path()).await?;
+            let process = ServerProcess::agentd(dir.path(), None).await?;
             (process.addr, Some((process, dir)))
         }
     };
@@ -223,7 +223,7 @@ async fn sample_resumes(
 /// Starts agentd again on the full store and times it to its first answer.
 async fn restart(dir: &ScratchDir) -> anyhow::Result<Restart> {
     let began = Instant::now();
-    let process = ServerProcess::agentd(dir.path()).await?;
+    let process = ServerProcess::agentd(dir.path(), None).await?;
     let listening = began.elapsed();
     let deadline = began + RESTART_LIMIT;
     let first_call = loop {

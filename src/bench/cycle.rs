@@ -6,8 +6,12 @@ use std::net::SocketAddr;
 
 use serde::Serialize;
 
+use std::time::Duration;
+
 use super::args::{CeilingArgs, CeilingOptions, CycleArgs, LoadArgs};
-use super::load::{self, LoadResult};
+use super::load::{self, LoadResult, Meter, PerCycle, Reading};
+use super::postgres::wire::Relay;
+use super::postgres::{Database, Schemas};
 use super::process::{ScratchDir, ServerProcess};
 use super::report;
 
@@ -16,6 +20,8 @@ pub struct CycleReport {
     pub scenario: &'static str,
     /// `spawned` or the address given with `--target`.
     pub agentd: String,
+    /// Where both servers store: `sqlite`, or PostgreSQL and how it commits.
+    pub store: String,
     /// How the ceiling service stored its writes; absent with `--no-ceiling`.
     pub ceiling: Option<CeilingConfig>,
     pub warmup_secs: f64,
@@ -46,34 +52,81 @@ pub struct Level {
     pub ceiling: Option<LoadResult>,
     /// agentd cycles/s ÷ ceiling cycles/s.
     pub ratio: Option<f64>,
+    /// What a cycle cost agentd (and PostgreSQL), when agentd was spawned.
+    pub agentd_per_cycle: Option<PerCycle>,
+    pub ceiling_per_cycle: Option<PerCycle>,
 }
 
 /// A server under test: started here (and its data folder), or remote.
 struct Server {
     addr: SocketAddr,
-    _process: Option<(ServerProcess, ScratchDir)>,
+    process: Option<(ServerProcess, ScratchDir)>,
+    /// The `application_name` of its PostgreSQL connections.
+    application: Option<String>,
 }
 
 impl Server {
-    async fn agentd(target: Option<SocketAddr>) -> anyhow::Result<Self> {
+    async fn agentd(target: Option<SocketAddr>, store: Option<StoreUrl>) -> anyhow::Result<Self> {
         if let Some(addr) = target {
-            return Ok(Self { addr, _process: None });
+            return Ok(Self {
+                addr,
+                process: None,
+                application: None,
+            });
         }
         let dir = ScratchDir::new("agentd")?;
-        let process = ServerProcess::agentd(dir.path()).await?;
+        let process = ServerProcess::agentd(dir.path(), store.as_ref().map(|s| s.url.as_str())).await?;
         Ok(Self {
             addr: process.addr,
-            _process: Some((process, dir)),
+            process: Some((process, dir)),
+            application: store.map(|s| s.application),
         })
     }
 
-    async fn ceiling(options: &CeilingOptions) -> anyhow::Result<Self> {
+    async fn ceiling(options: &CeilingOptions, store: Option<StoreUrl>) -> anyhow::Result<Self> {
         let dir = ScratchDir::new("ceiling")?;
-        let process =
-            ServerProcess::ceiling(dir.path(), options.ceiling_sync.as_str(), options.ceiling_naive).await?;
+        let process = ServerProcess::ceiling(
+            dir.path(),
+            options.ceiling_sync.as_str(),
+            options.ceiling_naive,
+            store.as_ref().map(|s| s.url.as_str()),
+        )
+        .await?;
         Ok(Self {
             addr: process.addr,
-            _process: Some((process, dir)),
+            process: Some((process, dir)),
+            application: store.map(|s| s.application),
+        })
+    }
+
+    async fn stop(self) {
+        if let Some((process, _dir)) = self.process {
+            process.stop().await;
+        }
+    }
+}
+
+/// Reads a spawned server's CPU, and on PostgreSQL its backends' CPU and
+/// what it sent through the relay.
+struct ServerMeter<'a> {
+    server: &'a Server,
+    database: Option<&'a Schemas>,
+    relay: Option<&'a Relay>,
+}
+
+impl Meter for ServerMeter<'_> {
+    async fn read(&self) -> anyhow::Result<Reading> {
+        let server_cpu = self.server.process.as_ref().and_then(|(p, _)| p.cpu_seconds());
+        let postgres_cpu = match (self.database, &self.server.application) {
+            (Some(database), Some(application)) => Some(database.backend_cpu_seconds(application).await?),
+            _ => None,
+        };
+        let counts = self.relay.map(Relay::counts);
+        Ok(Reading {
+            server_cpu,
+            postgres_cpu,
+            statements: counts.map(|c| c.statements),
+            round_trips: counts.map(|c| c.round_trips),
         })
     }
 }
@@ -82,6 +135,7 @@ fn report_of(agentd: String, ceiling: Option<CeilingConfig>, load: &LoadArgs) ->
     CycleReport {
         scenario: "cycle",
         agentd,
+        store: "sqlite".to_owned(),
         ceiling,
         warmup_secs: load.warmup.as_secs_f64(),
         duration_secs: load.duration.as_secs_f64(),
@@ -92,39 +146,183 @@ fn report_of(agentd: String, ceiling: Option<CeilingConfig>, load: &LoadArgs) ->
 
 /// `agentd bench cycle`.
 pub async fn run(args: CycleArgs) -> anyhow::Result<()> {
-    let agentd = Server::agentd(args.target.target).await?;
+    let report = match &args.store {
+        None => measure(&args, None).await?,
+        Some(url) => {
+            let database = Database::parse(url)?;
+            let mut schemas = Schemas::new(&database).await?;
+            let measured = on_postgres(&args, &database, &mut schemas).await;
+            let dropped = schemas.drop_all().await;
+            let report = measured?;
+            dropped?;
+            report
+        }
+    };
+    report::print(&report, args.target.json, report::cycle_table)
+}
+
+/// A server's PostgreSQL store, and the name its connections carry.
+struct StoreUrl {
+    url: String,
+    application: String,
+}
+
+/// The PostgreSQL database a cycle bench runs on: its schemas, and the
+/// schema of each of the two servers.
+struct OnPostgres<'a> {
+    database: &'a Database,
+    schemas: &'a Schemas,
+    agentd_schema: String,
+    ceiling_schema: String,
+}
+
+impl OnPostgres<'_> {
+    /// The store URL and connection name of `label`'s server, through
+    /// `address` (the database's or a relay's).
+    fn store(&self, label: &str, address: &str, counted: bool) -> StoreUrl {
+        let schema = match label {
+            "agentd" => &self.agentd_schema,
+            _ => &self.ceiling_schema,
+        };
+        let application = match counted {
+            false => format!("agentd-bench-{label}"),
+            true => format!("agentd-bench-{label}-counted"),
+        };
+        StoreUrl {
+            url: self.database.url(address, schema, &application),
+            application,
+        }
+    }
+}
+
+async fn on_postgres(
+    args: &CycleArgs,
+    database: &Database,
+    schemas: &mut Schemas,
+) -> anyhow::Result<CycleReport> {
+    let agentd_schema = schemas.create("agentd").await?;
+    let ceiling_schema = schemas.create("ceiling").await?;
+    let postgres = OnPostgres {
+        database,
+        schemas,
+        agentd_schema,
+        ceiling_schema,
+    };
+    let mut report = measure(args, Some(&postgres)).await?;
+    report.store = format!(
+        "postgres (synchronous_commit={}, pools of {} connections)",
+        postgres.schemas.synchronous_commit().await?,
+        agentd::store::POSTGRES_POOL_SIZE
+    );
+    count(args, &postgres, &mut report).await?;
+    Ok(report)
+}
+
+/// Each level against agentd and then the ceiling, with what a cycle cost
+/// each of them.
+async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow::Result<CycleReport> {
+    let store = |label| postgres.map(|p| p.store(label, &p.database.address(), false));
+    let agentd = Server::agentd(args.target.target, store("agentd")).await?;
     let ceiling = match args.no_ceiling {
         true => None,
-        false => Some(Server::ceiling(&args.ceiling).await?),
+        false => Some(Server::ceiling(&args.ceiling, store("ceiling")).await?),
     };
     let name = match args.target.target {
         Some(addr) => addr.to_string(),
         None => "spawned".to_owned(),
     };
     let mut report = report_of(name, ceiling.as_ref().map(|_| (&args.ceiling).into()), &args.load);
+    let database = postgres.map(|p| p.schemas);
     for &concurrency in &args.load.concurrency {
-        let ours = load::drive("agentd", agentd.addr, concurrency, &args.load).await?;
+        let meter = |server| ServerMeter {
+            server,
+            database,
+            relay: None,
+        };
+        let (ours, our_cost) =
+            load::drive_metered("agentd", agentd.addr, concurrency, &args.load, &meter(&agentd)).await?;
         let theirs = match &ceiling {
-            Some(server) => Some(load::drive("ceiling", server.addr, concurrency, &args.load).await?),
+            Some(server) => Some(
+                load::drive_metered("ceiling", server.addr, concurrency, &args.load, &meter(server)).await?,
+            ),
             None => None,
         };
         let ratio = theirs
             .as_ref()
-            .filter(|c| c.cycles_per_sec > 0.0)
-            .map(|c| ours.cycles_per_sec / c.cycles_per_sec);
+            .filter(|(c, _)| c.cycles_per_sec > 0.0)
+            .map(|(c, _)| ours.cycles_per_sec / c.cycles_per_sec);
+        let spawned = agentd.process.is_some();
         report.levels.push(Level {
             concurrency: ours.concurrency,
             agentd: Some(ours),
-            ceiling: theirs,
+            agentd_per_cycle: spawned.then_some(our_cost),
+            ceiling_per_cycle: theirs.as_ref().map(|(_, cost)| *cost),
+            ceiling: theirs.map(|(result, _)| result),
             ratio,
         });
     }
-    report::print(&report, args.target.json, report::cycle_table)
+    agentd.stop().await;
+    if let Some(ceiling) = ceiling {
+        ceiling.stop().await;
+    }
+    Ok(report)
+}
+
+/// How long each level of the counting pass runs.
+const COUNTING: LoadArgs = LoadArgs {
+    concurrency: Vec::new(),
+    duration: Duration::from_secs(2),
+    warmup: Duration::from_millis(500),
+    per_connection: 16,
+};
+
+/// The counting pass: a second agentd and ceiling on the same schemas,
+/// connected through a relay that counts their statements and round
+/// trips, for a short while at each level.
+async fn count(args: &CycleArgs, postgres: &OnPostgres<'_>, report: &mut CycleReport) -> anyhow::Result<()> {
+    let relay = Relay::start(postgres.database.address()).await?;
+    let through = relay.addr.to_string();
+    let load = LoadArgs {
+        per_connection: args.load.per_connection,
+        ..COUNTING
+    };
+    for (label, server) in [("agentd", true), ("ceiling", !args.no_ceiling)] {
+        if !server {
+            continue;
+        }
+        let store = Some(postgres.store(label, &through, true));
+        let server = match label {
+            "agentd" => Server::agentd(None, store).await?,
+            _ => Server::ceiling(&args.ceiling, store).await?,
+        };
+        let meter = ServerMeter {
+            server: &server,
+            database: None,
+            relay: Some(&relay),
+        };
+        for level in &mut report.levels {
+            let (_, counted) = load::drive_metered(
+                &format!("{label} (counting)"),
+                server.addr,
+                level.concurrency,
+                &load,
+                &meter,
+            )
+            .await?;
+            let cost = match label {
+                "agentd" => &mut level.agentd_per_cycle,
+                _ => &mut level.ceiling_per_cycle,
+            };
+            *cost = Some(cost.unwrap_or_default().or(counted));
+        }
+        server.stop().await;
+    }
+    Ok(())
 }
 
 /// `agentd bench ceiling`: the ceiling service alone.
 pub async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
-    let ceiling = Server::ceiling(&args.ceiling).await?;
+    let ceiling = Server::ceiling(&args.ceiling, None).await?;
     let mut report = report_of("none".to_owned(), Some((&args.ceiling).into()), &args.load);
     report.scenario = "ceiling";
     for &concurrency in &args.load.concurrency {
@@ -134,6 +332,8 @@ pub async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
             agentd: None,
             ceiling: Some(theirs),
             ratio: None,
+            agentd_per_cycle: None,
+            ceiling_per_cycle: None,
         });
     }
     report::print(&report, args.json, report::cycle_table)

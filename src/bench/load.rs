@@ -59,6 +59,68 @@ pub fn connections(concurrency: usize, per_connection: u64) -> usize {
     concurrency.div_ceil(per).max(1)
 }
 
+/// What a [`Meter`] reads about the server under load: totals so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reading {
+    /// CPU seconds of the server process.
+    pub server_cpu: Option<f64>,
+    /// CPU seconds of the PostgreSQL backends serving it.
+    pub postgres_cpu: Option<f64>,
+    /// SQL statements and round trips it sent to PostgreSQL.
+    pub statements: Option<u64>,
+    pub round_trips: Option<u64>,
+}
+
+/// Reads totals about the server under load, at the start and the end of
+/// the measured period.
+pub trait Meter: Sync {
+    fn read(&self) -> impl std::future::Future<Output = anyhow::Result<Reading>> + Send;
+}
+
+/// No reading at all.
+pub struct Unmetered;
+
+impl Meter for Unmetered {
+    async fn read(&self) -> anyhow::Result<Reading> {
+        Ok(Reading::default())
+    }
+}
+
+/// What a [`Meter`] read over the measured period, per cycle.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct PerCycle {
+    pub server_cpu_ms: Option<f64>,
+    pub postgres_cpu_ms: Option<f64>,
+    pub statements: Option<f64>,
+    pub round_trips: Option<f64>,
+}
+
+impl PerCycle {
+    fn of(first: Reading, last: Reading, cycles: f64) -> Self {
+        let per = |a: Option<f64>, b: Option<f64>, scale: f64| match (a, b) {
+            (Some(a), Some(b)) if cycles > 0.0 => Some((b - a) * scale / cycles),
+            _ => None,
+        };
+        let count = |n: Option<u64>| n.map(|n| n as f64);
+        Self {
+            server_cpu_ms: per(first.server_cpu, last.server_cpu, 1000.0),
+            postgres_cpu_ms: per(first.postgres_cpu, last.postgres_cpu, 1000.0),
+            statements: per(count(first.statements), count(last.statements), 1.0),
+            round_trips: per(count(first.round_trips), count(last.round_trips), 1.0),
+        }
+    }
+
+    /// These figures, with those `other` has where these have none.
+    pub fn or(self, other: Self) -> Self {
+        Self {
+            server_cpu_ms: self.server_cpu_ms.or(other.server_cpu_ms),
+            postgres_cpu_ms: self.postgres_cpu_ms.or(other.postgres_cpu_ms),
+            statements: self.statements.or(other.statements),
+            round_trips: self.round_trips.or(other.round_trips),
+        }
+    }
+}
+
 /// Runs cycles against `addr` with `concurrency` in flight.
 pub async fn drive(
     label: &str,
@@ -66,6 +128,17 @@ pub async fn drive(
     concurrency: usize,
     load: &LoadArgs,
 ) -> anyhow::Result<LoadResult> {
+    Ok(drive_metered(label, addr, concurrency, load, &Unmetered).await?.0)
+}
+
+/// [`drive`], with what `meter` read over the measured period, per cycle.
+pub async fn drive_metered(
+    label: &str,
+    addr: SocketAddr,
+    concurrency: usize,
+    load: &LoadArgs,
+    meter: &impl Meter,
+) -> anyhow::Result<(LoadResult, PerCycle)> {
     let concurrency = concurrency.max(1);
     let connections = connections(concurrency, load.per_connection);
     let clients = client::connect(addr, connections).await?;
@@ -104,17 +177,30 @@ pub async fn drive(
         })
     };
 
-    let mut tally = Tally::default();
-    for worker in workers {
-        tally.add(worker.await?);
-    }
+    let metered = async {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let first = meter.read().await?;
+        tokio::time::sleep_until(until.into()).await;
+        let last = meter.read().await?;
+        anyhow::Ok((first, last))
+    };
+    let tallied = async {
+        let mut tally = Tally::default();
+        for worker in workers {
+            tally.add(worker.await?);
+        }
+        anyhow::Ok(tally)
+    };
+    let (readings, tally) = tokio::join!(metered, tallied);
+    let ((first, last), tally) = (readings?, tally?);
     ticker.abort();
     bar.finish_and_clear();
 
     let end = tally.last_end.unwrap_or(until).max(measure_from);
     let elapsed = end - measure_from;
     let cycles = tally.cycle.count();
-    Ok(LoadResult {
+    let per_cycle = PerCycle::of(first, last, rate(cycles, elapsed) * load.duration.as_secs_f64());
+    let result = LoadResult {
         concurrency,
         connections,
         cycles,
@@ -124,7 +210,8 @@ pub async fn drive(
         start_leg: tally.start.summary(),
         resume_leg: tally.resume.summary(),
         errors: tally.errors,
-    })
+    };
+    Ok((result, per_cycle))
 }
 
 /// One client: cycles back to back until `until`; only cycles begun at or

@@ -11,6 +11,7 @@ mod ceiling;
 mod client;
 mod cycle;
 mod load;
+mod postgres;
 mod process;
 mod progress;
 mod report;

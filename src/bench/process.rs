@@ -69,13 +69,24 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts agentd serving on an ephemeral loopback port with its store
     /// in `data_dir`.
-    pub async fn agentd(data_dir: &Path) -> anyhow::Result<Self> {
+    /// in `data_dir`, or in the store `store` names.
+    pub async fn agentd(data_dir: &Path, store: Option<&str>) -> anyhow::Result<Self> {
         let dir = data_dir.to_string_lossy().into_owned();
-        Self::spawn(&["serve", "--listen", "127.0.0.1:0", "--data-dir", &dir]).await
+        let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--data-dir", &dir];
+        if let Some(store) = store {
+            args.extend(["--store", store]);
+        }
+        Self::spawn(&args).await
     }
 
-    /// Starts the ceiling service on an ephemeral loopback port.
-    pub async fn ceiling(data_dir: &Path, sync: &str, naive: bool) -> anyhow::Result<Self> {
+    /// Starts the ceiling service on an ephemeral loopback port, storing in
+    /// `data_dir`'s SQLite database or in the PostgreSQL database `store`.
+    pub async fn ceiling(
+        data_dir: &Path,
+        sync: &str,
+        naive: bool,
+        store: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let dir = data_dir.to_string_lossy().into_owned();
         let mut args = vec![
             "bench",
@@ -89,6 +100,9 @@ impl ServerProcess {
         ];
         if naive {
             args.push("--ceiling-naive");
+        }
+        if let Some(store) = store {
+            args.extend(["--store", store]);
         }
         Self::spawn(&args).await
     }
@@ -133,10 +147,30 @@ impl ServerProcess {
         })
     }
 
+    /// CPU seconds the server has used so far.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        cpu_seconds(self.pid)
+    }
+
     /// Kills the server and waits for it to go.
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
+}
+
+/// Clock ticks per second of /proc's CPU times (`USER_HZ`, 100 on Linux).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// CPU seconds (user and system, every thread) process `pid` has used,
+/// from /proc/PID/stat.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: fields are
+    // counted from its closing one (utime and stime are fields 14 and 15).
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / TICKS_PER_SECOND)
 }
 
 #[derive(Clone, Copy, Debug)]

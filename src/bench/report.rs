@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::capacity::CapacityReport;
 use super::cycle::CycleReport;
-use super::load::LoadResult;
+use super::load::{LoadResult, PerCycle};
 use super::stats::LatencySummary;
 use super::stream::StreamReport;
 
@@ -64,8 +64,13 @@ pub fn cycle_table(report: &CycleReport) -> String {
     };
     let _ = writeln!(
         out,
-        "{}: agentd {}; {ceiling}; warm-up {}s, measured {}s, {} clients per HTTP/2 connection\n",
-        report.scenario, report.agentd, report.warmup_secs, report.duration_secs, report.per_connection
+        "{}: agentd {}; store {}; {ceiling}; warm-up {}s, measured {}s, {} clients per HTTP/2 connection\n",
+        report.scenario,
+        report.agentd,
+        report.store,
+        report.warmup_secs,
+        report.duration_secs,
+        report.per_connection
     );
     let _ = writeln!(
         out,
@@ -93,8 +98,34 @@ pub fn cycle_table(report: &CycleReport) -> String {
                 level.concurrency
             );
         }
+        for (server, cost) in [
+            ("agentd", &level.agentd_per_cycle),
+            ("ceiling", &level.ceiling_per_cycle),
+        ] {
+            if let Some(cost) = cost {
+                let _ = writeln!(out, "  per {server} cycle: {}", per_cycle(cost));
+            }
+        }
     }
     out
+}
+
+/// What a cycle cost, in words: only the figures that were read.
+fn per_cycle(cost: &PerCycle) -> String {
+    let mut parts = Vec::new();
+    if let Some(ms) = cost.server_cpu_ms {
+        parts.push(format!("{ms:.3} ms server CPU"));
+    }
+    if let Some(ms) = cost.postgres_cpu_ms {
+        parts.push(format!("{ms:.3} ms PostgreSQL backend CPU"));
+    }
+    if let Some(n) = cost.statements {
+        parts.push(format!("{n:.1} statements"));
+    }
+    if let Some(n) = cost.round_trips {
+        parts.push(format!("{n:.1} round trips"));
+    }
+    parts.join(", ")
 }
 
 pub fn stream_table(r: &StreamReport) -> String {

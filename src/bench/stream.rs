@@ -122,7 +122,7 @@ pub async fn run(args: StreamArgs) -> anyhow::Result<()> {
         Some(addr) => addr,
         None => {
             let dir = ScratchDir::new("stream")?;
-            let process = ServerProcess::agentd(dir.path()).await?;
+            let process = ServerProcess::agentd(dir.path(), None).await?;
             let addr = process.addr;
             spawned = Some((process, dir));
             addr

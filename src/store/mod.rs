@@ -21,7 +21,7 @@ use async_trait::async_trait;
 pub use deliveries::{AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery};
 pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use memory::MemoryStore;
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresStore, POOL_SIZE as POSTGRES_POOL_SIZE};
 pub use query::RunQuery;
 pub use sqlite::{SqliteStore, Synchronous};
 

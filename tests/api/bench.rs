@@ -101,3 +101,66 @@ async fn bench_capacity_suspends_every_run_and_resumes_a_sample() {
         .is_some_and(|ms| ms > 0.0));
     assert_no_errors(&report);
 }
+
+/// On PostgreSQL: agentd and the ceiling each in a fresh schema, a cost
+/// per cycle read for both (CPU from /proc, statements and round trips
+/// through the counting relay), and no schema left behind.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set AGENTD_TEST_POSTGRES_URL; .ci/run runs it"]
+async fn bench_cycle_on_postgres_counts_what_a_cycle_costs_and_drops_its_schemas() {
+    let url = crate::pg::base_url();
+    let report = bench(&[
+        "cycle",
+        "--store",
+        &url,
+        "-c",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+    ])
+    .await;
+    assert!(
+        report["store"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("postgres (synchronous_commit=")),
+        "{report}"
+    );
+    let level = &report["levels"][0];
+    assert_load(&level["agentd"], 2);
+    assert_load(&level["ceiling"], 2);
+    for server in ["agentd_per_cycle", "ceiling_per_cycle"] {
+        let cost = &level[server];
+        for field in ["server_cpu_ms", "postgres_cpu_ms", "statements", "round_trips"] {
+            assert!(
+                cost[field].as_f64().is_some_and(|v| v > 0.0),
+                "{server}.{field} in {cost}"
+            );
+        }
+    }
+    // The ceiling does one statement per RPC, two per cycle, and agentd
+    // at least one write per leg.
+    let ceiling = level["ceiling_per_cycle"]["statements"].as_f64().unwrap();
+    assert!(
+        (1.8..=2.2).contains(&ceiling),
+        "ceiling statements per cycle: {ceiling}"
+    );
+    assert!(level["agentd_per_cycle"]["statements"].as_f64().unwrap() >= 2.0);
+
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'agentd_bench_%'",
+            &[],
+        )
+        .await
+        .expect("count schemas")
+        .get(0);
+    assert_eq!(left, 0, "the bench left schemas behind");
+    drop(client);
+    let _ = driver.await;
+}

@@ -14,12 +14,9 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use super::script::Script;
-use super::store::CeilingStore;
+use super::store::{CeilingStore, WriteKind};
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<AgentChunk, Status>> + Send>>;
-
-const START: i64 = 1;
-const RESUME: i64 = 2;
 
 pub struct CeilingService {
     script: Arc<Script>,
@@ -80,7 +77,7 @@ impl AgentService for CeilingService {
         let body = request.into_inner().encode_to_vec();
         let run_id = uuid::Uuid::now_v7().to_string();
         self.store
-            .write(&run_id, START, body)
+            .write(&run_id, WriteKind::Start, body)
             .await
             .map_err(Status::internal)?;
         Ok(Response::new(replay(&self.script.start, &run_id)))
@@ -90,7 +87,7 @@ impl AgentService for CeilingService {
         let request = request.into_inner();
         let body = request.encode_to_vec();
         self.store
-            .write(&request.run_id, RESUME, body)
+            .write(&request.run_id, WriteKind::Resume, body)
             .await
             .map_err(Status::internal)?;
         Ok(Response::new(replay(&self.script.resume, &request.run_id)))

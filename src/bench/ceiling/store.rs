@@ -1,13 +1,22 @@
-//! The ceiling service's store: one small row per RPC into SQLite in WAL
-//! mode, written by a single writer thread that commits every write waiting
-//! in one transaction (group commit, as agentd's store does), or each write
-//! in its own transaction when asked to be naive.
+//! The ceiling service's store, one durable write per RPC.
+//!
+//! - SQLite: one small row per RPC into a database in WAL mode, written by
+//!   a single writer thread that commits every write waiting in one
+//!   transaction (group commit, as agentd's store does), or each write in
+//!   its own transaction when asked to be naive.
+//! - PostgreSQL: one prepared `INSERT` of the run per StreamAgent and one
+//!   compare-and-swap `UPDATE` of its version per Resume, each its own
+//!   transaction, through a pool of agentd's store's size, with the
+//!   database's `synchronous_commit` as agentd's store commits with.
 
 use std::path::Path;
+use std::str::FromStr;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use rusqlite::{params, Connection};
 use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::NoTls;
 
 use crate::bench::args::SyncMode;
 
@@ -21,12 +30,36 @@ struct Write {
     done: oneshot::Sender<Result<(), String>>,
 }
 
+/// What a write records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A run is created.
+    Start = 1,
+    /// A run moves from its first version to its second.
+    Resume = 2,
+}
+
 #[derive(Clone)]
-pub struct CeilingStore {
-    writes: mpsc::UnboundedSender<Write>,
+pub enum CeilingStore {
+    Sqlite(SqliteCeiling),
+    Postgres(PostgresCeiling),
 }
 
 impl CeilingStore {
+    pub async fn write(&self, run_id: &str, kind: WriteKind, body: Vec<u8>) -> Result<(), String> {
+        match self {
+            Self::Sqlite(store) => store.write(run_id, kind, body).await,
+            Self::Postgres(store) => store.write(run_id, kind, body).await,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct SqliteCeiling {
+    writes: mpsc::UnboundedSender<Write>,
+}
+
+impl SqliteCeiling {
     pub fn open(path: &Path, sync: SyncMode, naive: bool) -> anyhow::Result<Self> {
         let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -44,11 +77,11 @@ impl CeilingStore {
     }
 
     /// Stores one row and waits until it is committed.
-    pub async fn write(&self, run_id: &str, kind: i64, body: Vec<u8>) -> Result<(), String> {
+    async fn write(&self, run_id: &str, kind: WriteKind, body: Vec<u8>) -> Result<(), String> {
         let (done, committed) = oneshot::channel();
         let write = Write {
             run_id: run_id.to_owned(),
-            kind,
+            kind: kind as i64,
             body,
             done,
         };
@@ -90,4 +123,80 @@ fn commit(conn: &mut Connection, batch: &[Write]) -> rusqlite::Result<()> {
         }
     }
     tx.commit()
+}
+
+const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS ceiling_runs (\
+    id text PRIMARY KEY, version bigint NOT NULL, updated_at bigint NOT NULL, body bytea NOT NULL)";
+const INSERT: &str = "INSERT INTO ceiling_runs (id, version, updated_at, body) VALUES ($1, 1, $2, $3)";
+const UPDATE: &str =
+    "UPDATE ceiling_runs SET version = 2, updated_at = $2, body = $3 WHERE id = $1 AND version = 1";
+
+#[derive(Clone)]
+pub struct PostgresCeiling {
+    pool: Pool,
+}
+
+impl PostgresCeiling {
+    /// Connects to `url` (whose search path selects the schema) and creates
+    /// the table.
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        let config = tokio_postgres::Config::from_str(url).context("invalid PostgreSQL URL")?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(agentd::store::POSTGRES_POOL_SIZE)
+            .build()
+            .context("building the connection pool")?;
+        let client = pool.get().await.context("connecting to PostgreSQL")?;
+        client
+            .batch_execute(CREATE_TABLE)
+            .await
+            .context("creating the table")?;
+        Ok(Self { pool })
+    }
+
+    async fn write(&self, run_id: &str, kind: WriteKind, body: Vec<u8>) -> Result<(), String> {
+        let written = async {
+            let client = self.pool.get().await.map_err(|e| e.to_string())?;
+            let sql = match kind {
+                WriteKind::Start => INSERT,
+                WriteKind::Resume => UPDATE,
+            };
+            let statement = client.prepare_cached(sql).await.map_err(|e| e.to_string())?;
+            let now = agentd::domain::Timestamp::now().0;
+            client
+                .execute(&statement, &[&run_id, &now, &body])
+                .await
+                .map_err(|e| e.to_string())
+        };
+        match written.await? {
+            1 => Ok(()),
+            _ => Err(format!("run {run_id} was not at version 1")),
+        }
+    }
+}
+
+/// Opens the store `store` names (`postgres://...`), or SQLite in `data_dir`.
+pub async fn open(
+    data_dir: &Path,
+    store: Option<&str>,
+    sync: SyncMode,
+    naive: bool,
+) -> anyhow::Result<CeilingStore> {
+    match store {
+        None => Ok(CeilingStore::Sqlite(SqliteCeiling::open(
+            &data_dir.join("ceiling.sqlite3"),
+            sync,
+            naive,
+        )?)),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Ok(CeilingStore::Postgres(PostgresCeiling::open(url).await?))
+        }
+        Some(other) => bail!("the ceiling stores in SQLite or PostgreSQL, not {other:?}"),
+    }
 }

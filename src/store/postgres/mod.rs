@@ -34,7 +34,7 @@ use crate::domain::{
 
 /// Connections each server keeps to the database at most (the LISTEN
 /// connection comes on top).
-const POOL_SIZE: usize = 16;
+pub const POOL_SIZE: usize = 16;
 
 pub struct PostgresStore {
     pool: Pool,
