@@ -57,6 +57,17 @@ impl RunQuery {
     }
 }
 
+/// The SQL backends' count of the runs in `status` by agent. The status is
+/// spelled out, not bound: suspended runs (the gauge's) are counted from
+/// their partial index alone; the others, which nothing counts on a
+/// schedule, by a scan.
+pub(crate) fn count_by_agent_sql(status: RunStatus) -> String {
+    format!(
+        "SELECT agent_id, count(*) FROM runs WHERE status = '{}' GROUP BY agent_id",
+        status.as_str()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

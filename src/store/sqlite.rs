@@ -28,6 +28,7 @@ pub use durability::{parse_location, Synchronous};
 
 use readers::ReaderPool;
 
+use super::record::{self, event_batch, EventBatch};
 use super::{
     corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore,
     Sharing, StoreError,
@@ -86,12 +87,6 @@ struct RunRow {
 }
 
 /// The events of one write, encoded together as one row.
-struct EventBatch {
-    first_seq: i64,
-    last_seq: i64,
-    events: Vec<u8>,
-}
-
 enum WriteKind {
     Create(RunRow),
     Commit {
@@ -156,25 +151,6 @@ impl RunRow {
             },
         })
     }
-}
-
-/// The row of a write's events (`None` without any); their seqs must rise
-/// strictly.
-fn event_batch(events: &[Event]) -> Result<Option<EventBatch>, StoreError> {
-    if let Some(pair) = events.windows(2).find(|pair| pair[1].seq <= pair[0].seq) {
-        return Err(StoreError::Backend(format!(
-            "events out of order: seq {} after seq {}",
-            pair[1].seq, pair[0].seq
-        )));
-    }
-    let (Some(first), Some(last)) = (events.first(), events.last()) else {
-        return Ok(None);
-    };
-    Ok(Some(EventBatch {
-        first_seq: to_i64(first.seq),
-        last_seq: to_i64(last.seq),
-        events: crate::store::encoding::encode(&events)?,
-    }))
 }
 
 impl SqliteStore {
@@ -451,9 +427,7 @@ impl RunStore for SqliteStore {
                 .map_err(backend)?;
             let mut events = Vec::new();
             for batch in batches {
-                let batch: Vec<Event> = crate::store::encoding::decode(&batch.map_err(backend)?)?;
-                // The first batch may start at or before `after_seq`.
-                events.extend(batch.into_iter().filter(|event| event.seq > after_seq));
+                record::extend_events(&mut events, &batch.map_err(backend)?, after_seq)?;
             }
             Ok(events)
         })

@@ -188,6 +188,119 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
     );
 }
 
+/// PostgreSQL stores a write's chunks as one row too; a store from before
+/// (schema 6: one row per chunk in `events`, listing indexes without a
+/// tenant) has its chunks moved into batches when it is opened, whatever
+/// encoding an earlier build gave them, and they read back in order; the
+/// partial indexes of live runs replace the old ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: set AGENTD_TEST_POSTGRES_URL; .ci/run runs it"]
+async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
+    let schema = crate::pg::TestSchema::create().await;
+    let suspended = suspended_run("assistant");
+    let first = suspension_events(1);
+    {
+        let store = agentd::store::PostgresStore::open(&schema.url()).expect("open");
+        store.create_run(&suspended, &first).await.expect("create");
+    }
+    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(
+            "DROP TABLE event_batches;
+             DROP INDEX runs_suspended_by_expiry;
+             DROP INDEX runs_suspended_by_agent;
+             DROP INDEX runs_running_by_lease;
+             CREATE INDEX runs_by_status_agent ON runs (status, agent_id, id);
+             CREATE INDEX runs_by_agent ON runs (agent_id, id);
+             CREATE INDEX runs_by_expiry ON runs (status, expires_at);
+             CREATE INDEX runs_by_lease ON runs (status, lease_expires_at);
+             CREATE TABLE events (
+                 run_id uuid NOT NULL, seq bigint NOT NULL, time bigint NOT NULL,
+                 chunk bytea NOT NULL, PRIMARY KEY (run_id, seq));
+             DELETE FROM schema_migrations WHERE version > 6;",
+        )
+        .await
+        .expect("schema 6");
+    for event in &first {
+        client
+            .execute(
+                "INSERT INTO events (run_id, seq, time, chunk) VALUES ($1, $2, $3, $4)",
+                &[
+                    &suspended.id.0,
+                    &(event.seq as i64),
+                    &event.time.0,
+                    &serde_json::to_vec(&event.chunk).expect("json"),
+                ],
+            )
+            .await
+            .expect("a row of one chunk");
+    }
+    let store: Store = Arc::new(agentd::store::PostgresStore::open(&schema.url()).expect("open and migrate"));
+    assert_eq!(events_of(&store, suspended.id).await, first);
+    let tables: Vec<String> = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name LIKE 'event%' ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("tables")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        tables,
+        ["event_batches"],
+        "the rows of one chunk moved, and their table went"
+    );
+    let indexes: Vec<String> = client
+        .query(
+            "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() \
+             AND tablename = 'runs' AND indexname NOT LIKE 'runs_by_tenant%' ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("indexes")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            "runs_by_thread",
+            "runs_pkey",
+            "runs_running_by_lease",
+            "runs_suspended_by_agent",
+            "runs_suspended_by_expiry"
+        ]
+    );
+    let counted = store
+        .count_runs_by_agent(RunStatus::Suspended)
+        .await
+        .expect("count");
+    assert_eq!(counted, BTreeMap::from([("assistant".to_owned(), 1)]));
+
+    let again = store
+        .commit(&suspended.clone(), suspended.version, &first[1..])
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
+        "a seq moved from a row of its own is taken: {again:?}"
+    );
+    let (completed, second) = answer(&store, &suspended, "Pro").await;
+    assert_eq!(events_of(&store, completed.id).await, concat(&first, &second));
+    let after = first.len() as u64 - 1;
+    assert_eq!(
+        store.read_events(completed.id, after).await.expect("read"),
+        concat(&first[first.len() - 1..], &second)
+    );
+    drop(client);
+    let _ = driver.await;
+}
+
 /// What a durable backend adds: a committed run is still there, whole, after
 /// the store is dropped and the same database opened again.
 /// SQLite guards a write's events by the run's stored `last_seq` (in the

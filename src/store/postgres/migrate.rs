@@ -5,10 +5,11 @@
 //! migration runs in its own transaction with its row in
 //! `schema_migrations`.
 
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, Transaction};
 
 use super::{backend, connect_error};
-use crate::store::StoreError;
+use crate::domain::{Event, Timestamp};
+use crate::store::{corrupt, StoreError};
 
 /// Schema migrations, in order; their number is their version.
 const MIGRATIONS: &[&str] = &[
@@ -18,7 +19,15 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0004_health_probe.sql"),
     include_str!("../migrations/postgres/0005_run_events.sql"),
     include_str!("../migrations/postgres/0006_webhook_deliveries.sql"),
+    include_str!("../migrations/postgres/0007_event_batches.sql"),
+    include_str!("../migrations/postgres/0008_live_run_indexes.sql"),
 ];
+
+/// The migration that stores a write's events as one row.
+const EVENT_BATCHES: usize = 7;
+
+/// Rows of `events` moved per round trip by [`move_single_events`].
+const MOVE_PAGE: i32 = 1000;
 
 /// The advisory lock that serialises migrations of one schema.
 const LOCK: &str = "SELECT pg_advisory_lock(hashtext('agentd.migrations.' || current_schema()))";
@@ -97,11 +106,64 @@ async fn apply_pending(client: &mut Client) -> Result<(), StoreError> {
         let version = index as i64 + 1;
         let tx = client.transaction().await.map_err(backend)?;
         tx.batch_execute(sql).await.map_err(backend)?;
+        if version == EVENT_BATCHES as i64 {
+            move_single_events(&tx).await?;
+        }
         tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[&version])
             .await
             .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
         tracing::info!(version, "applied PostgreSQL migration");
     }
+    Ok(())
+}
+
+/// Moves the chunks stored one row each in `events` into `event_batches`
+/// (a batch of one each, as each was a write's row of its own), a page
+/// at a time through a portal, then drops `events`; part of migration
+/// 0007's transaction. Chunks an earlier build compressed read back as
+/// any stored value does.
+async fn move_single_events(tx: &Transaction<'_>) -> Result<(), StoreError> {
+    let select = tx
+        .prepare("SELECT run_id, seq, time, chunk FROM events")
+        .await
+        .map_err(backend)?;
+    let insert = tx
+        .prepare(
+            "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
+             SELECT * FROM unnest($1::uuid[], $2::bigint[], $2::bigint[], $3::bytea[])",
+        )
+        .await
+        .map_err(backend)?;
+    let portal = tx.bind(&select, &[]).await.map_err(backend)?;
+    let mut moved = 0_u64;
+    loop {
+        let rows = tx.query_portal(&portal, MOVE_PAGE).await.map_err(backend)?;
+        if rows.is_empty() {
+            break;
+        }
+        let (mut runs, mut seqs, mut batches) = (Vec::new(), Vec::new(), Vec::new());
+        for row in &rows {
+            let seq: i64 = row.try_get(1).map_err(backend)?;
+            let chunk: Vec<u8> = row.try_get(3).map_err(backend)?;
+            let event = Event {
+                seq: u64::try_from(seq).map_err(corrupt)?,
+                time: Timestamp(row.try_get(2).map_err(backend)?),
+                chunk: crate::store::encoding::decode(&chunk)?,
+            };
+            runs.push(row.try_get::<_, uuid::Uuid>(0).map_err(backend)?);
+            seqs.push(seq);
+            batches.push(crate::store::encoding::encode(&[event])?);
+        }
+        tx.execute(&insert, &[&runs, &seqs, &batches])
+            .await
+            .map_err(backend)?;
+        moved += rows.len() as u64;
+    }
+    // The portal and its statement are closed before the table goes.
+    drop(portal);
+    drop(select);
+    tx.batch_execute("DROP TABLE events").await.map_err(backend)?;
+    tracing::info!(moved, "stored each write's events as one row");
     Ok(())
 }

@@ -9,7 +9,6 @@ use uuid::Uuid;
 
 use super::{backend, to_i64};
 use crate::domain::{Event, RunId, RunRecord, RunStatus, Tenant, Timestamp};
-use crate::store::corrupt;
 use crate::store::{RunQuery, StoreError};
 
 pub(super) type Client = deadpool_postgres::Object;
@@ -52,25 +51,18 @@ pub(super) async fn read_events(
 ) -> Result<Vec<Event>, StoreError> {
     // One round trip: no row means no run; a row of NULLs, a run with no
     // events after `after_seq`.
-    let sql = "SELECT e.seq, e.time, e.chunk FROM runs r \
-               LEFT JOIN events e ON e.run_id = r.id AND e.seq > $2 \
-               WHERE r.id = $1 ORDER BY e.seq";
+    let sql = "SELECT b.events FROM runs r \
+               LEFT JOIN event_batches b ON b.run_id = r.id AND b.last_seq > $2 \
+               WHERE r.id = $1 ORDER BY b.last_seq";
     let rows = query(client, sql, &[&id.0, &to_i64(after_seq)]).await?;
     if rows.is_empty() {
         return Err(StoreError::NotFound);
     }
-    let mut events = Vec::with_capacity(rows.len());
+    let mut events = Vec::new();
     for row in &rows {
-        let Some(seq) = row.try_get::<_, Option<i64>>(0).map_err(backend)? else {
-            continue;
-        };
-        let time: i64 = row.try_get(1).map_err(backend)?;
-        let chunk: Vec<u8> = row.try_get(2).map_err(backend)?;
-        events.push(Event {
-            seq: u64::try_from(seq).map_err(corrupt)?,
-            time: Timestamp(time),
-            chunk: crate::store::encoding::decode(&chunk)?,
-        });
+        if let Some(batch) = row.try_get::<_, Option<Vec<u8>>>(0).map_err(backend)? {
+            crate::store::record::extend_events(&mut events, &batch, after_seq)?;
+        }
     }
     Ok(events)
 }
@@ -114,27 +106,32 @@ pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<V
     rows.iter().map(record).collect()
 }
 
+/// The status is spelled out, not bound, so that the plan uses the partial
+/// index of suspended runs (see migration 0008).
+const DUE_SQL: &str = "SELECT id FROM runs WHERE status = 'suspended' AND expires_at <= $1 \
+                       ORDER BY expires_at LIMIT $2";
+
 pub(super) async fn due_suspensions(
     client: &Client,
     now: Timestamp,
     limit: usize,
 ) -> Result<Vec<RunId>, StoreError> {
-    let sql = "SELECT id FROM runs WHERE status = $1 AND expires_at <= $2 ORDER BY expires_at LIMIT $3";
-    let status = RunStatus::Suspended.as_str();
-    let rows = query(client, sql, &[&status, &now.0, &to_i64(limit as u64)]).await?;
+    let rows = query(client, DUE_SQL, &[&now.0, &to_i64(limit as u64)]).await?;
     ids(rows)
 }
+
+/// The status is spelled out, not bound: the partial index of running runs
+/// (see migration 0008).
+const EXPIRED_SQL: &str = "SELECT id FROM runs WHERE status = 'running' \
+     AND (lease_expires_at IS NULL OR lease_expires_at <= $1) \
+     ORDER BY lease_expires_at NULLS FIRST LIMIT $2";
 
 pub(super) async fn expired_leases(
     client: &Client,
     now: Timestamp,
     limit: usize,
 ) -> Result<Vec<RunId>, StoreError> {
-    let sql = "SELECT id FROM runs WHERE status = $1 \
-               AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
-               ORDER BY lease_expires_at NULLS FIRST LIMIT $3";
-    let status = RunStatus::Running.as_str();
-    let rows = query(client, sql, &[&status, &now.0, &to_i64(limit as u64)]).await?;
+    let rows = query(client, EXPIRED_SQL, &[&now.0, &to_i64(limit as u64)]).await?;
     ids(rows)
 }
 
@@ -142,8 +139,7 @@ pub(super) async fn count_runs_by_agent(
     client: &Client,
     status: RunStatus,
 ) -> Result<BTreeMap<String, u64>, StoreError> {
-    let sql = "SELECT agent_id, count(*) FROM runs WHERE status = $1 GROUP BY agent_id";
-    let rows = query(client, sql, &[&status.as_str()]).await?;
+    let rows = query(client, &crate::store::query::count_by_agent_sql(status), &[]).await?;
     rows.iter()
         .map(|row| {
             let agent: String = row.try_get(0).map_err(backend)?;

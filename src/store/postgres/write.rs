@@ -1,7 +1,7 @@
 //! The PostgreSQL store's writes. Each is ONE statement, so one round trip
 //! and atomic by itself: a data-modifying CTE changes the run row under the
-//! version compare-and-set and inserts the events in one multi-row insert
-//! (`unnest` of arrays) only if the row changed. Concurrent writes of
+//! version compare-and-set and inserts the write's events as one row (all
+//! its chunks encoded together) only if the row changed. Concurrent writes of
 //! different runs on different pooled connections share WAL flushes through
 //! PostgreSQL's own group commit.
 //!
@@ -24,31 +24,36 @@ use super::{backend, to_i64, PostgresStore};
 use crate::domain::{Event, RunEventKind, RunId, RunRecord, RunStatus, Timestamp};
 use crate::store::corrupt;
 use crate::store::encoding::encode_plain;
+use crate::store::record::{event_batch, events_behind, stored_already};
 use crate::store::StoreError;
 
 /// NOTIFY payloads must stay under 8000 bytes; events that would not fit
 /// are left out, and listeners read them from the store instead.
 const MAX_PAYLOAD: usize = 7900;
 
-/// The events of one write as the columns of a multi-row insert.
-struct EventColumns {
-    seqs: Vec<i64>,
-    times: Vec<i64>,
-    chunks: Vec<Vec<u8>>,
+/// The parameters of one write's event row: its first and last seq and
+/// the encoded events, all NULL when the write stores none.
+struct EventRow {
+    first_seq: Option<i64>,
+    last_seq: Option<i64>,
+    events: Option<Vec<u8>>,
 }
 
-fn event_columns(events: &[Event]) -> Result<EventColumns, StoreError> {
-    let mut columns = EventColumns {
-        seqs: Vec::with_capacity(events.len()),
-        times: Vec::with_capacity(events.len()),
-        chunks: Vec::with_capacity(events.len()),
-    };
-    for event in events {
-        columns.seqs.push(to_i64(event.seq));
-        columns.times.push(event.time.0);
-        columns.chunks.push(encode_plain(&event.chunk)?);
+fn event_row(events: &[Event]) -> Result<EventRow, StoreError> {
+    let batch = event_batch(events)?;
+    Ok(EventRow {
+        first_seq: batch.as_ref().map(|b| b.first_seq),
+        last_seq: batch.as_ref().map(|b| b.last_seq),
+        events: batch.map(|b| b.events),
+    })
+}
+
+impl EventRow {
+    /// Refuses a run row stored behind its own events (see
+    /// [`events_behind`]).
+    fn behind(&self, run_last_seq: u64) -> Option<StoreError> {
+        events_behind(self.last_seq?, to_i64(run_last_seq))
     }
-    Ok(columns)
 }
 
 /// The notification of a write: who wrote, and what changed (a
@@ -98,10 +103,9 @@ fn payload(
     encode(None)
 }
 
-const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, time, chunk) \
-     SELECT $1, e.seq, e.time, e.chunk \
-     FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS e(seq, time, chunk) \
-     WHERE EXISTS (SELECT 1 FROM changed)";
+const INSERT_EVENTS: &str = "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
+     SELECT $1::uuid, $3::bigint, $2::bigint, $4::bytea \
+     WHERE $4::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM changed)";
 
 /// A write statement answers with two counts: run rows it changed (0 or
 /// 1), and run events it stored (0 or 1).
@@ -120,13 +124,16 @@ pub(super) fn create_sql() -> String {
 
 /// The run's status before the update comes from the statement's snapshot:
 /// if the compare-and-set on the version changes the row, that is the
-/// status of the version the write was made from.
+/// status of the version the write was made from. The compare-and-set also
+/// guards the events: they must come after the run's stored `last_seq`,
+/// which every write that stores events moves to their last (the events'
+/// key is a batch's last seq, so it would not catch a repeated seq).
 fn commit_sql() -> String {
     format!(
         "WITH before AS (SELECT status FROM runs WHERE id = $1), \
          changed AS (UPDATE runs SET status = $5, version = $6, last_seq = $7, \
          updated_at = $8, expires_at = $9, lease_owner = $10, lease_expires_at = $11, record = $12 \
-         WHERE id = $1 AND version = $13 RETURNING id), \
+         WHERE id = $1 AND version = $13 AND ($2::bigint IS NULL OR last_seq < $2::bigint) RETURNING id), \
          inserted AS ({INSERT_EVENTS}), \
          run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, \
          pending, expires_at) \
@@ -140,7 +147,7 @@ fn append_sql() -> String {
     format!(
         "WITH changed AS (UPDATE runs SET version = version + 1, \
          last_seq = coalesce($5, last_seq), lease_expires_at = coalesce($6, lease_expires_at) \
-         WHERE id = $1 AND version = $7 RETURNING id), \
+         WHERE id = $1 AND version = $7 AND ($2::bigint IS NULL OR last_seq < $2::bigint) RETURNING id), \
          inserted AS ({INSERT_EVENTS}) \
          SELECT count(*), 0::bigint FROM changed"
     )
@@ -181,22 +188,29 @@ async fn execute(
     Ok(changed)
 }
 
-/// Why a compare-and-set changed nothing: no such run, or another version.
-async fn refusal(store: &PostgresStore, id: RunId, expected: u64) -> StoreError {
+/// Why a compare-and-set changed nothing: no such run, another version,
+/// or the write's first seq is stored already.
+async fn refusal(store: &PostgresStore, id: RunId, expected: u64, first_seq: Option<i64>) -> StoreError {
     let client = match store.client().await {
         Ok(client) => client,
         Err(error) => return error,
     };
-    match client
-        .query_opt("SELECT version FROM runs WHERE id = $1", &[&id.0])
+    let row = match client
+        .query_opt("SELECT version, last_seq FROM runs WHERE id = $1", &[&id.0])
         .await
     {
-        Ok(None) => StoreError::NotFound,
-        Ok(Some(row)) => StoreError::VersionConflict {
-            expected,
-            actual: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
-        },
-        Err(error) => backend(error),
+        Ok(row) => row,
+        Err(error) => return backend(error),
+    };
+    let Some(row) = row else {
+        return StoreError::NotFound;
+    };
+    let (actual, stored): (i64, i64) = (row.get(0), row.get(1));
+    let actual = u64::try_from(actual).unwrap_or(0);
+    match first_seq {
+        _ if actual != expected => StoreError::VersionConflict { expected, actual },
+        Some(first) if first <= stored => stored_already(first, stored),
+        _ => StoreError::Backend(format!("run {id} changed no row")),
     }
 }
 
@@ -205,7 +219,10 @@ pub(super) async fn create(
     run: &RunRecord,
     events: &[Event],
 ) -> Result<(), StoreError> {
-    let columns = event_columns(events)?;
+    let batch = event_row(events)?;
+    if let Some(error) = batch.behind(run.last_seq) {
+        return Err(error);
+    }
     let record = crate::store::record::encode_run_plain(run)?;
     let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
@@ -213,9 +230,9 @@ pub(super) async fn create(
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let params: [&(dyn ToSql + Sync); 17] = [
         &run.id.0,
-        &columns.seqs,
-        &columns.times,
-        &columns.chunks,
+        &batch.first_seq,
+        &batch.last_seq,
+        &batch.events,
         &run.agent_id,
         &run.status().as_str(),
         &to_i64(run.version),
@@ -246,7 +263,14 @@ pub(super) async fn commit(
     expected_version: u64,
     events: &[Event],
 ) -> Result<(), StoreError> {
-    let columns = event_columns(events)?;
+    let batch = event_row(events)?;
+    if let Some(error) = batch.behind(run.last_seq) {
+        // A wrong version (or no such run) is reported first.
+        return Err(match refusal(store, run.id, expected_version, None).await {
+            refused @ (StoreError::NotFound | StoreError::VersionConflict { .. }) => refused,
+            _ => error,
+        });
+    }
     let record = crate::store::record::encode_run_plain(run)?;
     let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
@@ -259,9 +283,9 @@ pub(super) async fn commit(
     };
     let params: [&(dyn ToSql + Sync); 18] = [
         &run.id.0,
-        &columns.seqs,
-        &columns.times,
-        &columns.chunks,
+        &batch.first_seq,
+        &batch.last_seq,
+        &batch.events,
         &run.status().as_str(),
         &to_i64(run.version),
         &to_i64(run.last_seq),
@@ -280,7 +304,7 @@ pub(super) async fn commit(
     if execute(store, &commit_sql(), &params, Some(&notice)).await? {
         Ok(())
     } else {
-        Err(refusal(store, run.id, expected_version).await)
+        Err(refusal(store, run.id, expected_version, batch.first_seq).await)
     }
 }
 
@@ -291,7 +315,7 @@ pub(super) async fn append(
     lease_expires_at: Option<Timestamp>,
     events: &[Event],
 ) -> Result<(), StoreError> {
-    let columns = event_columns(events)?;
+    let batch = event_row(events)?;
     let last_seq = events.last().map(|event| event.seq);
     // A renewal alone (no events) tells nobody anything.
     let notice = match last_seq {
@@ -300,9 +324,9 @@ pub(super) async fn append(
     };
     let params: [&(dyn ToSql + Sync); 7] = [
         &id.0,
-        &columns.seqs,
-        &columns.times,
-        &columns.chunks,
+        &batch.first_seq,
+        &batch.last_seq,
+        &batch.events,
         &last_seq.map(to_i64),
         &lease_expires_at.map(|at| at.0),
         &to_i64(expected_version),
@@ -310,7 +334,7 @@ pub(super) async fn append(
     if execute(store, &append_sql(), &params, notice.as_deref()).await? {
         Ok(())
     } else {
-        Err(refusal(store, id, expected_version).await)
+        Err(refusal(store, id, expected_version, batch.first_seq).await)
     }
 }
 

@@ -87,21 +87,13 @@ pub(super) fn due_suspensions(
     rows.map(|id| parse_id(&id.map_err(backend)?)).collect()
 }
 
-/// Counts the runs in `status` by agent. The status is spelled out, not
-/// bound: suspended runs (the gauge's) are counted from their partial index
-/// alone; the others, which nothing counts on a schedule, by a scan.
-fn count_sql(status: RunStatus) -> String {
-    format!(
-        "SELECT agent_id, count(*) FROM runs WHERE status = '{}' GROUP BY agent_id",
-        status.as_str()
-    )
-}
-
 pub(super) fn count_runs_by_agent(
     conn: &Connection,
     status: RunStatus,
 ) -> Result<BTreeMap<String, u64>, StoreError> {
-    let mut select = conn.prepare_cached(&count_sql(status)).map_err(backend)?;
+    let mut select = conn
+        .prepare_cached(&crate::store::query::count_by_agent_sql(status))
+        .map_err(backend)?;
     let rows = select
         .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
         .map_err(backend)?;
@@ -224,7 +216,11 @@ mod tests {
     #[test]
     fn counting_suspended_runs_reads_only_their_index() {
         let conn = migrated();
-        let count = plan(&conn, &count_sql(RunStatus::Suspended), Vec::new());
+        let count = plan(
+            &conn,
+            &crate::store::query::count_by_agent_sql(RunStatus::Suspended),
+            Vec::new(),
+        );
         assert!(
             count.contains("COVERING INDEX runs_suspended_by_agent"),
             "{count}"

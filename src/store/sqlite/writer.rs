@@ -9,8 +9,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
 use super::webhooks::{self, Reply};
-use super::{backend, leases, run_events, threads, EventBatch, RunRow, Write, WriteKind, MAX_BATCH};
+use super::{backend, leases, run_events, threads, RunRow, Write, WriteKind, MAX_BATCH};
 use crate::domain::{RunEventKind, RunStatus};
+use crate::store::record::{stored_already, EventBatch};
 use crate::store::StoreError;
 
 /// The writer thread: takes every write waiting, commits them in one
@@ -93,13 +94,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         expected_version,
         first_seq: events.map(|batch| batch.first_seq),
     };
-    let behind = |run: &RunRow| {
-        let batch = events.filter(|batch| batch.last_seq > run.last_seq)?;
-        Some(StoreError::Backend(format!(
-            "event seq {} is after the run's last_seq {}",
-            batch.last_seq, run.last_seq
-        )))
-    };
+    let behind = |run: &RunRow| events.and_then(|batch| batch.behind(run.last_seq));
     // The first statement changes the run's row, or nothing at all; the
     // run event, if the status changes, comes with it.
     let (run_id, first, change) = match &write.kind {
@@ -256,9 +251,7 @@ impl Guard<'_> {
                 expected: self.expected_version as u64,
                 actual: actual as u64,
             },
-            (Some((_, stored)), Some(first)) if first <= stored => StoreError::Backend(format!(
-                "event seq {first} is stored already (the run's last stored seq is {stored})"
-            )),
+            (Some((_, stored)), Some(first)) if first <= stored => stored_already(first, stored),
             (Some(_), _) => otherwise(),
         }
     }
