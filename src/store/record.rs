@@ -287,6 +287,69 @@ impl RunEventRow {
     }
 }
 
+/// The row of a write's events: the chunks it stored, encoded together,
+/// keyed by the run and the last seq.
+pub(crate) struct EventBatch {
+    pub first_seq: i64,
+    pub last_seq: i64,
+    pub events: Vec<u8>,
+}
+
+/// The row of a write's `events` (`None` without any); their seqs must
+/// rise strictly.
+pub(crate) fn event_batch(events: &[Event]) -> Result<Option<EventBatch>, StoreError> {
+    if let Some(pair) = events.windows(2).find(|pair| pair[1].seq <= pair[0].seq) {
+        return Err(StoreError::Backend(format!(
+            "events out of order: seq {} after seq {}",
+            pair[1].seq, pair[0].seq
+        )));
+    }
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return Ok(None);
+    };
+    let seq = |event: &Event| i64::try_from(event.seq).map_err(corrupt);
+    Ok(Some(EventBatch {
+        first_seq: seq(first)?,
+        last_seq: seq(last)?,
+        events: super::encoding::encode(&events)?,
+    }))
+}
+
+impl EventBatch {
+    /// See [`events_behind`].
+    pub fn behind(&self, run_last_seq: i64) -> Option<StoreError> {
+        events_behind(self.last_seq, run_last_seq)
+    }
+}
+
+/// Refuses a run row stored behind its own events, the last of which is
+/// `last_seq`: events must come after every stored one, after the run's
+/// stored `last_seq`, which every write that stores events moves to their
+/// last.
+pub(crate) fn events_behind(last_seq: i64, run_last_seq: i64) -> Option<StoreError> {
+    (last_seq > run_last_seq).then(|| {
+        StoreError::Backend(format!(
+            "event seq {last_seq} is after the run's last_seq {run_last_seq}"
+        ))
+    })
+}
+
+/// Why a write whose first event is `first` was refused by a run whose last
+/// stored seq is `stored`.
+pub(crate) fn stored_already(first: i64, stored: i64) -> StoreError {
+    StoreError::Backend(format!(
+        "event seq {first} is stored already (the run's last stored seq is {stored})"
+    ))
+}
+
+/// Adds the events of a stored batch that come after `after_seq` (the
+/// first batch read may start at or before it).
+pub(crate) fn extend_events(events: &mut Vec<Event>, batch: &[u8], after_seq: u64) -> Result<(), StoreError> {
+    let batch: Vec<Event> = super::encoding::decode(batch)?;
+    events.extend(batch.into_iter().filter(|event| event.seq > after_seq));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,67 +436,4 @@ mod tests {
         let error = decode_run(json).expect_err("layout 3");
         assert!(error.to_string().contains("layout 3"), "{error}");
     }
-}
-
-/// The row of a write's events: the chunks it stored, encoded together,
-/// keyed by the run and the last seq.
-pub(crate) struct EventBatch {
-    pub first_seq: i64,
-    pub last_seq: i64,
-    pub events: Vec<u8>,
-}
-
-/// The row of a write's `events` (`None` without any); their seqs must
-/// rise strictly.
-pub(crate) fn event_batch(events: &[Event]) -> Result<Option<EventBatch>, StoreError> {
-    if let Some(pair) = events.windows(2).find(|pair| pair[1].seq <= pair[0].seq) {
-        return Err(StoreError::Backend(format!(
-            "events out of order: seq {} after seq {}",
-            pair[1].seq, pair[0].seq
-        )));
-    }
-    let (Some(first), Some(last)) = (events.first(), events.last()) else {
-        return Ok(None);
-    };
-    let seq = |event: &Event| i64::try_from(event.seq).map_err(corrupt);
-    Ok(Some(EventBatch {
-        first_seq: seq(first)?,
-        last_seq: seq(last)?,
-        events: super::encoding::encode(&events)?,
-    }))
-}
-
-impl EventBatch {
-    /// See [`events_behind`].
-    pub fn behind(&self, run_last_seq: i64) -> Option<StoreError> {
-        events_behind(self.last_seq, run_last_seq)
-    }
-}
-
-/// Refuses a run row stored behind its own events, the last of which is
-/// `last_seq`: events must come after every stored one, after the run's
-/// stored `last_seq`, which every write that stores events moves to their
-/// last.
-pub(crate) fn events_behind(last_seq: i64, run_last_seq: i64) -> Option<StoreError> {
-    (last_seq > run_last_seq).then(|| {
-        StoreError::Backend(format!(
-            "event seq {last_seq} is after the run's last_seq {run_last_seq}"
-        ))
-    })
-}
-
-/// Why a write whose first event is `first` was refused by a run whose last
-/// stored seq is `stored`.
-pub(crate) fn stored_already(first: i64, stored: i64) -> StoreError {
-    StoreError::Backend(format!(
-        "event seq {first} is stored already (the run's last stored seq is {stored})"
-    ))
-}
-
-/// Adds the events of a stored batch that come after `after_seq` (the
-/// first batch read may start at or before it).
-pub(crate) fn extend_events(events: &mut Vec<Event>, batch: &[u8], after_seq: u64) -> Result<(), StoreError> {
-    let batch: Vec<Event> = super::encoding::decode(batch)?;
-    events.extend(batch.into_iter().filter(|event| event.seq > after_seq));
-    Ok(())
 }
