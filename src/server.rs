@@ -122,6 +122,8 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     log_access(&options);
+    // First: a second live process with this replica id stops here.
+    runtime.register_replica().await?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AgentServiceServer<AgentServiceImpl>>().await;
 

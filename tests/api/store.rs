@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 mod deliveries;
 mod leases;
+mod presence;
 mod queries;
 mod run_events;
 mod tenants;

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0004_health_probe.sql"),
     include_str!("../migrations/postgres/0005_run_events.sql"),
     include_str!("../migrations/postgres/0006_webhook_deliveries.sql"),
+    include_str!("../migrations/postgres/0007_replicas.sql"),
 ];
 
 /// The advisory lock that serialises migrations of one schema.
