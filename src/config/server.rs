@@ -75,7 +75,7 @@ settings! {
         /// replica is gone (PostgreSQL); 0s disables the search.
         recovery_interval: Duration, flag "--recovery-interval DURATION",
             env "AGENTD_RECOVERY_INTERVAL",
-            default "2s",
+            default "1s",
             formerly recovery_interval_ms in Milliseconds,
                 flag "--recovery-interval-ms", env "AGENTD_RECOVERY_INTERVAL_MS";
     }

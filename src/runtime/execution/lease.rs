@@ -31,7 +31,7 @@ impl Default for LeaseSettings {
         Self {
             ttl: Duration::from_secs(10),
             renew_every: Duration::from_secs(2),
-            recovery_interval: Duration::from_secs(2),
+            recovery_interval: Duration::from_secs(1),
         }
     }
 }
