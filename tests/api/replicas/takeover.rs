@@ -15,6 +15,7 @@ use tokio_stream::StreamExt;
 use super::process::{assert_contiguous, get_run, is_resumed_start, start_run, subscribe, Pair, Replica};
 use crate::helpers::{collect, finish_reason, status_of};
 use crate::pg::TestSchema;
+use crate::startup::{says, start_failing};
 use crate::webhooks::{metric, scrape};
 
 /// The default lease TTL, which these replicas run with.
@@ -79,6 +80,35 @@ async fn kill_mid_step(executor: &mut Replica, follower: &Replica) -> (String, V
         .expect("the follower's stream");
     seen.extend(rest);
     (id, seen, took)
+}
+
+/// Two live processes under one replica id would each take the other's
+/// runs for their own: the second is refused before it announces itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set AGENTD_TEST_POSTGRES_URL; .ci/run runs it"]
+async fn a_second_live_process_with_the_same_replica_id_is_refused() {
+    let schema = TestSchema::create().await;
+    let dirs = tempfile::tempdir().expect("temp dir");
+    let url = schema.url();
+    let _first = Replica::on_store_with_default_leases(&url, &dirs.path().join("a"), "replica-a");
+    let data_dir = dirs.path().join("b");
+    let data_dir = data_dir.to_str().expect("a UTF-8 path");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        &url,
+        "--replica-id",
+        "replica-a",
+        "--data-dir",
+        data_dir,
+    ];
+    let stderr = start_failing(&[], &args, &[]).await;
+    says(
+        &stderr,
+        "store in use: the replica id \"replica-a\" is registered by another live process: \
+         give every replica its own --replica-id",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
