@@ -58,7 +58,8 @@ pub enum ServeError {
 }
 
 /// Builds the runtime the settings describe: tools (connecting the MCP
-/// servers that agents use), agents, store, timeouts.
+/// servers that agents use), agents, store, timeouts; registered with its
+/// store as a live replica.
 pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeError> {
     let used = |server: &str| {
         settings.agents.iter().any(|agent| {
@@ -88,7 +89,11 @@ pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeEr
         thread_retention: settings.thread_retention,
         ..defaults
     };
-    Ok(Runtime::new(agents, store, config))
+    let runtime = Runtime::new(agents, store, config);
+    // Before the server announces itself: a second live process with this
+    // replica id stops here.
+    runtime.register_replica().await?;
+    Ok(runtime)
 }
 
 /// Aborts a background task when dropped, however its owner ends.
@@ -122,6 +127,9 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     log_access(&options);
+    // A runtime that `build_runtime` made is registered already; this
+    // changes nothing then.
+    runtime.register_replica().await?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AgentServiceServer<AgentServiceImpl>>().await;
 

@@ -59,8 +59,10 @@ settings! {
         /// executes; unique among replicas sharing a store.
         replica_id: String, flag "--replica-id ID", env "AGENTD_REPLICA_ID",
             default none "a fresh UUID";
-        /// How long a run lease holds without renewal: a replica that dies
-        /// loses its running runs to another this long after its last write.
+        /// How long a run lease holds without renewal: a replica that stops
+        /// renewing (stuck, or cut off from the store) loses its running
+        /// runs to another this long after its last write (on PostgreSQL,
+        /// one that dies loses them at once).
         lease_ttl: Duration, flag "--lease-ttl DURATION", env "AGENTD_LEASE_TTL",
             default "10s",
             formerly lease_ttl_ms in Milliseconds, flag "--lease-ttl-ms", env "AGENTD_LEASE_TTL_MS";
@@ -69,11 +71,11 @@ settings! {
             default "2s",
             formerly lease_renew_ms in Milliseconds,
                 flag "--lease-renew-ms", env "AGENTD_LEASE_RENEW_MS";
-        /// How often to look for running runs whose lease expired; 0s
-        /// disables the search.
+        /// How often to look for running runs whose lease expired or whose
+        /// replica is gone (PostgreSQL); 0s disables the search.
         recovery_interval: Duration, flag "--recovery-interval DURATION",
             env "AGENTD_RECOVERY_INTERVAL",
-            default "2s",
+            default "1s",
             formerly recovery_interval_ms in Milliseconds,
                 flag "--recovery-interval-ms", env "AGENTD_RECOVERY_INTERVAL_MS";
     }

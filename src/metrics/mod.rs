@@ -40,6 +40,7 @@ struct Families {
     runs_failed: IntCounterVec,
     runs_cancelled: IntCounterVec,
     runs_expired: IntCounterVec,
+    takeovers: IntCounterVec,
     resume_rejections: IntCounterVec,
     suspended_runs: IntGaugeVec,
     active_streams: IntGaugeVec,
@@ -118,6 +119,14 @@ impl Metrics {
                 "agentd_runs_expired_total",
                 "Suspended runs that expired unanswered.",
                 "agent",
+            ),
+            takeovers: counter(
+                &r,
+                "agentd_run_takeovers_total",
+                "Running runs this replica took over, by what was known of their previous holder: \
+                 gone (its store session ended), live (its session lived but its lease expired), \
+                 unknown (only its lease expired).",
+                "holder",
             ),
             resume_rejections: counter(
                 &r,
@@ -208,6 +217,12 @@ impl Metrics {
     pub fn run_expired(&self, agent: &str, since: Timestamp) {
         self.families.runs_expired.with_label_values(&[agent]).inc();
         self.left_suspension(agent, since);
+    }
+
+    /// This replica took over a run whose previous holder was `holder`
+    /// (gone, live or unknown).
+    pub fn run_taken_over(&self, holder: &str) {
+        self.families.takeovers.with_label_values(&[holder]).inc();
     }
 
     fn left_suspension(&self, agent: &str, since: Timestamp) {

@@ -35,8 +35,8 @@ use crate::domain::{
 };
 use crate::metrics::Metrics;
 use crate::store::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore, Sharing,
-    StoreError,
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery, RunStore,
+    Sharing, StoreError,
 };
 
 /// Raises the fence of a [`StoreLayer`], and hears of its refused writes.
@@ -220,8 +220,14 @@ impl RunStore for StoreLayer {
         self.call(Write, "append_events", work).await
     }
 
-    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        self.call(Read, "expired_leases", self.inner.expired_leases(now, limit))
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        self.call(Read, "orphaned_runs", self.inner.orphaned_runs(now, limit))
+            .await
+    }
+
+    /// Changes no run, so the fence does not stop it.
+    async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError> {
+        self.call(Read, "register_replica", self.inner.register_replica(replica_id))
             .await
     }
 

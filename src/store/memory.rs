@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{
-    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery,
+    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery,
     RunStore, Sharing, StoreError,
 };
 use crate::domain::{
@@ -386,7 +386,7 @@ impl RunStore for MemoryStore {
         Ok(())
     }
 
-    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
         let mut expired: Vec<(Option<Timestamp>, RunId)> = self
             .lock()
             .values()
@@ -395,7 +395,16 @@ impl RunStore for MemoryStore {
             .filter(|(at, _)| at.is_none_or(|at| at <= now))
             .collect();
         expired.sort_unstable();
-        Ok(expired.into_iter().take(limit).map(|(_, id)| id).collect())
+        Ok(expired
+            .into_iter()
+            .take(limit)
+            .map(|(_, id)| Orphan::expired(id))
+            .collect())
+    }
+
+    /// One process owns the store: nobody else looks for its orphans.
+    async fn register_replica(&self, _replica_id: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
     /// Memory is always reachable and always takes writes.

@@ -9,6 +9,7 @@ mod deliveries;
 mod encoding;
 mod feed;
 mod memory;
+mod orphan;
 mod postgres;
 mod query;
 mod record;
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 pub use deliveries::{AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery};
 pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use memory::MemoryStore;
+pub use orphan::{Holder, Orphan};
 pub use postgres::{PostgresStore, POOL_SIZE as POSTGRES_POOL_SIZE};
 pub use query::RunQuery;
 pub use sqlite::{SqliteStore, Synchronous};
@@ -195,11 +197,22 @@ pub trait RunStore: Send + Sync + 'static {
         events: &[Event],
     ) -> Result<(), StoreError>;
 
-    /// Running runs whose lease expired at or before `now` (or that have no
-    /// lease), soonest expired first (leaseless ones before all), at most
+    /// Running runs that nobody may be executing any more: those whose
+    /// lease expired at or before `now` (or that have no lease), and, on a
+    /// store that knows which replicas live (see
+    /// [`RunStore::register_replica`]), those whose holder is gone whatever
+    /// their lease says. Leaseless ones first, then by lease expiry, at most
     /// `limit` of them. The caller takes each over with a version
     /// compare-and-set.
-    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError>;
+
+    /// Tells the store that this process executes runs as the lease owner
+    /// `replica_id` for as long as it lives, so that the other replicas
+    /// sharing the store see at once when it is gone (PostgreSQL: a
+    /// session lock that ends with the process's connection). `InUse` if a
+    /// live process registered the same id; calling it again with the same
+    /// id changes nothing. A store that one process owns has nothing to do.
+    async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError>;
 
     /// Whether several servers share this store, fixed for its life.
     /// [`Sharing::Owned`]: every change happens in this process, so the

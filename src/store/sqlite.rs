@@ -30,8 +30,8 @@ use readers::ReaderPool;
 
 use super::record::{self, event_batch, EventBatch};
 use super::{
-    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore,
-    Sharing, StoreError,
+    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery,
+    RunStore, Sharing, StoreError,
 };
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
@@ -386,9 +386,16 @@ impl RunStore for SqliteStore {
         self.write(kind, events).await
     }
 
-    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        self.read(move |conn| leases::expired_leases(conn, now, limit))
-            .await
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        let expired = self
+            .read(move |conn| leases::expired_leases(conn, now, limit))
+            .await?;
+        Ok(expired.into_iter().map(Orphan::expired).collect())
+    }
+
+    /// One process owns the store: its orphans are found at startup.
+    async fn register_replica(&self, _replica_id: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {

@@ -15,8 +15,8 @@ use agentd::domain::{
 };
 use agentd::runtime::{Runtime, RuntimeConfig};
 use agentd::store::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunQuery, RunStore, Sharing,
-    SqliteStore, StoreError,
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery, RunStore,
+    Sharing, SqliteStore, StoreError,
 };
 use async_trait::async_trait;
 use tokio::sync::watch;
@@ -143,8 +143,12 @@ impl RunStore for ControlledStore {
         self.inner.ping().await
     }
 
-    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        self.inner.expired_leases(now, limit).await
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        self.inner.orphaned_runs(now, limit).await
+    }
+
+    async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError> {
+        self.inner.register_replica(replica_id).await
     }
 
     async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {

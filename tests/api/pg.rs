@@ -44,6 +44,18 @@ impl TestSchema {
     }
 }
 
+impl TestSchema {
+    /// A connection of the test's own to this schema, its driver running
+    /// until the client is dropped.
+    pub async fn client(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(&self.url(), NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to the test schema: {e}"));
+        tokio::spawn(connection);
+        client
+    }
+}
+
 impl Drop for TestSchema {
     fn drop(&mut self) {
         let base = self.base.clone();

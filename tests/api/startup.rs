@@ -17,7 +17,7 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `agentd` with `args` and `envs` (and no other `AGENTD_*` variable),
 /// expects it to exit unsuccessfully, and returns its stderr.
-async fn start_failing(program: &[&str], args: &[&str], envs: &[(&str, &str)]) -> String {
+pub(crate) async fn start_failing(program: &[&str], args: &[&str], envs: &[(&str, &str)]) -> String {
     let (program, leading) = match program.split_first() {
         Some((program, leading)) => (*program, leading),
         None => (env!("CARGO_BIN_EXE_agentd"), &[][..]),
@@ -54,7 +54,7 @@ async fn start_failing(program: &[&str], args: &[&str], envs: &[(&str, &str)]) -
 }
 
 /// Asserts `stderr` holds `message` and does not announce a server.
-fn says(stderr: &str, message: &str) {
+pub(crate) fn says(stderr: &str, message: &str) {
     assert!(
         stderr.contains(message),
         "expected {message:?} in the output:\n{stderr}"

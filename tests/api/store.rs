@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 mod deliveries;
 mod leases;
+mod presence;
 mod queries;
 mod run_events;
 mod tenants;
@@ -210,6 +211,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
     client
         .batch_execute(
             "DROP TABLE event_batches;
+             DROP TABLE replicas;
              DROP INDEX runs_suspended_by_expiry;
              DROP INDEX runs_suspended_by_agent;
              DROP INDEX runs_running_by_lease;

@@ -2,7 +2,9 @@
 //! and expiry, stored with the run) and renews it with every write it makes
 //! and at least every `renew_every` while it executes. A lease that nobody
 //! renewed for `ttl` means its holder is gone: any replica may then take the
-//! run over (see `lifecycle/recovery.rs`).
+//! run over (see `lifecycle/recovery.rs`). A shared store that knows which
+//! replicas live tells of a dead holder sooner; the lease remains the
+//! backstop for a holder that lives but is stuck.
 
 use std::time::Duration;
 
@@ -18,9 +20,9 @@ pub struct LeaseSettings {
     /// How often an executing replica renews its leases when it has no
     /// other write to make; well below `ttl`.
     pub renew_every: Duration,
-    /// How often each replica looks for running runs whose lease expired;
-    /// zero disables the search (leases are then only taken over at
-    /// startup, for a store that one process owns).
+    /// How often each replica looks for orphaned running runs (lease
+    /// expired, or holder gone); zero disables the search (runs are then
+    /// only taken over at startup, for a store that one process owns).
     pub recovery_interval: Duration,
 }
 
@@ -29,7 +31,7 @@ impl Default for LeaseSettings {
         Self {
             ttl: Duration::from_secs(10),
             renew_every: Duration::from_secs(2),
-            recovery_interval: Duration::from_secs(2),
+            recovery_interval: Duration::from_secs(1),
         }
     }
 }

@@ -1,7 +1,11 @@
 //! Crash recovery: runs left RUNNING by a replica that died. Every replica
 //! looks, every `LeaseSettings::recovery_interval`, for running runs whose
-//! lease expired, and takes each over with a version compare-and-set (so
-//! exactly one replica does): the takeover commit stores a fresh
+//! lease expired or whose holder the store knows to be gone (a replica
+//! registers as live at startup: see `RunStore::register_replica`), and
+//! takes each over with a version compare-and-set (so exactly one replica
+//! does). Each takeover is logged and counted with what was known of the
+//! previous holder (gone, live but out of its lease, or unknown). The
+//! takeover commit stores a fresh
 //! `start{resumed: true}` right after the run's last stored chunk, with this
 //! replica's lease, and the run continues from its last committed step.
 //! With a store that one process owns (SQLite), every running run found at
@@ -17,11 +21,11 @@
 
 use tokio::task::JoinHandle;
 
-use crate::domain::{Chunk, RunFailure, RunId, RunStatus, Timestamp};
+use crate::domain::{Chunk, RunFailure, RunRecord, RunStatus, Timestamp};
 use crate::runtime::execution::{approved_unexecuted, lease_expired, Staging, Work};
 use crate::runtime::periodic::spawn_periodic;
 use crate::runtime::{Runtime, RuntimeError};
-use crate::store::StoreError;
+use crate::store::{Holder, Orphan, StoreError};
 
 /// Orphaned runs read from the store at a time.
 const BATCH: usize = 100;
@@ -38,7 +42,15 @@ impl Runtime {
         self.recover(Timestamp(i64::MAX)).await
     }
 
-    /// Starts the task that takes over runs whose lease expired, every
+    /// Tells the store that this process executes runs as its replica id,
+    /// so that the other replicas take its runs over as soon as it is gone
+    /// rather than once their leases expire (see
+    /// `RunStore::register_replica`). Call it once, before serving.
+    pub async fn register_replica(&self) -> Result<(), StoreError> {
+        self.inner.store.register_replica(self.replica_id()).await
+    }
+
+    /// Starts the task that takes over orphaned runs, every
     /// `LeaseSettings::recovery_interval` (zero disables it). The task ends
     /// once every handle of this runtime is dropped.
     pub fn spawn_recovery(&self) -> JoinHandle<()> {
@@ -50,31 +62,53 @@ impl Runtime {
         })
     }
 
-    /// Takes over the running runs whose lease expired at `now`.
+    /// Takes over the running runs orphaned at `now`: their lease expired,
+    /// or their holder is gone.
     pub async fn recover(&self, now: Timestamp) -> Result<usize, RuntimeError> {
-        let orphans = self.inner.store.expired_leases(now, BATCH).await?;
+        let orphans = self.inner.store.orphaned_runs(now, BATCH).await?;
         let mut taken = 0;
-        for id in orphans {
-            match self.take_over(id, now).await {
+        for orphan in orphans {
+            match self.take_over(&orphan, now).await {
                 Ok(true) => taken += 1,
                 Ok(false) => {}
-                Err(error) => tracing::warn!(run_id = %id, %error, "could not take the run over"),
+                Err(error) => tracing::warn!(run_id = %orphan.id, %error, "could not take the run over"),
             }
         }
         Ok(taken)
     }
 
+    /// Whether `run`, found as `orphan`, is still orphaned at `now`: its
+    /// lease expired, or the holder the store saw gone still holds it (not
+    /// this process, which lives whatever the store saw of its session).
+    fn still_orphaned(&self, run: &RunRecord, orphan: &Orphan, now: Timestamp) -> bool {
+        if run.status() != RunStatus::Running {
+            return false;
+        }
+        let holder_gone = match &orphan.holder {
+            Holder::Gone { owner } => {
+                owner != self.replica_id() && run.lease().is_some_and(|lease| &lease.owner == owner)
+            }
+            Holder::Live | Holder::Unknown => false,
+        };
+        holder_gone || lease_expired(run, now)
+    }
+
     /// Takes one run over, if it is still orphaned; whether this replica
     /// now executes it.
-    async fn take_over(&self, id: RunId, now: Timestamp) -> Result<bool, RuntimeError> {
+    async fn take_over(&self, orphan: &Orphan, now: Timestamp) -> Result<bool, RuntimeError> {
+        let id = orphan.id;
         let executing_here = self.inner.live.get(id).is_some_and(|live| live.is_executing());
         if executing_here {
             return Ok(false);
         }
         let mut run = self.inner.store.load_run(id).await?;
-        if run.status() != RunStatus::Running || !lease_expired(&run, now) {
+        if !self.still_orphaned(&run, orphan, now) {
             return Ok(false);
         }
+        let previous = Previous {
+            owner: run.lease().map(|lease| lease.owner.clone()).unwrap_or_default(),
+            holder: &orphan.holder,
+        };
         let agent = self.inner.agent_for_run(&run);
         let mut first = Staging::after(run.last_seq);
         first.push(Chunk::Start {
@@ -95,12 +129,12 @@ impl Runtime {
                 };
                 first.extend(run.fail(failure, Timestamp::now()));
                 run.last_seq = first.last_seq;
-                return self.commit_takeover(&run, expected, &first).await;
+                return self.commit_takeover(&run, expected, &first, &previous).await;
             }
         };
         run.take_over(self.inner.new_lease());
         run.last_seq = first.last_seq;
-        if !self.commit_takeover(&run, expected, &first).await? {
+        if !self.commit_takeover(&run, expected, &first, &previous).await? {
             return Ok(false);
         }
         let approved = approved_unexecuted(&run);
@@ -115,13 +149,15 @@ impl Runtime {
 
     async fn commit_takeover(
         &self,
-        run: &crate::domain::RunRecord,
+        run: &RunRecord,
         expected: u64,
         first: &Staging,
+        previous: &Previous<'_>,
     ) -> Result<bool, RuntimeError> {
         match self.inner.store.commit(run, expected, &first.events).await {
             Ok(()) => {
-                tracing::info!(run_id = %run.id, last_seq = run.last_seq, "took over a run whose lease expired");
+                previous.log(run);
+                self.metrics().run_taken_over(previous.holder.as_str());
                 if let Some(live) = self.inner.live.get(run.id) {
                     if run.status() != RunStatus::Running {
                         live.release_stored(first.events.as_slice());
@@ -132,6 +168,30 @@ impl Runtime {
             // Another replica took it first, or its holder renewed in time.
             Err(StoreError::VersionConflict { .. }) => Ok(false),
             Err(other) => Err(other.into()),
+        }
+    }
+}
+
+/// Who held a run before this replica took it over, for the log and the
+/// metrics.
+struct Previous<'a> {
+    /// The previous lease's owner (empty for a run without a lease).
+    owner: String,
+    holder: &'a Holder,
+}
+
+impl Previous<'_> {
+    fn log(&self, run: &RunRecord) {
+        let (run_id, last_seq, owner, holder) = (run.id, run.last_seq, &self.owner, self.holder.as_str());
+        match self.holder {
+            Holder::Gone { .. } => tracing::info!(
+                %run_id, last_seq, previous_owner = %owner, holder,
+                "took over a run whose replica is gone"
+            ),
+            Holder::Live | Holder::Unknown => tracing::info!(
+                %run_id, last_seq, previous_owner = %owner, holder,
+                "took over a run whose lease expired"
+            ),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! Same contract as SQLite: each write is one statement (record and events
 //! in one multi-row insert, atomic), guarded by a version compare-and-set.
 //! Every committed write also NOTIFYs the other replicas (see `write.rs`
-//! and `listen.rs`), so that any replica can follow any run live.
+//! and `listen.rs`), so that any replica can follow any run live. A
+//! replica that registers holds a lock for its whole life (`presence.rs`),
+//! so that the others take its runs over as soon as it dies.
 //!
 //! Built on tokio-postgres with a deadpool pool: plain runtime queries
 //! (prepared and cached per connection), LISTEN/NOTIFY on a dedicated
@@ -11,6 +13,7 @@
 
 mod listen;
 mod migrate;
+mod presence;
 mod read;
 mod run_events;
 mod threads;
@@ -25,15 +28,15 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, RunEventPage, RunFeed, RunQuery, RunStore,
-    Sharing, StoreError,
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunFeed, RunQuery,
+    RunStore, Sharing, StoreError,
 };
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 
 /// Connections each server keeps to the database at most (the LISTEN
-/// connection comes on top).
+/// and presence connections come on top).
 pub const POOL_SIZE: usize = 16;
 
 pub struct PostgresStore {
@@ -47,6 +50,10 @@ pub struct PostgresStore {
     /// listener whenever another replica wrote (or it may have missed a
     /// notification).
     run_events: tokio::sync::watch::Sender<()>,
+    /// Where the presence connection connects.
+    config: tokio_postgres::Config,
+    /// This process's registration as a live replica, once it registered.
+    presence: tokio::sync::Mutex<Option<presence::Presence>>,
 }
 
 fn backend(error: tokio_postgres::Error) -> StoreError {
@@ -178,7 +185,7 @@ impl PostgresStore {
         let run_events = tokio::sync::watch::Sender::new(());
         let feed = listen::Listener::start(
             &runtime,
-            config,
+            config.clone(),
             channel.clone(),
             origin.clone(),
             pool.clone(),
@@ -190,6 +197,8 @@ impl PostgresStore {
             origin,
             feed,
             run_events,
+            config,
+            presence: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -270,8 +279,20 @@ impl RunStore for PostgresStore {
         write::append(self, id, expected_version, lease_expires_at, events).await
     }
 
-    async fn expired_leases(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        read::expired_leases(&self.client().await?, now, limit).await
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        read::orphaned_runs(&self.client().await?, now, limit).await
+    }
+
+    async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError> {
+        let mut registered = self.presence.lock().await;
+        if registered
+            .as_ref()
+            .is_some_and(|presence| presence.replica_id == replica_id)
+        {
+            return Ok(());
+        }
+        *registered = Some(presence::Presence::start(&self.config, replica_id).await?);
+        Ok(())
     }
 
     async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {

@@ -7,9 +7,10 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use super::presence::LIVE_REPLICAS;
 use super::{backend, to_i64};
 use crate::domain::{Event, RunId, RunRecord, RunStatus, Tenant, Timestamp};
-use crate::store::{RunQuery, StoreError};
+use crate::store::{Holder, Orphan, RunQuery, StoreError};
 
 pub(super) type Client = deadpool_postgres::Object;
 
@@ -120,19 +121,42 @@ pub(super) async fn due_suspensions(
     ids(rows)
 }
 
-/// The status is spelled out, not bound: the partial index of running runs
-/// (see migration 0008).
-const EXPIRED_SQL: &str = "SELECT id FROM runs WHERE status = 'running' \
-     AND (lease_expires_at IS NULL OR lease_expires_at <= $1) \
-     ORDER BY lease_expires_at NULLS FIRST LIMIT $2";
+/// Running runs whose lease expired, or whose registered holder holds its
+/// lock no more (see `presence.rs`); a holder that never registered is
+/// judged by its lease alone. The status is spelled out, not bound: the
+/// partial index of running runs (see migration 0008).
+fn orphaned_sql() -> String {
+    format!(
+        "WITH {LIVE_REPLICAS} \
+         SELECT r.id, r.lease_owner, p.replica_id IS NOT NULL, \
+         coalesce(r.lease_owner IN (SELECT replica_id FROM live), false) \
+         FROM runs r LEFT JOIN replicas p ON p.replica_id = r.lease_owner \
+         WHERE r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1 \
+         OR (p.replica_id IS NOT NULL AND p.replica_id NOT IN (SELECT replica_id FROM live))) \
+         ORDER BY r.lease_expires_at NULLS FIRST LIMIT $2"
+    )
+}
 
-pub(super) async fn expired_leases(
+pub(super) async fn orphaned_runs(
     client: &Client,
     now: Timestamp,
     limit: usize,
-) -> Result<Vec<RunId>, StoreError> {
-    let rows = query(client, EXPIRED_SQL, &[&now.0, &to_i64(limit as u64)]).await?;
-    ids(rows)
+) -> Result<Vec<Orphan>, StoreError> {
+    let rows = query(client, &orphaned_sql(), &[&now.0, &to_i64(limit as u64)]).await?;
+    rows.iter().map(orphan).collect()
+}
+
+fn orphan(row: &Row) -> Result<Orphan, StoreError> {
+    let id = RunId(row.try_get(0).map_err(backend)?);
+    let owner: Option<String> = row.try_get(1).map_err(backend)?;
+    let registered: bool = row.try_get(2).map_err(backend)?;
+    let live: bool = row.try_get(3).map_err(backend)?;
+    let holder = match (registered, live, owner) {
+        (true, false, Some(owner)) => Holder::Gone { owner },
+        (true, true, _) => Holder::Live,
+        _ => Holder::Unknown,
+    };
+    Ok(Orphan { id, holder })
 }
 
 pub(super) async fn count_runs_by_agent(

@@ -36,6 +36,24 @@ impl ServerProcess {
             ],
         )
     }
+
+    /// [`ServerProcess::on_store`] with the default lease settings (10 s
+    /// TTL), and the metrics endpoint on an ephemeral port.
+    pub fn on_store_with_default_leases(store: &str, data_dir: &Path, name: &str) -> Self {
+        Self::start_labelled(
+            Some(name),
+            data_dir,
+            &[
+                "--store",
+                store,
+                "--replica-id",
+                name,
+                "--metrics-listen",
+                "127.0.0.1:0",
+            ],
+            &[],
+        )
+    }
 }
 
 /// Two replicas on one fresh PostgreSQL schema. The schema outlives the
@@ -48,12 +66,22 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// Replicas with short leases (see [`LEASE_TTL`]).
     pub async fn start() -> Self {
+        Self::start_with(Replica::on_store).await
+    }
+
+    /// Replicas with the default lease settings.
+    pub async fn start_with_default_leases() -> Self {
+        Self::start_with(Replica::on_store_with_default_leases).await
+    }
+
+    async fn start_with(replica: fn(&str, &Path, &str) -> Replica) -> Self {
         let schema = TestSchema::create().await;
         let dirs = tempfile::tempdir().expect("temp dir");
         let url = schema.url();
-        let a = Replica::on_store(&url, &dirs.path().join("a"), "replica-a");
-        let b = Replica::on_store(&url, &dirs.path().join("b"), "replica-b");
+        let a = replica(&url, &dirs.path().join("a"), "replica-a");
+        let b = replica(&url, &dirs.path().join("b"), "replica-b");
         Self {
             a,
             b,

@@ -6,7 +6,7 @@
 //! and results are checked among this test's own runs).
 
 use agentd::domain::{Chunk, Event, Lease, Phase, RunId, RunRecord, Timestamp};
-use agentd::store::StoreError;
+use agentd::store::{Holder, StoreError};
 
 use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, Store};
 
@@ -18,7 +18,7 @@ pub async fn leases_conform(store: &Store) {
 }
 
 /// A run that executes on `owner` until `expires_at`, with 5 events stored.
-fn running_run(owner: &str, expires_at: Timestamp) -> RunRecord {
+pub(super) fn running_run(owner: &str, expires_at: Timestamp) -> RunRecord {
     let mut run = suspended_run("assistant");
     run.phase = Phase::Running {
         lease: Lease {
@@ -168,12 +168,17 @@ async fn expired_leases_soonest_first(store: &Store) {
     let expired_at = |now: i64, limit: usize| {
         let ours = ours.clone();
         async move {
-            let got = store
-                .expired_leases(at(now), limit)
-                .await
-                .expect("expired_leases");
+            let got = store.orphaned_runs(at(now), limit).await.expect("orphaned_runs");
             assert!(got.len() <= limit, "limit {limit} not respected");
-            got.into_iter().filter(|id| ours.contains(id)).collect::<Vec<_>>()
+            // None of these owners registered: their leases alone count.
+            assert!(
+                got.iter().all(|orphan| orphan.holder == Holder::Unknown),
+                "{got:?}"
+            );
+            got.into_iter()
+                .map(|orphan| orphan.id)
+                .filter(|id| ours.contains(id))
+                .collect::<Vec<_>>()
         }
     };
     let id = |offset: i64| mine.iter().find(|(o, _)| *o == offset).expect("offset").1;
