@@ -74,7 +74,7 @@ async fn answer(mut socket: TcpStream, runtime: &Runtime) -> std::io::Result<()>
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
     let reply = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => match super::scrape(runtime).await {
+        ("GET" | "HEAD", "/metrics") => match super::scrape(runtime, crate::metrics::Format::Prometheus).await {
             Ok(body) => Reply {
                 status: "200 OK",
                 content_type: TEXT_FORMAT,

@@ -12,17 +12,18 @@ use std::time::Duration;
 pub use http::serve_http;
 
 use crate::domain::RunStatus;
+use crate::metrics::Format;
 use crate::runtime::Runtime;
 
 /// How long a scrape waits for the store's count of suspended runs.
 const COUNT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Every metric of `runtime` in the Prometheus text format, with the
+/// Every metric of `runtime` in `format`, with the
 /// suspended-runs gauge counted from the store now, so that it is right
 /// after a restart and counts what every replica sharing the store did. If
 /// the store does not answer in time, the gauge keeps its last value (and
 /// the health check reports the store).
-pub async fn scrape(runtime: &Runtime) -> Result<String, prometheus::Error> {
+pub async fn scrape(runtime: &Runtime, format: Format) -> Result<String, prometheus::Error> {
     let count = runtime.store().count_runs_by_agent(RunStatus::Suspended);
     match tokio::time::timeout(COUNT_TIMEOUT, count).await {
         Ok(Ok(counts)) => runtime.metrics().set_suspended_runs(&counts),
@@ -35,5 +36,5 @@ pub async fn scrape(runtime: &Runtime) -> Result<String, prometheus::Error> {
         Ok(Err(error)) => tracing::warn!(%error, "metrics: could not count the pending webhook deliveries"),
         Err(_) => tracing::warn!("metrics: counting the pending webhook deliveries timed out"),
     }
-    runtime.metrics().render()
+    runtime.metrics().render(format)
 }
