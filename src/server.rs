@@ -5,10 +5,12 @@
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
 //! Browsers reach the same services over gRPC-Web on the same port
-//! (`web.rs`). The Prometheus endpoint is served beside it, on a listener
-//! of its own (`metrics_endpoint/`).
+//! (`web.rs`). Every gRPC call is measured (`grpc_metrics/`); the
+//! Prometheus endpoint is served beside it, on a listener of its own
+//! (`metrics_endpoint/`).
 
 mod drain;
+mod grpc_metrics;
 mod health;
 mod http;
 mod inbox;
@@ -212,12 +214,13 @@ pub async fn serve_with(
     if let Some(tls) = options.tls {
         builder = builder.tls_config(tls)?;
     }
+    let meter = grpc_metrics::Meter::new(runtime.metrics());
     let mut grpc = Routes::builder();
-    grpc.add_service(web::grpc_web(health_service))
-        .add_service(web::grpc_web(reflection_v1))
-        .add_service(web::grpc_web(reflection_v1alpha))
-        .add_service(web::grpc_web(agent_service))
-        .add_service(web::grpc_web(a2a_service));
+    grpc.add_service(web::grpc_web(meter.wrap(health_service)))
+        .add_service(web::grpc_web(meter.wrap(reflection_v1)))
+        .add_service(web::grpc_web(meter.wrap(reflection_v1alpha)))
+        .add_service(web::grpc_web(meter.wrap(agent_service)))
+        .add_service(web::grpc_web(meter.wrap(a2a_service)));
     let routes = web::with_pages(grpc.routes(), http::routes(site), options.cors.as_ref());
     let serving = builder
         .add_routes(routes)
