@@ -175,6 +175,14 @@ pub async fn serve_with(
         ),
         options.authenticator.clone(),
     );
+    // Measured (`grpc_metrics/`), each method's series there from now,
+    // before the chores below and the first call.
+    let meter = grpc_metrics::Meter::new(runtime.metrics());
+    let health_service = meter.wrap(health_service);
+    let reflection_v1 = meter.wrap(reflection_v1);
+    let reflection_v1alpha = meter.wrap(reflection_v1alpha);
+    let agent_service = meter.wrap(agent_service);
+    let a2a_service = meter.wrap(a2a_service);
     let site = http::Site {
         runtime: runtime.clone(),
         secured: !options.authenticator.is_open(),
@@ -214,13 +222,12 @@ pub async fn serve_with(
     if let Some(tls) = options.tls {
         builder = builder.tls_config(tls)?;
     }
-    let meter = grpc_metrics::Meter::new(runtime.metrics());
     let mut grpc = Routes::builder();
-    grpc.add_service(web::grpc_web(meter.wrap(health_service)))
-        .add_service(web::grpc_web(meter.wrap(reflection_v1)))
-        .add_service(web::grpc_web(meter.wrap(reflection_v1alpha)))
-        .add_service(web::grpc_web(meter.wrap(agent_service)))
-        .add_service(web::grpc_web(meter.wrap(a2a_service)));
+    grpc.add_service(web::grpc_web(health_service))
+        .add_service(web::grpc_web(reflection_v1))
+        .add_service(web::grpc_web(reflection_v1alpha))
+        .add_service(web::grpc_web(agent_service))
+        .add_service(web::grpc_web(a2a_service));
     let routes = web::with_pages(grpc.routes(), http::routes(site), options.cors.as_ref());
     let serving = builder
         .add_routes(routes)
