@@ -431,7 +431,13 @@ async fn a_scrape_right_after_start_up_shows_every_known_series_at_zero() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_endpoint_keeps_connections_open_and_negotiates_openmetrics() {
     let temp = tempfile::tempdir().expect("temp dir");
-    let server = start(temp.path()).await;
+    let mut server = start(temp.path()).await;
+    // Once a call is answered, the server serves (its methods are measured).
+    server
+        .client
+        .list_agents(pb::ListAgentsRequest::default())
+        .await
+        .expect("ListAgents");
     let mut connection = Connection::open(server.metrics).await;
 
     let text = connection.request("GET", "/metrics", "").await;
@@ -491,4 +497,51 @@ async fn the_endpoint_keeps_connections_open_and_negotiates_openmetrics() {
     // Still the same connection.
     let again = connection.request("GET", "/metrics", "").await;
     assert_eq!(again.status, "HTTP/1.1 200 OK");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_the_client_leaves_counts_as_canceled() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut server = start(temp.path()).await;
+    let client = &mut server.client;
+    let request = pb::StreamAgentRequest {
+        prompt: "Help me pick a plan".into(),
+        ..Default::default()
+    };
+    let chunks = collect(client.stream_agent(request).await.expect("start").into_inner())
+        .await
+        .expect("stream");
+    let last = chunks.last().expect("chunks").seq;
+    // Nothing to replay on a suspended run: the stream waits for a Resume.
+    let waiting = client
+        .subscribe_run(pb::SubscribeRunRequest {
+            run_id: run_id(&chunks),
+            after_seq: last,
+        })
+        .await
+        .expect("SubscribeRun")
+        .into_inner();
+    drop(waiting);
+
+    // The server drops the stream a moment after the client reset it.
+    let canceled = handled("SubscribeRun", "server_stream", "Canceled");
+    let mut text = scrape(server.metrics).await;
+    for _ in 0..100 {
+        if value(&text, &canceled) == Some(1.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        text = scrape(server.metrics).await;
+    }
+    assert_series(&text, &canceled, 1.0);
+    assert_series(&text, &handled("SubscribeRun", "server_stream", "OK"), 0.0);
+    assert_series(
+        &text,
+        &of_method(
+            "grpc_server_handling_seconds_count",
+            "SubscribeRun",
+            "server_stream",
+        ),
+        1.0,
+    );
 }
