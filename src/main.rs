@@ -27,11 +27,19 @@ struct Cli {
     // value is reported as the variable's, not as the flag's.
     #[arg(long, global = true, value_enum)]
     log_format: Option<LogFormat>,
-    /// Export spans over OTLP/gRPC to this collector, e.g. http://localhost:4317.
-    #[cfg(feature = "otel")]
-    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    // Declared in every build, so that `--help` shows it and a build
+    // without the `otel` feature says it ignores it rather than refusing
+    // a command line (or an environment) made for another build.
+    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL", help = OTLP_ENDPOINT_HELP)]
     otlp_endpoint: Option<String>,
 }
+
+#[cfg(feature = "otel")]
+const OTLP_ENDPOINT_HELP: &str = "Export spans over OTLP/gRPC to this collector, e.g. http://localhost:4317.";
+#[cfg(not(feature = "otel"))]
+const OTLP_ENDPOINT_HELP: &str =
+    "Export spans over OTLP/gRPC to this collector, e.g. http://localhost:4317. \
+     Needs a build with the `otel` feature (cargo build --features otel): this build exports nothing.";
 
 #[derive(Subcommand)]
 enum Command {
@@ -106,6 +114,14 @@ async fn main() -> ExitCode {
         Ok(telemetry) => telemetry,
         Err(error) => return fail(LogFormat::Text, &error.into()),
     };
+    #[cfg(not(feature = "otel"))]
+    if let Some(endpoint) = &cli.otlp_endpoint {
+        tracing::warn!(
+            endpoint,
+            "--otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) is set, but this build has no `otel` feature: \
+             no spans are exported (build with --features otel)"
+        );
+    }
     let result = match cli.command {
         Some(Command::Chat(args)) => agentd::chat::run(args).await.map_err(anyhow::Error::from),
         Some(Command::Serve(args)) => serve(*args).await,

@@ -5,10 +5,12 @@
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
 //! Browsers reach the same services over gRPC-Web on the same port
-//! (`web.rs`). The Prometheus endpoint is served beside it, on a listener
-//! of its own (`metrics_endpoint/`).
+//! (`web.rs`). Every gRPC call is measured (`grpc_metrics/`); the
+//! Prometheus endpoint is served beside it, on a listener of its own
+//! (`metrics_endpoint/`).
 
 mod drain;
+mod grpc_metrics;
 mod health;
 mod http;
 mod inbox;
@@ -181,6 +183,14 @@ pub async fn serve_with(
         ),
         options.authenticator.clone(),
     );
+    // Measured (`grpc_metrics/`), each method's series there from now,
+    // before the chores below and the first call.
+    let meter = grpc_metrics::Meter::new(runtime.metrics());
+    let health_service = meter.wrap(health_service);
+    let reflection_v1 = meter.wrap(reflection_v1);
+    let reflection_v1alpha = meter.wrap(reflection_v1alpha);
+    let agent_service = meter.wrap(agent_service);
+    let a2a_service = meter.wrap(a2a_service);
     let site = http::Site {
         runtime: runtime.clone(),
         secured: !options.authenticator.is_open(),

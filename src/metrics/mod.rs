@@ -1,13 +1,20 @@
 //! Prometheus metrics of a runtime: what happened to runs (counters by
 //! agent), refused Resumes (by reason), what is going on now (suspended runs,
-//! open streams) and how long things take (histograms). One [`Metrics`]
-//! handle per runtime, with a registry of its own, so that several servers
-//! in one process never share counts. Recording never fails and never
-//! blocks. The metrics know nothing of the runtime that records into them:
-//! the server's metrics endpoint (`server/metrics_endpoint/`) serves the
-//! text format, and sets the suspended-runs gauge from the store at each
-//! scrape.
+//! open streams) and how long things take (histograms); the gRPC server's
+//! calls (`grpc.rs`), the webhooks' deliveries (`webhooks.rs`) and the
+//! process's resources (`process_*`, on Linux). One [`Metrics`] handle per
+//! runtime, with a registry of its own, so that several servers in one
+//! process never share counts. Every series whose labels are known (each
+//! configured agent and webhook, each rejection reason, each streaming RPC,
+//! each gRPC method) exists from the start, at zero. Recording never fails
+//! and never blocks. The metrics know nothing of the runtime that records
+//! into them: the server's metrics endpoint (`server/metrics_endpoint/`)
+//! serves them, in the Prometheus or the OpenMetrics text format, and sets
+//! the store's counts at each scrape.
 
+mod counted;
+mod grpc;
+mod openmetrics;
 mod stream;
 mod webhooks;
 
@@ -16,14 +23,35 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus::core::Collector;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+pub use grpc::{code_name, GrpcMethodMetrics, GrpcType};
 pub use stream::{MeasuredStream, Rpc};
 pub use webhooks::AttemptResult;
 
 use crate::domain::Timestamp;
+
+/// A text format the metrics render in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format, version 0.0.4.
+    Prometheus,
+    /// OpenMetrics 1.0.0.
+    OpenMetrics,
+}
+
+impl Format {
+    /// The `Content-Type` of a rendering in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => openmetrics::CONTENT_TYPE,
+        }
+    }
+}
 
 /// The metrics of one runtime. Cloning shares them.
 #[derive(Clone)]
@@ -42,13 +70,14 @@ struct Families {
     runs_expired: IntCounterVec,
     takeovers: IntCounterVec,
     resume_rejections: IntCounterVec,
-    suspended_runs: IntGaugeVec,
+    suspended_runs: counted::CountedGauge,
     active_streams: IntGaugeVec,
     first_chunk: HistogramVec,
     model_step: HistogramVec,
     store_operation: HistogramVec,
     suspension: HistogramVec,
     webhooks: webhooks::WebhookFamilies,
+    grpc: grpc::GrpcFamilies,
 }
 
 /// Seconds from a request to its stream's first chunk.
@@ -68,30 +97,43 @@ const SUSPENSION_BUCKETS: &[f64] = &[
     1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 259200.0, 604800.0,
 ];
 
+/// Registers `collector` in `registry` and gives it back.
+fn register<C: Collector + Clone + 'static>(registry: &Registry, collector: C) -> C {
+    registry
+        .register(Box::new(collector.clone()))
+        .expect("metric names are unique within the registry");
+    collector
+}
+
 fn counter(registry: &Registry, name: &str, help: &str, label: &str) -> IntCounterVec {
     let family = IntCounterVec::new(Opts::new(name, help), &[label]).expect("a valid counter definition");
-    registry
-        .register(Box::new(family.clone()))
-        .expect("metric names are unique within the registry");
-    family
+    register(registry, family)
 }
 
 fn gauge(registry: &Registry, name: &str, help: &str, label: &str) -> IntGaugeVec {
     let family = IntGaugeVec::new(Opts::new(name, help), &[label]).expect("a valid gauge definition");
-    registry
-        .register(Box::new(family.clone()))
-        .expect("metric names are unique within the registry");
-    family
+    register(registry, family)
 }
 
 fn histogram(registry: &Registry, name: &str, help: &str, label: &str, buckets: &[f64]) -> HistogramVec {
     let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
     let family = HistogramVec::new(opts, &[label]).expect("a valid histogram definition");
-    registry
-        .register(Box::new(family.clone()))
-        .expect("metric names are unique within the registry");
-    family
+    register(registry, family)
 }
+
+/// The process's CPU time, memory, file descriptors, threads and start
+/// time, read from `/proc` at each scrape.
+#[cfg(target_os = "linux")]
+fn register_process_metrics(registry: &Registry) {
+    let process = prometheus::process_collector::ProcessCollector::for_self();
+    registry
+        .register(Box::new(process))
+        .expect("metric names are unique within the registry");
+}
+
+/// Elsewhere there is no `/proc` to read.
+#[cfg(not(target_os = "linux"))]
+fn register_process_metrics(_: &Registry) {}
 
 impl Metrics {
     /// Fresh metrics, every count at zero.
@@ -134,12 +176,12 @@ impl Metrics {
                 "Resumes refused, by reason; the run stays as it was.",
                 "reason",
             ),
-            suspended_runs: gauge(
+            suspended_runs: counted::CountedGauge::new(gauge(
                 &r,
                 "agentd_suspended_runs",
                 "Runs in the store suspended now, by agent.",
                 "agent",
-            ),
+            )),
             active_streams: gauge(
                 &r,
                 "agentd_active_streams",
@@ -175,11 +217,52 @@ impl Metrics {
                 SUSPENSION_BUCKETS,
             ),
             webhooks: webhooks::WebhookFamilies::new(&r),
+            grpc: grpc::GrpcFamilies::new(&r),
             registry: r,
         };
-        Self {
+        register_process_metrics(&families.registry);
+        let metrics = Self {
             families: Arc::new(families),
+        };
+        metrics.start_known_series();
+        metrics
+    }
+
+    /// The series whose labels are fixed: each rejection reason, each kind
+    /// of takeover, each streaming RPC.
+    fn start_known_series(&self) {
+        let families = &self.families;
+        for reason in ResumeRejection::ALL {
+            families.resume_rejections.with_label_values(&[reason.as_str()]);
         }
+        for holder in crate::store::Holder::NAMES {
+            families.takeovers.with_label_values(&[holder]);
+        }
+        for rpc in Rpc::ALL {
+            families.active_streams.with_label_values(&[rpc.as_str()]);
+            if rpc.has_first_chunk_latency() {
+                families.first_chunk.with_label_values(&[rpc.as_str()]);
+            }
+        }
+    }
+
+    /// `agent` is served: its series exist from now on, at zero.
+    pub fn configure_agent(&self, agent: &str) {
+        let families = &self.families;
+        for counter in [
+            &families.runs_started,
+            &families.runs_suspended,
+            &families.runs_resumed,
+            &families.runs_completed,
+            &families.runs_failed,
+            &families.runs_cancelled,
+            &families.runs_expired,
+        ] {
+            counter.with_label_values(&[agent]);
+        }
+        families.suspended_runs.configure(agent);
+        families.model_step.with_label_values(&[agent]);
+        families.suspension.with_label_values(&[agent]);
     }
 
     pub fn run_started(&self, agent: &str) {
@@ -242,15 +325,9 @@ impl Metrics {
     }
 
     /// Sets the suspended-runs gauge to what the store holds: `counts` by
-    /// agent; agents missing from it have none.
+    /// agent; agents missing from it have none (configured ones show 0).
     pub fn set_suspended_runs(&self, counts: &BTreeMap<String, u64>) {
-        let gauge = &self.families.suspended_runs;
-        gauge.reset();
-        for (agent, count) in counts {
-            gauge
-                .with_label_values(&[agent.as_str()])
-                .set(i64::try_from(*count).unwrap_or(i64::MAX));
-        }
+        self.families.suspended_runs.set(counts);
     }
 
     pub fn model_step(&self, agent: &str, took: Duration) {
@@ -267,11 +344,17 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// Every metric in the Prometheus text format.
-    pub fn render(&self) -> Result<String, prometheus::Error> {
-        let mut text = Vec::new();
-        TextEncoder::new().encode(&self.families.registry.gather(), &mut text)?;
-        String::from_utf8(text).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    /// Every metric, in `format`.
+    pub fn render(&self, format: Format) -> Result<String, prometheus::Error> {
+        let families = self.families.registry.gather();
+        match format {
+            Format::Prometheus => {
+                let mut text = Vec::new();
+                TextEncoder::new().encode(&families, &mut text)?;
+                String::from_utf8(text).map_err(|e| prometheus::Error::Msg(e.to_string()))
+            }
+            Format::OpenMetrics => Ok(openmetrics::encode(&families)),
+        }
     }
 }
 
@@ -307,6 +390,20 @@ pub enum ResumeRejection {
 }
 
 impl ResumeRejection {
+    /// Every reason, each a series from the start.
+    pub const ALL: [ResumeRejection; 10] = [
+        ResumeRejection::InvalidAnswer,
+        ResumeRejection::InvalidRequest,
+        ResumeRejection::NotSuspended,
+        ResumeRejection::ToolCallNotPending,
+        ResumeRejection::ToolCallAmbiguous,
+        ResumeRejection::ResumeConflict,
+        ResumeRejection::RequestIdReused,
+        ResumeRejection::RunNotFound,
+        ResumeRejection::AgentGone,
+        ResumeRejection::Other,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ResumeRejection::InvalidAnswer => "invalid_answer",
@@ -333,7 +430,7 @@ mod tests {
         metrics.run_started("a");
         metrics.run_suspended("a");
         metrics.resume_rejected(ResumeRejection::NotSuspended);
-        let text = metrics.render().expect("render");
+        let text = metrics.render(Format::Prometheus).expect("render");
         assert!(
             text.contains("agentd_runs_started_total{agent=\"a\"} 1"),
             "{text}"
@@ -346,12 +443,80 @@ mod tests {
             text.contains("agentd_resume_rejections_total{reason=\"not_suspended\"} 1"),
             "{text}"
         );
-        assert!(!text.contains("reason=\"other\""), "{text}");
+        assert!(
+            text.contains("agentd_resume_rejections_total{reason=\"other\"} 0"),
+            "{text}"
+        );
 
         metrics.set_suspended_runs(&BTreeMap::from([("a".to_owned(), 2)]));
         metrics.set_suspended_runs(&BTreeMap::from([("b".to_owned(), 3)]));
-        let text = metrics.render().expect("render");
+        let text = metrics.render(Format::Prometheus).expect("render");
         assert!(!text.contains("agentd_suspended_runs{agent=\"a\"}"), "{text}");
         assert!(text.contains("agentd_suspended_runs{agent=\"b\"} 3"), "{text}");
+    }
+
+    #[test]
+    fn a_configured_agent_shows_at_zero_whatever_the_store_counts() {
+        let metrics = Metrics::new();
+        metrics.configure_agent("assistant");
+        let zero =
+            |text: &str, series: &str| assert!(text.contains(&format!("{series} 0\n")), "{series} in {text}");
+        let text = metrics.render(Format::Prometheus).expect("render");
+        for family in [
+            "started",
+            "suspended",
+            "resumed",
+            "completed",
+            "failed",
+            "cancelled",
+            "expired",
+        ] {
+            zero(
+                &text,
+                &format!("agentd_runs_{family}_total{{agent=\"assistant\"}}"),
+            );
+        }
+        zero(&text, "agentd_suspended_runs{agent=\"assistant\"}");
+        zero(
+            &text,
+            "agentd_model_step_duration_seconds_count{agent=\"assistant\"}",
+        );
+        zero(&text, "agentd_active_streams{rpc=\"watch_runs\"}");
+        for holder in ["gone", "live", "unknown"] {
+            zero(
+                &text,
+                &format!("agentd_run_takeovers_total{{holder=\"{holder}\"}}"),
+            );
+        }
+        zero(
+            &text,
+            "agentd_time_to_first_chunk_seconds_count{rpc=\"subscribe_run\"}",
+        );
+        assert!(!text.contains("agentd_time_to_first_chunk_seconds_count{rpc=\"watch_runs\"}"));
+
+        metrics.set_suspended_runs(&BTreeMap::from([
+            ("assistant".to_owned(), 2),
+            ("old".to_owned(), 1),
+        ]));
+        metrics.set_suspended_runs(&BTreeMap::new());
+        let text = metrics.render(Format::Prometheus).expect("render");
+        zero(&text, "agentd_suspended_runs{agent=\"assistant\"}");
+        assert!(!text.contains("agentd_suspended_runs{agent=\"old\"}"), "{text}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_process_metrics_are_among_them() {
+        let text = Metrics::new().render(Format::OpenMetrics).expect("render");
+        for family in [
+            "# TYPE process_cpu_seconds counter",
+            "# TYPE process_resident_memory_bytes gauge",
+            "# TYPE process_open_fds gauge",
+            "# TYPE process_max_fds gauge",
+            "# TYPE process_start_time_seconds gauge",
+        ] {
+            assert!(text.contains(family), "{family} in {text}");
+        }
+        assert!(text.contains("\nprocess_cpu_seconds_total "), "{text}");
     }
 }

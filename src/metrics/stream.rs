@@ -21,6 +21,14 @@ pub enum Rpc {
 }
 
 impl Rpc {
+    pub const ALL: [Rpc; 4] = [Rpc::StreamAgent, Rpc::Resume, Rpc::SubscribeRun, Rpc::WatchRuns];
+
+    /// Whether its first chunk's latency is the server's: a watch's first
+    /// event comes whenever a run changes.
+    pub(super) fn has_first_chunk_latency(self) -> bool {
+        !matches!(self, Rpc::WatchRuns)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Rpc::StreamAgent => "stream_agent",
@@ -51,9 +59,7 @@ impl Metrics {
             inner,
             metrics: self.clone(),
             rpc,
-            // A watch's first event comes whenever a run changes: no
-            // latency of the server's.
-            requested: (!matches!(rpc, Rpc::WatchRuns)).then_some(requested),
+            requested: rpc.has_first_chunk_latency().then_some(requested),
         }
     }
 }

@@ -9,12 +9,20 @@ use std::time::Duration;
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
+use super::counted::CountedGauge;
+use super::register;
+
 /// Seconds from an event to its delivery: a few milliseconds (an endpoint
 /// that answers at once) up to a day of retries.
 const LATENCY_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0,
     21600.0, 86400.0,
 ];
+
+/// The `outcome` labels of `agentd_webhook_deliveries_total`.
+const DELIVERED: &str = "delivered";
+const FAILED: &str = "failed";
+const OUTCOMES: [&str; 2] = [DELIVERED, FAILED];
 
 /// How an attempt ended, as the `result` label of
 /// `agentd_webhook_attempts_total` names it.
@@ -31,6 +39,13 @@ pub enum AttemptResult {
 }
 
 impl AttemptResult {
+    const ALL: [AttemptResult; 4] = [
+        AttemptResult::Success,
+        AttemptResult::Status,
+        AttemptResult::Timeout,
+        AttemptResult::Connection,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             AttemptResult::Success => "success",
@@ -44,15 +59,8 @@ impl AttemptResult {
 pub(super) struct WebhookFamilies {
     deliveries: IntCounterVec,
     attempts: IntCounterVec,
-    pending: IntGaugeVec,
+    pending: CountedGauge,
     latency: HistogramVec,
-}
-
-fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, collector: C) -> C {
-    registry
-        .register(Box::new(collector.clone()))
-        .expect("metric names are unique within the registry");
-    collector
 }
 
 impl WebhookFamilies {
@@ -92,13 +100,26 @@ impl WebhookFamilies {
         Self {
             deliveries,
             attempts,
-            pending: register(registry, pending),
+            pending: CountedGauge::new(register(registry, pending)),
             latency: register(registry, latency),
         }
     }
 }
 
 impl super::Metrics {
+    /// `webhook` is configured: its series exist from now on, at zero.
+    pub fn configure_webhook(&self, webhook: &str) {
+        let families = &self.families.webhooks;
+        for outcome in OUTCOMES {
+            families.deliveries.with_label_values(&[webhook, outcome]);
+        }
+        for result in AttemptResult::ALL {
+            families.attempts.with_label_values(&[webhook, result.as_str()]);
+        }
+        families.pending.configure(webhook);
+        families.latency.with_label_values(&[webhook]);
+    }
+
     /// An attempt at one of `webhook`'s deliveries ended with `result`.
     pub fn webhook_attempt(&self, webhook: &str, result: AttemptResult) {
         self.families
@@ -111,10 +132,7 @@ impl super::Metrics {
     /// One of `webhook`'s deliveries arrived, `latency` after its event.
     pub fn webhook_delivered(&self, webhook: &str, latency: Duration) {
         let families = &self.families.webhooks;
-        families
-            .deliveries
-            .with_label_values(&[webhook, "delivered"])
-            .inc();
+        families.deliveries.with_label_values(&[webhook, DELIVERED]).inc();
         families
             .latency
             .with_label_values(&[webhook])
@@ -126,27 +144,22 @@ impl super::Metrics {
         self.families
             .webhooks
             .deliveries
-            .with_label_values(&[webhook, "failed"])
+            .with_label_values(&[webhook, FAILED])
             .inc();
     }
 
     /// Sets the pending-deliveries gauge to what the store holds: `counts`
-    /// by webhook; webhooks missing from it have none.
+    /// by webhook; webhooks missing from it have none (configured ones
+    /// show 0).
     pub fn set_pending_deliveries(&self, counts: &BTreeMap<String, u64>) {
-        let gauge = &self.families.webhooks.pending;
-        gauge.reset();
-        for (webhook, count) in counts {
-            gauge
-                .with_label_values(&[webhook.as_str()])
-                .set(i64::try_from(*count).unwrap_or(i64::MAX));
-        }
+        self.families.webhooks.pending.set(counts);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Metrics;
+    use crate::metrics::{Format, Metrics};
 
     #[test]
     fn webhook_metrics_render_by_webhook() {
@@ -156,7 +169,7 @@ mod tests {
         metrics.webhook_delivered("ops", Duration::from_millis(30));
         metrics.webhook_failed("ops");
         metrics.set_pending_deliveries(&BTreeMap::from([("ops".to_owned(), 4)]));
-        let text = metrics.render().expect("render");
+        let text = metrics.render(Format::Prometheus).expect("render");
         for line in [
             "agentd_webhook_attempts_total{result=\"status\",webhook=\"ops\"} 1",
             "agentd_webhook_attempts_total{result=\"success\",webhook=\"ops\"} 1",
@@ -168,7 +181,23 @@ mod tests {
             assert!(text.contains(line), "{line} in {text}");
         }
         metrics.set_pending_deliveries(&BTreeMap::new());
-        let text = metrics.render().expect("render");
+        let text = metrics.render(Format::Prometheus).expect("render");
         assert!(!text.contains("agentd_webhook_pending_deliveries{"), "{text}");
+    }
+
+    #[test]
+    fn a_configured_webhook_shows_every_series_at_zero() {
+        let metrics = Metrics::new();
+        metrics.configure_webhook("ops");
+        metrics.set_pending_deliveries(&BTreeMap::new());
+        let text = metrics.render(Format::Prometheus).expect("render");
+        for line in [
+            "agentd_webhook_attempts_total{result=\"connection\",webhook=\"ops\"} 0",
+            "agentd_webhook_deliveries_total{outcome=\"failed\",webhook=\"ops\"} 0",
+            "agentd_webhook_pending_deliveries{webhook=\"ops\"} 0",
+            "agentd_webhook_delivery_latency_seconds_count{webhook=\"ops\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 }

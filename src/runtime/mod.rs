@@ -124,6 +124,9 @@ struct Inner {
 impl Runtime {
     pub fn new(agents: AgentRegistry, store: Arc<dyn RunStore>, config: RuntimeConfig) -> Self {
         let live = LiveRuns::default();
+        for (agent, _) in agents.iter() {
+            config.metrics.configure_agent(&agent.id);
+        }
         let (store, fence) = store_layer::StoreLayer::wrap(store, config.metrics.clone());
         Self {
             inner: Arc::new(Inner {

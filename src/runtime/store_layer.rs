@@ -345,7 +345,9 @@ mod tests {
         store.list_runs(&query).await.unwrap();
         let missing = store.append_events(RunId::new(), 1, None, &[]).await;
         assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
-        let text = metrics.render().expect("render");
+        let text = metrics
+            .render(crate::metrics::Format::Prometheus)
+            .expect("render");
         for operation in ["list_runs", "append_events"] {
             let series =
                 format!("agentd_store_operation_duration_seconds_count{{operation=\"{operation}\"}} 1");

@@ -41,6 +41,9 @@ pub enum Holder {
 }
 
 impl Holder {
+    /// Every name [`Holder::as_str`] gives.
+    pub const NAMES: [&'static str; 3] = ["unknown", "live", "gone"];
+
     /// Its name in logs and metrics.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -48,5 +51,17 @@ impl Holder {
             Holder::Live => "live",
             Holder::Gone { .. } => "gone",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_holder_name_is_listed() {
+        let holders = [Holder::Unknown, Holder::Live, Holder::Gone { owner: "a".into() }];
+        let names: Vec<_> = holders.iter().map(Holder::as_str).collect();
+        assert_eq!(names, Holder::NAMES);
     }
 }

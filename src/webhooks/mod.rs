@@ -63,6 +63,7 @@ pub async fn spawn(runtime: &Runtime, webhooks: &[Webhook]) -> Result<WebhookTas
         .map_err(|error| WebhookStartError(format!("building the HTTP client: {error}")))?;
     for webhook in webhooks {
         let webhook = Arc::new(webhook.clone());
+        runtime.metrics().configure_webhook(&webhook.name);
         let enqueued = Arc::new(Notify::new());
         let cursor = enqueue::start(runtime.store().as_ref(), &webhook)
             .await

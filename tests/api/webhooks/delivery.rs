@@ -142,7 +142,7 @@ async fn every_event_arrives_signed_in_order_with_the_question() {
     .await;
     assert_eq!(
         metric(&text, "agentd_webhook_pending_deliveries{webhook=\"all\"}"),
-        None,
+        Some(0.0),
         "nothing pending"
     );
     assert!(
