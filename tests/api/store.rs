@@ -820,6 +820,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
         },
         run_tools: Vec::new(),
         thread: None,
+        trace: None,
         phase: suspended_phase(created),
     }
 }
