@@ -129,17 +129,35 @@ mod otel {
 
     #[cfg(test)]
     mod tests {
+        use std::sync::{Arc, Mutex};
+
         use opentelemetry::trace::TracerProvider as _;
-        use opentelemetry_sdk::trace::SdkTracerProvider;
+        use opentelemetry_sdk::error::OTelSdkResult;
+        use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
         use tracing_subscriber::layer::SubscriberExt;
 
         use super::super::{adopt, outgoing};
         use crate::domain::TraceContext;
 
-        const RECEIVED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        const STARTED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        const RESUMED: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
-        fn with_exporting_layer(test: impl FnOnce()) {
-            let provider = SdkTracerProvider::builder().build();
+        /// Keeps the spans it exports, for the test to read.
+        #[derive(Clone, Debug, Default)]
+        struct Kept(Arc<Mutex<Vec<SpanData>>>);
+
+        impl SpanExporter for Kept {
+            async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+                self.0.lock().unwrap().extend(batch);
+                Ok(())
+            }
+        }
+
+        /// Runs `test` with an OpenTelemetry layer exporting to `kept`.
+        fn exporting_to(kept: &Kept, test: impl FnOnce()) {
+            let provider = SdkTracerProvider::builder()
+                .with_simple_exporter(kept.clone())
+                .build();
             let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
             let subscriber = tracing_subscriber::registry().with(layer);
             tracing::subscriber::with_default(subscriber, test);
@@ -147,8 +165,8 @@ mod otel {
 
         #[test]
         fn a_call_continues_the_adopted_trace_from_its_own_span() {
-            let received = TraceContext::from_headers(RECEIVED, ["rojo=1"]).unwrap();
-            with_exporting_layer(|| {
+            let received = TraceContext::from_headers(STARTED, ["rojo=1"]).unwrap();
+            exporting_to(&Kept::default(), || {
                 let run = tracing::info_span!("run");
                 adopt(&run, Some(&received), None);
                 let call = run.in_scope(|| tracing::info_span!("model_request"));
@@ -164,12 +182,42 @@ mod otel {
 
         #[test]
         fn without_a_received_context_a_sampled_span_starts_the_trace() {
-            with_exporting_layer(|| {
+            exporting_to(&Kept::default(), || {
                 let span = tracing::info_span!("run");
                 let sent = span.in_scope(outgoing).expect("the span's context");
                 assert!(sent.sampled());
                 assert_eq!(sent.tracestate(), None);
             });
+        }
+
+        #[test]
+        fn a_resumed_execution_is_the_resumes_child_and_links_to_the_start() {
+            let started = TraceContext::parse_traceparent(STARTED).unwrap();
+            let resumed = TraceContext::parse_traceparent(RESUMED).unwrap();
+            let kept = Kept::default();
+            exporting_to(&kept, || {
+                let span = tracing::info_span!("run");
+                adopt(&span, Some(&resumed), Some(&started));
+            });
+            let spans = kept.0.lock().unwrap();
+            assert_eq!(spans.len(), 1);
+            let run = &spans[0];
+            assert_eq!(
+                run.span_context.trace_id().to_string(),
+                resumed.trace_id().to_string()
+            );
+            assert_eq!(run.parent_span_id.to_string(), resumed.parent_id().to_string());
+            assert!(run.parent_span_is_remote);
+            let links = &run.links.links;
+            assert_eq!(links.len(), 1);
+            assert_eq!(
+                links[0].span_context.trace_id().to_string(),
+                started.trace_id().to_string()
+            );
+            assert_eq!(
+                links[0].span_context.span_id().to_string(),
+                started.parent_id().to_string()
+            );
         }
     }
 }
