@@ -213,6 +213,7 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::ExecuteToolRequest>,
     ) -> Result<Response<pb::ExecuteToolResponse>, Status> {
         let tenant = tenant_of(&request);
+        let trace = convert::trace_context(request.metadata());
         let pb::ExecuteToolRequest {
             tool_name,
             args,
@@ -224,7 +225,7 @@ impl AgentService for AgentServiceImpl {
         let args = convert::struct_to_json(&args.unwrap_or_default());
         let output = self
             .runtime
-            .execute_tool(&tenant, &agent_id, &tool_name, &args)
+            .execute_tool(&tenant, &agent_id, &tool_name, &args, trace)
             .await?;
         Ok(Response::new(pb::ExecuteToolResponse {
             content: output.content,

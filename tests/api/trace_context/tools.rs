@@ -1,7 +1,8 @@
-//! HTTP tools and MCP tools over streamable HTTP are called with the trace
-//! context of the run's request: the HTTP tool in its request's headers,
-//! the MCP tool call in its `params._meta` (as MCP says) and in the
-//! headers of the POST that carries it.
+//! HTTP tools (in a run, or by ExecuteTool) and MCP tools over streamable
+//! HTTP are called with the trace context of the request they are called
+//! for: the HTTP tool in its request's headers, the MCP tool call in its
+//! `params._meta` (as MCP says) and in the headers of the POST that
+//! carries it.
 
 use agentd::pb::FinishReason;
 
@@ -40,6 +41,39 @@ async fn an_http_tool_call_continues_the_runs_trace() {
     assert_eq!(received[0].tracestate.as_deref(), Some(STATE));
     assert_eq!(received[1].traceparent, None, "a run without a trace context");
     assert_eq!(received[1].tracestate, None);
+}
+
+#[tokio::test]
+async fn execute_tool_calls_an_http_tool_in_the_requests_trace() {
+    let http = HttpServer::start().await;
+    let config = format!(
+        r#"
+        [[tools]]
+        kind = "http"
+        name = "weather"
+        url = "{url}"
+        "#,
+        url = http.url("/weather"),
+    );
+    let server = start(vec![agent_with("web", &["weather"])], &config).await;
+    let execute = pb::ExecuteToolRequest {
+        tool_name: "weather".into(),
+        args: Some(agentd::grpc::convert::json_to_struct(
+            &serde_json::json!({"city": "Oslo"}),
+        )),
+        agent_id: "web".into(),
+    };
+    let output = server
+        .client()
+        .execute_tool(traced(execute, STARTED, Some(STATE)))
+        .await
+        .expect("ExecuteTool")
+        .into_inner();
+    assert!(!output.is_error, "{output:?}");
+    let received = http.received("weather");
+    assert_eq!(received.len(), 1);
+    assert_continues(received[0].traceparent.as_deref(), STARTED_TRACE, STARTED_PARENT);
+    assert_eq!(received[0].tracestate.as_deref(), Some(STATE));
 }
 
 #[tokio::test]
