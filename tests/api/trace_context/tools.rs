@@ -1,8 +1,8 @@
-//! HTTP tools (in a run, or by ExecuteTool) and MCP tools over streamable
-//! HTTP are called with the trace context of the request they are called
-//! for: the HTTP tool in its request's headers, the MCP tool call in its
-//! `params._meta` (as MCP says) and in the headers of the POST that
-//! carries it.
+//! HTTP tools (in a run started by StreamAgent or A2A, or by ExecuteTool)
+//! and MCP tools over streamable HTTP are called with the trace context of
+//! the request they are called for: the HTTP tool in its request's
+//! headers, the MCP tool call in its `params._meta` (as MCP says) and in
+//! the headers of the POST that carries it.
 
 use agentd::pb::FinishReason;
 
@@ -12,10 +12,9 @@ use crate::user_tools::http_server::HttpServer;
 use crate::user_tools::mcp_server::McpHttpServer;
 use crate::user_tools::{agent_with, start};
 
-#[tokio::test]
-async fn an_http_tool_call_continues_the_runs_trace() {
-    let http = HttpServer::start().await;
-    let config = format!(
+/// The configuration of an HTTP tool `weather` calling `http`.
+fn weather_tool(http: &HttpServer) -> String {
+    format!(
         r#"
         [[tools]]
         kind = "http"
@@ -23,8 +22,13 @@ async fn an_http_tool_call_continues_the_runs_trace() {
         url = "{url}"
         "#,
         url = http.url("/weather"),
-    );
-    let server = start(vec![agent_with("web", &["weather"])], &config).await;
+    )
+}
+
+#[tokio::test]
+async fn an_http_tool_call_continues_the_runs_trace() {
+    let http = HttpServer::start().await;
+    let server = start(vec![agent_with("web", &["weather"])], &weather_tool(&http)).await;
     let call = r#"call weather {"city": "Oslo"}"#;
     let chunks = start_traced(&server, "web", call, STARTED, Some(STATE))
         .await
@@ -46,16 +50,7 @@ async fn an_http_tool_call_continues_the_runs_trace() {
 #[tokio::test]
 async fn execute_tool_calls_an_http_tool_in_the_requests_trace() {
     let http = HttpServer::start().await;
-    let config = format!(
-        r#"
-        [[tools]]
-        kind = "http"
-        name = "weather"
-        url = "{url}"
-        "#,
-        url = http.url("/weather"),
-    );
-    let server = start(vec![agent_with("web", &["weather"])], &config).await;
+    let server = start(vec![agent_with("web", &["weather"])], &weather_tool(&http)).await;
     let execute = pb::ExecuteToolRequest {
         tool_name: "weather".into(),
         args: Some(agentd::grpc::convert::json_to_struct(
@@ -70,6 +65,38 @@ async fn execute_tool_calls_an_http_tool_in_the_requests_trace() {
         .expect("ExecuteTool")
         .into_inner();
     assert!(!output.is_error, "{output:?}");
+    let received = http.received("weather");
+    assert_eq!(received.len(), 1);
+    assert_continues(received[0].traceparent.as_deref(), STARTED_TRACE, STARTED_PARENT);
+    assert_eq!(received[0].tracestate.as_deref(), Some(STATE));
+}
+
+#[tokio::test]
+async fn an_a2a_message_runs_in_its_requests_trace() {
+    use a2a_pb::proto::{
+        a2a_service_client::A2aServiceClient, part, Message, Part, Role, SendMessageRequest,
+    };
+
+    let http = HttpServer::start().await;
+    let server = start(vec![agent_with("web", &["weather"])], &weather_tool(&http)).await;
+    let message = Message {
+        message_id: "m-1".into(),
+        role: Role::User as i32,
+        parts: vec![Part {
+            content: Some(part::Content::Text(r#"call weather {"city": "Oslo"}"#.into())),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let send = SendMessageRequest {
+        tenant: "web".into(),
+        message: Some(message),
+        ..Default::default()
+    };
+    A2aServiceClient::new(server.channel().await)
+        .send_message(traced(send, STARTED, Some(STATE)))
+        .await
+        .expect("SendMessage");
     let received = http.received("weather");
     assert_eq!(received.len(), 1);
     assert_continues(received[0].traceparent.as_deref(), STARTED_TRACE, STARTED_PARENT);
