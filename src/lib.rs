@@ -16,6 +16,7 @@ pub mod grpc;
 pub mod limits;
 pub mod metrics;
 pub mod model;
+pub mod propagation;
 pub mod runtime;
 pub mod server;
 pub mod store;

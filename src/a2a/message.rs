@@ -58,6 +58,7 @@ pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeE
         tools: Vec::new(),
         thread_id: Some(thread_id),
         auto_resume: false,
+        trace: None,
     })
 }
 
@@ -94,6 +95,7 @@ pub fn resume_run(run_id: RunId, message: &Message) -> Result<ResumeRun, Runtime
         tool_call_id: named,
         answer,
         request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
+        trace: None,
     })
 }
 

@@ -17,9 +17,9 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Code, Request, Response, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::domain::{RunId, RunRecord, RunStatus, Tenant, ThreadId};
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant, ThreadId, TraceContext};
 use crate::grpc::{tenant_of, OpenStream, StreamGate};
-use crate::runtime::{ListRuns, RunStream, Runtime, RuntimeError};
+use crate::runtime::{ListRuns, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
 pub use a2a_pb::proto::a2a_service_server::A2aServiceServer;
 
@@ -94,6 +94,7 @@ impl A2aServiceImpl {
     async fn send(
         &self,
         tenant: &Tenant,
+        trace: Option<TraceContext>,
         request: proto::SendMessageRequest,
     ) -> Result<(RunRecord, RunStream), Status> {
         let message = request
@@ -101,7 +102,10 @@ impl A2aServiceImpl {
             .ok_or_else(|| Status::from(crate::grpc::convert::invalid("message", "a message is required")))?;
         if message.task_id.is_empty() {
             let agent_id = self.agent_id(&request.tenant)?;
-            let start = message::start_run(&agent_id, &message)?;
+            let start = StartRun {
+                trace,
+                ..message::start_run(&agent_id, &message)?
+            };
             let stream = self.runtime.start(tenant, start).await?;
             let run = self.run_of(tenant, &stream.run_id.to_string()).await?;
             return Ok((run, stream));
@@ -118,7 +122,10 @@ impl A2aServiceImpl {
                 ),
             ));
         }
-        let resume = message::resume_run(run.id, &message)?;
+        let resume = ResumeRun {
+            trace,
+            ..message::resume_run(run.id, &message)?
+        };
         let stream = self
             .runtime
             .resume(tenant, resume)
@@ -151,6 +158,7 @@ impl A2aService for A2aServiceImpl {
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<proto::SendMessageResponse>, Status> {
         let tenant = tenant_of(&request);
+        let trace = crate::grpc::convert::trace_context(request.metadata());
         let request = request.into_inner();
         let immediately = request
             .configuration
@@ -160,7 +168,7 @@ impl A2aService for A2aServiceImpl {
             .configuration
             .as_ref()
             .and_then(|configuration| configuration.history_length);
-        let (_, stream) = self.send(&tenant, request).await?;
+        let (_, stream) = self.send(&tenant, trace, request).await?;
         let id = stream.run_id;
         if !immediately {
             // Until the run suspends or ends: then the task says how.
@@ -184,7 +192,8 @@ impl A2aService for A2aServiceImpl {
         // starts or answers anything.
         let open = self.gate.admit()?;
         let tenant = tenant_of(&request);
-        let (run, stream) = self.send(&tenant, request.into_inner()).await?;
+        let trace = crate::grpc::convert::trace_context(request.metadata());
+        let (run, stream) = self.send(&tenant, trace, request.into_inner()).await?;
         let mut first = task::task(&run, Some(0));
         if let Some(status) = first.status.as_mut() {
             // The answer was taken: the task works on again.

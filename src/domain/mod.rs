@@ -1,10 +1,10 @@
 //! The domain: the plain data every other module speaks in, and nothing
 //! else. Ids and tenants, the conversation, tool calls with their suspend
-//! payloads and answers, the chunks a run streams, and the run record with
-//! its phase and the transitions between phases. It depends on no other
-//! module of the crate, so that the store, the model providers, the agent
-//! loop and the runtime all depend on it and never on one another for
-//! their data.
+//! payloads and answers, the chunks a run streams, the run record with its
+//! phase and the transitions between phases, and the W3C trace context a
+//! run carries. It depends on no other module of the crate, so that the
+//! store, the model providers, the agent loop and the runtime all depend on
+//! it and never on one another for their data.
 
 mod args;
 mod chunk;
@@ -17,6 +17,7 @@ mod text;
 mod thread;
 mod time;
 mod tool;
+mod trace;
 
 pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
@@ -34,3 +35,7 @@ pub use thread::{
 };
 pub use time::Timestamp;
 pub use tool::{any_object, ToolCall, ToolDefinition, ToolOutput, ToolSpec};
+pub use trace::{
+    InvalidTraceparent, InvalidTracestate, SpanId, TraceContext, TraceId, TraceState, MAX_TRACESTATE_LEN,
+    MAX_TRACESTATE_MEMBERS,
+};

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::{
     Answer, Args, Chunk, FinishReason, Message, RunFailure, SuspendPayload, Tenant, ThreadId, Timestamp,
-    ToolCall, ToolDefinition, ToolOutput, Usage,
+    ToolCall, ToolDefinition, ToolOutput, TraceContext, Usage,
 };
 
 /// A run's id: a UUIDv7, so ids sort by creation time.
@@ -308,6 +308,11 @@ pub struct RunRecord {
     /// The conversation thread the run belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<ThreadLink>,
+    /// The trace context of the request that started the run, which the
+    /// executions after a Resume or a takeover link to (runs stored
+    /// before it was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceContext>,
     pub state: RunState,
     pub phase: Phase,
 }
@@ -372,6 +377,7 @@ impl RunRecord {
             options,
             run_tools: Vec::new(),
             thread: None,
+            trace: None,
             state,
             phase: Phase::Running {
                 lease,

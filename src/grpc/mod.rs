@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::metrics::Rpc;
 use crate::pb;
 use crate::pb::agent_service_server::AgentService;
-use crate::runtime::{RunStream, Runtime};
+use crate::runtime::{ResumeRun, RunStream, Runtime, StartRun};
 
 pub use auth::{tenant_of, Authenticator};
 pub use gate::{OpenStream, StreamGate};
@@ -99,9 +99,13 @@ impl AgentService for AgentServiceImpl {
         let open = self.gate.admit()?;
         let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let trace = convert::trace_context(request.metadata());
         let request = request.into_inner();
         convert::check_start_request(self.runtime.limits(), &request)?;
-        let start = convert::start_request(request)?;
+        let start = StartRun {
+            trace,
+            ..convert::start_request(request)?
+        };
         let mut stream = self.runtime.start(&tenant, start).await?;
         with_first_chunks(&mut stream, deadline).await;
         Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, open, deadline))
@@ -112,11 +116,13 @@ impl AgentService for AgentServiceImpl {
         let open = self.gate.admit()?;
         let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let trace = convert::trace_context(request.metadata());
         let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
             if let Some(reason) = refused.resume_rejection() {
                 self.runtime.metrics().resume_rejected(reason);
             }
         })?;
+        let resume = ResumeRun { trace, ..resume };
         let mut stream = self.runtime.resume(&tenant, resume).await?;
         with_first_chunks(&mut stream, deadline).await;
         Ok(self.chunk_stream(Rpc::Resume, requested, stream, open, deadline))
@@ -207,6 +213,7 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::ExecuteToolRequest>,
     ) -> Result<Response<pb::ExecuteToolResponse>, Status> {
         let tenant = tenant_of(&request);
+        let trace = convert::trace_context(request.metadata());
         let pb::ExecuteToolRequest {
             tool_name,
             args,
@@ -218,7 +225,7 @@ impl AgentService for AgentServiceImpl {
         let args = convert::struct_to_json(&args.unwrap_or_default());
         let output = self
             .runtime
-            .execute_tool(&tenant, &agent_id, &tool_name, &args)
+            .execute_tool(&tenant, &agent_id, &tool_name, &args, trace)
             .await?;
         Ok(Response::new(pb::ExecuteToolResponse {
             content: output.content,

@@ -227,6 +227,8 @@ impl From<Layout1> for RunRecord {
             options: old.options,
             run_tools: old.run_tools,
             thread: old.thread,
+            // Layout 1 predates trace contexts.
+            trace: None,
             state: RunState {
                 messages: state.messages,
                 steps: state.steps,
@@ -428,6 +430,30 @@ mod tests {
         };
         assert_eq!(lease, Lease::vacant());
         assert_eq!(pending.len(), 1, "calls still waiting stay pending");
+    }
+
+    #[test]
+    fn a_run_keeps_its_trace_context_and_one_stored_without_reads_back_without() {
+        let mut run = decode_run(LAYOUT1_SUSPENDED.as_bytes()).expect("layout 1");
+        assert_eq!(run.trace, None);
+        let without = encode_run(&run).expect("encode");
+        assert!(!String::from_utf8_lossy(&super::super::encoding::json(&without).unwrap()).contains("trace"));
+        assert_eq!(decode_run(&without).expect("layout 2").trace, None);
+
+        let trace = crate::domain::TraceContext::from_headers(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ["rojo=00f067aa0ba902b7"],
+        )
+        .expect("a trace context");
+        run.trace = Some(trace);
+        assert_eq!(
+            decode_run(&encode_run(&run).expect("encode")).expect("layout 2"),
+            run
+        );
+        assert_eq!(
+            decode_run(&encode_run_plain(&run).expect("encode")).expect("layout 2"),
+            run
+        );
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod startup;
 mod store;
 mod store_faults;
 mod threads;
+mod trace_context;
 mod user_tools;
 pub(crate) mod watch_runs;
 mod web;

@@ -935,6 +935,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
         },
         run_tools: Vec::new(),
         thread: None,
+        trace: None,
         phase: suspended_phase(created),
     }
 }

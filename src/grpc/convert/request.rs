@@ -96,6 +96,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         tools: tool_definitions(tools),
         thread_id,
         auto_resume,
+        trace: None,
     })
 }
 
@@ -147,5 +148,6 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         tool_call_id: optional(tool_call_id),
         answer,
         request_id: optional(request_id),
+        trace: None,
     })
 }

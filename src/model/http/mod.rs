@@ -12,6 +12,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
+use tracing::Instrument;
 
 use events::decode;
 #[cfg(test)]
@@ -66,16 +67,24 @@ impl Transport {
 
     /// The model stream of a POST of `body` to `path`: the response's
     /// events, read by `decoder`. Failures before the first byte of the
-    /// body are retried as [`Transport::post_stream`] says.
+    /// body are retried as [`Transport::post_stream`] says. The request is
+    /// made in a span of its own, `model_request`, and carries the trace
+    /// context (`traceparent`, `tracestate`) of the work it is made for.
     pub async fn stream<D: StreamDecoder>(
         &self,
         path: &str,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         body: &Value,
         describe: DescribeError,
         decoder: D,
     ) -> Result<ModelStream, ModelError> {
-        let response = self.post_stream(&self.url(path), headers, body, describe).await?;
+        let span = tracing::info_span!("model_request", provider = %self.settings.name);
+        let response = async {
+            crate::propagation::insert_outgoing(&mut headers);
+            self.post_stream(&self.url(path), headers, body, describe).await
+        }
+        .instrument(span)
+        .await?;
         Ok(decode(
             &self.settings.name,
             response,

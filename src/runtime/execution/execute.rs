@@ -11,7 +11,8 @@ use super::drive::Execution;
 use super::tenant_runs::RunSlot;
 use super::Emitter;
 use crate::agent::Agent;
-use crate::domain::{Event, Lease, RunRecord, ToolCall};
+use crate::domain::{Event, Lease, RunRecord, ToolCall, TraceContext};
+use crate::propagation;
 use crate::runtime::fanout::{ClientFeed, LiveRun};
 use crate::runtime::{Inner, RunStream, Runtime};
 
@@ -25,9 +26,12 @@ pub(in crate::runtime) enum Work {
 }
 
 /// The span an execution doing `work` runs in, made once with every field
-/// its log lines carry: the run, its agent, tenant and thread, and for a
-/// continuation the call whose answer it follows (the run's latest).
-fn execution_span(run: &RunRecord, work: &Work) -> tracing::Span {
+/// its log lines carry: the run, its agent, tenant and thread, for a
+/// continuation the call whose answer it follows (the run's latest), and
+/// the trace it continues: `trace`, that of the request that gave this
+/// replica the run (none for a takeover), linked to the trace that started
+/// the run when that is another.
+fn execution_span(run: &RunRecord, work: &Work, trace: Option<&TraceContext>) -> tracing::Span {
     let answered = match work {
         Work::Continue(_) => run
             .state
@@ -36,16 +40,24 @@ fn execution_span(run: &RunRecord, work: &Work) -> tracing::Span {
             .map(|answer| answer.tool_call_id.as_str()),
         Work::Steps => None,
     };
-    // Absent fields (no thread, no call answered) are left out.
+    let linked = run
+        .trace
+        .as_ref()
+        .filter(|started| trace.is_none_or(|trace| trace.trace_id() != started.trace_id()));
+    // Absent fields (no thread, no call answered, no trace) are left out.
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "run",
         run_id = %run.id,
         agent = %run.agent_id,
         tenant = %run.tenant,
         thread_id,
-        tool_call_id = answered
-    )
+        tool_call_id = answered,
+        trace_id = trace.map(|trace| tracing::field::display(trace.trace_id())),
+        linked_trace_id = linked.map(|linked| tracing::field::display(linked.trace_id())),
+    );
+    propagation::adopt(&span, trace, linked);
+    span
 }
 
 impl Inner {
@@ -59,7 +71,8 @@ impl Runtime {
     /// Executes `run` here and returns the stream of this execution, from
     /// the first of `first` (the chunks the commit that gave this replica
     /// the run stored) to its next `finish`; `slot` is given back when the
-    /// execution ends.
+    /// execution ends. `trace` is the trace context of the request that
+    /// gave this replica the run: the execution continues its trace.
     pub(in crate::runtime) fn execute(
         &self,
         agent: Arc<Agent>,
@@ -67,6 +80,7 @@ impl Runtime {
         first: Vec<Event>,
         work: Work,
         slot: RunSlot,
+        trace: Option<TraceContext>,
     ) -> RunStream {
         let after_seq = first.first().map_or(run.last_seq, |event| event.seq - 1);
         let live = self.inner.live.start_execution(run.id);
@@ -75,12 +89,14 @@ impl Runtime {
         // with them.
         live.release_stored(first.as_slice());
         let (stream, feed) = self.execution_stream(&live, after_seq, first);
-        self.spawn_execution(live, agent, run, work, feed, Some(slot));
+        let span = execution_span(&run, &work, trace.as_ref());
+        let execution = self.execution(live, agent, run, feed, Some(slot));
+        spawn(execution, work, span, trace);
         stream
     }
 
     /// Executes `run` here with nobody streaming it (a takeover, which
-    /// takes no slot of its tenant).
+    /// takes no slot of its tenant, and continues no request's trace).
     pub(in crate::runtime) fn execute_detached(
         &self,
         agent: Arc<Agent>,
@@ -90,19 +106,20 @@ impl Runtime {
     ) {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
-        self.spawn_execution(live, agent, run, work, None, None);
+        let span = execution_span(&run, &work, None);
+        let execution = self.execution(live, agent, run, None, None);
+        spawn(execution, work, span, None);
     }
 
-    /// Spawns the execution, in its span (see [`execution_span`]).
-    fn spawn_execution(
+    /// The execution of `run`, with its emitter.
+    fn execution(
         &self,
         live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
-        work: Work,
         feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
-    ) {
+    ) -> Execution {
         let emitter = Emitter::start(
             Arc::clone(&self.inner.store),
             live,
@@ -111,13 +128,17 @@ impl Runtime {
             feed,
             slot,
         );
-        let span = execution_span(&run, &work);
-        let execution = Execution::new(Arc::clone(&self.inner), agent, run, emitter);
-        match work {
-            Work::Steps => tokio::spawn(execution.run_steps().instrument(span)),
-            Work::Continue(approved) => {
-                tokio::spawn(execution.continue_after_resume(approved).instrument(span))
-            }
-        };
+        Execution::new(Arc::clone(&self.inner), agent, run, emitter)
     }
+}
+
+/// Spawns `execution` doing `work`, in `span` (see [`execution_span`]), on
+/// behalf of a request that came with `trace` (see [`propagation::scope`]).
+fn spawn(execution: Execution, work: Work, span: tracing::Span, trace: Option<TraceContext>) {
+    match work {
+        Work::Steps => tokio::spawn(propagation::scope(trace, execution.run_steps()).instrument(span)),
+        Work::Continue(approved) => tokio::spawn(
+            propagation::scope(trace, execution.continue_after_resume(approved)).instrument(span),
+        ),
+    };
 }

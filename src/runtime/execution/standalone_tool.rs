@@ -3,19 +3,39 @@
 //! takes part.
 
 use serde_json::Value;
-use tracing::instrument;
+use tracing::Instrument;
 
-use crate::domain::{Tenant, ToolOutput};
+use crate::domain::{Tenant, ToolOutput, TraceContext};
+use crate::propagation;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::tools::{ToolContext, ToolOutcome};
 
 impl Runtime {
     /// Runs one tool outside any run, for `tenant`: no suspension is
     /// available, so a tool such as ask_user answers with its fallback text.
-    #[instrument(skip_all, fields(%tenant, agent = %agent_id, tool = %tool_name))]
+    /// The call continues the trace of `trace`, the request's context.
     pub async fn execute_tool(
         &self,
         tenant: &Tenant,
+        agent_id: &str,
+        tool_name: &str,
+        args: &Value,
+        trace: Option<TraceContext>,
+    ) -> Result<ToolOutput, RuntimeError> {
+        let span = tracing::info_span!(
+            "execute_tool",
+            %tenant,
+            agent = %agent_id,
+            tool = %tool_name,
+            trace_id = trace.as_ref().map(|trace| tracing::field::display(trace.trace_id())),
+        );
+        propagation::adopt(&span, trace.as_ref(), None);
+        let call = self.call_standalone(agent_id, tool_name, args);
+        propagation::scope(trace, call).instrument(span).await
+    }
+
+    async fn call_standalone(
+        &self,
         agent_id: &str,
         tool_name: &str,
         args: &Value,

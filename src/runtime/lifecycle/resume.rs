@@ -11,7 +11,7 @@
 
 use crate::domain::{
     Answer, AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
-    Timestamp,
+    Timestamp, TraceContext,
 };
 use crate::runtime::execution::{Staging, Work};
 use crate::runtime::fanout::Wanted;
@@ -26,6 +26,9 @@ pub struct ResumeRun {
     pub tool_call_id: Option<String>,
     pub answer: Answer,
     pub request_id: Option<String>,
+    /// The W3C trace context the request came with: the continuation
+    /// continues its trace (linked to the trace that started the run).
+    pub trace: Option<TraceContext>,
 }
 
 /// Which pending call an answer is for.
@@ -130,7 +133,7 @@ impl Runtime {
             crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
         }
         let work = Work::Continue(approved.into_iter().collect());
-        Ok(self.execute(agent, run, first.events, work, slot))
+        Ok(self.execute(agent, run, first.events, work, slot, request.trace))
     }
 
     /// Why a claim lost its compare-and-set: what the run is now (resumed

@@ -11,7 +11,7 @@ use super::thread_turn::Turn;
 use crate::agent::Agent;
 use crate::domain::{
     AnswerVia, Chunk, Lease, Message, RunId, RunOptions, RunRecord, RunState, Tenant, ThreadId, ThreadLink,
-    Timestamp, ToolDefinition,
+    Timestamp, ToolDefinition, TraceContext,
 };
 use crate::runtime::execution::{with_run_tools, Staging, Work};
 use crate::runtime::fanout::Wanted;
@@ -40,6 +40,9 @@ pub struct StartRun {
     /// With `thread_id`: when the thread's latest run is suspended on an
     /// ask_user question, the last user message answers it instead.
     pub auto_resume: bool,
+    /// The W3C trace context the request came with: the run's execution
+    /// continues its trace, and the run keeps it for later ones to link to.
+    pub trace: Option<TraceContext>,
 }
 
 impl Runtime {
@@ -140,7 +143,8 @@ impl Runtime {
         }
 
         crate::runtime::lifecycle_log::started(&run);
-        Ok(self.execute(agent, run, first.events, Work::Steps, slot))
+        let trace = run.trace.clone();
+        Ok(self.execute(agent, run, first.events, Work::Steps, slot, trace))
     }
 }
 
@@ -189,5 +193,6 @@ fn new_run(
     run.request_id = request.request_id;
     run.metadata = request.metadata;
     run.run_tools = request.tools;
+    run.trace = request.trace;
     (run, start)
 }

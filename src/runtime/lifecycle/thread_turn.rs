@@ -119,5 +119,6 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
         tool_call_id: Some(pending.call.id.clone()),
         answer: answer_from_text(question, text)?,
         request_id: request.request_id.clone(),
+        trace: request.trace.clone(),
     })
 }

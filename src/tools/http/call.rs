@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use super::{HttpMethod, HttpTool};
@@ -43,11 +44,15 @@ impl Attempt {
 
 impl HttpTool {
     /// Calls the endpoint (retrying an idempotent tool) and turns the
-    /// outcome into the result the model sees.
+    /// outcome into the result the model sees. Every attempt carries the
+    /// trace context (`traceparent`, `tracestate`) of the work it is made
+    /// for, after the configured headers.
     pub(super) async fn call(&self, args: &Value) -> ToolOutput {
+        let mut headers = self.headers.clone();
+        crate::propagation::insert_outgoing(&mut headers);
         let mut retry = 0;
         loop {
-            let attempt = match tokio::time::timeout(self.timeout, self.attempt(args)).await {
+            let attempt = match tokio::time::timeout(self.timeout, self.attempt(args, &headers)).await {
                 Ok(attempt) => attempt,
                 Err(_) => Attempt::TimedOut,
             };
@@ -61,7 +66,7 @@ impl HttpTool {
         }
     }
 
-    async fn attempt(&self, args: &Value) -> Attempt {
+    async fn attempt(&self, args: &Value, headers: &HeaderMap) -> Attempt {
         let request = match self.method {
             HttpMethod::Get => {
                 let mut url = self.url.clone();
@@ -76,7 +81,7 @@ impl HttpTool {
             HttpMethod::Patch => self.client.patch(self.url.clone()).json(args),
             HttpMethod::Delete => self.client.delete(self.url.clone()).json(args),
         };
-        let response = match request.headers(self.headers.clone()).send().await {
+        let response = match request.headers(headers.clone()).send().await {
             Ok(response) => response,
             Err(error) if error.is_connect() => return Attempt::Unreachable(error),
             Err(error) => return Attempt::Failed(error),

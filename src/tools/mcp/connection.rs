@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, RequestParamsMeta};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::config::Endpoint;
+use super::traced_http::TracedHttpClient;
 
 /// A session with a server.
 pub(super) type Session = RunningService<RoleClient, ClientConfig>;
@@ -97,12 +98,20 @@ impl Connection {
         &self.name
     }
 
-    /// Calls `tool` with `args` (a JSON object).
+    /// Calls `tool` with `args` (a JSON object), with the trace context of
+    /// the work it is made for in the request's `_meta` (see
+    /// `traced_http.rs` for the headers).
     pub(super) async fn call(&self, tool: &str, args: &Value) -> Result<CallToolResult, CallError> {
         let live = self.slot.get().ok_or(CallError::Unavailable)?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Value::Object(arguments) = args {
             params = params.with_arguments(arguments.clone());
+        }
+        if let Some(trace) = crate::propagation::outgoing() {
+            params.set_traceparent(&trace.traceparent());
+            if let Some(state) = trace.tracestate() {
+                params.set_tracestate(&state);
+            }
         }
         match tokio::time::timeout(self.call_timeout, live.peer.call_tool(params)).await {
             Err(_) => Err(CallError::TimedOut),
@@ -144,7 +153,8 @@ pub(super) async fn connect(endpoint: &Endpoint) -> Result<Session, String> {
         Endpoint::Http { url, headers } => {
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers.clone());
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = TracedHttpClient::new().map_err(|e| format!("cannot set up an HTTP client: {e}"))?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             client_config()
                 .serve(transport)
                 .await

@@ -5,10 +5,14 @@
 //! server's tools, `mcp:SERVER/TOOL` for one). A server that goes away is
 //! reconnected in the background; a call meanwhile is an error result
 //! ("MCP server NAME is unavailable"). Results become text for the model.
+//! A tool call carries the trace context of its run in `params._meta`
+//! (`traceparent`, `tracestate`, as MCP says), and over HTTP in the
+//! headers of its POST as well.
 
 mod config;
 mod connection;
 mod content;
+mod traced_http;
 
 use std::sync::Arc;
 

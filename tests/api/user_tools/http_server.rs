@@ -20,6 +20,8 @@ pub struct Received {
     pub body: String,
     pub query: Option<String>,
     pub authorization: Option<String>,
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 #[derive(Default)]
@@ -52,13 +54,13 @@ fn record(
     query: Option<String>,
     body: Bytes,
 ) -> usize {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let received = Received {
         body: String::from_utf8_lossy(&body).into_owned(),
         query,
-        authorization: headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
+        authorization: header("authorization"),
+        traceparent: header("traceparent"),
+        tracestate: header("tracestate"),
     };
     let mut log = log.lock().unwrap();
     let requests = log.requests.entry(route).or_default();

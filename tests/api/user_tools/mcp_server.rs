@@ -6,7 +6,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method};
+use axum::middleware::Next;
+use axum::response::Response;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -42,6 +48,8 @@ pub struct McpHttpServer {
     pub addr: SocketAddr,
     /// Tool calls served, over every restart.
     pub calls: Arc<AtomicUsize>,
+    /// The POSTs received since this start, with their JSON-RPC bodies.
+    posts: Posts,
     stop: CancellationToken,
     /// Taken by `kill`, which waits for it.
     task: Option<tokio::task::JoinHandle<()>>,
@@ -74,7 +82,14 @@ impl McpHttpServer {
                 .with_sse_keep_alive(None)
                 .with_cancellation_token(stop.child_token()),
         );
-        let app = axum::Router::new().nest_service("/mcp", service);
+        let posts = Posts::default();
+        let app =
+            axum::Router::new()
+                .nest_service("/mcp", service)
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&posts),
+                    record_post,
+                ));
         let listener = TcpListener::bind(addr).await.expect("bind the MCP server");
         let addr = listener.local_addr().expect("address");
         let shutdown = stop.clone();
@@ -86,9 +101,21 @@ impl McpHttpServer {
         Self {
             addr,
             calls,
+            posts,
             stop,
             task: Some(task),
         }
+    }
+
+    /// The headers of the POSTs whose JSON-RPC method is `method`, with
+    /// their bodies.
+    pub fn posts_of(&self, method: &str) -> Vec<(HeaderMap, serde_json::Value)> {
+        let posts = self.posts.lock().unwrap();
+        posts
+            .iter()
+            .filter(|(_, body)| body["method"] == method)
+            .cloned()
+            .collect()
     }
 
     pub fn url(&self) -> String {
@@ -112,6 +139,22 @@ impl McpHttpServer {
     pub async fn restart((addr, calls): (SocketAddr, Arc<AtomicUsize>)) -> Self {
         Self::start_on(addr, calls).await
     }
+}
+
+type Posts = Arc<Mutex<Vec<(HeaderMap, serde_json::Value)>>>;
+
+/// Records a POST's headers and body, then serves it.
+async fn record_post(State(posts): State<Posts>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 16 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    let json = serde_json::from_slice(&bytes).unwrap_or_default();
+    posts.lock().unwrap().push((parts.headers.clone(), json));
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// Counts that nothing happened.

@@ -6,9 +6,9 @@
 mod approval;
 mod client;
 mod http;
-mod http_server;
+pub(crate) mod http_server;
 mod mcp;
-mod mcp_server;
+pub(crate) mod mcp_server;
 
 use std::ops::Deref;
 use std::time::{Duration, Instant};
