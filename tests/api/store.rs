@@ -173,20 +173,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
         "the rows of one chunk moved, and their table went"
     );
 
-    let again = store
-        .commit(&suspended.clone(), suspended.version, &first[1..])
-        .await;
-    assert!(
-        matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
-        "a seq moved from a row of its own is taken: {again:?}"
-    );
-    let (completed, second) = answer(&store, &suspended, "Pro").await;
-    assert_eq!(events_of(&store, completed.id).await, concat(&first, &second));
-    let after = first.len() as u64 - 1;
-    assert_eq!(
-        store.read_events(completed.id, after).await.expect("read"),
-        concat(&first[first.len() - 1..], &second)
-    );
+    moved_chunks_count_as_stored(&store, &suspended, &first).await;
 }
 
 /// PostgreSQL stores a write's chunks as one row too; a store from before
@@ -285,6 +272,14 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
         .expect("count");
     assert_eq!(counted, BTreeMap::from([("assistant".to_owned(), 1)]));
 
+    moved_chunks_count_as_stored(&store, &suspended, &first).await;
+    drop(client);
+    let _ = driver.await;
+}
+
+/// After chunks stored one row each were moved into batches: their seqs
+/// are taken, and the run goes on after them, read back from any seq.
+async fn moved_chunks_count_as_stored(store: &Store, suspended: &RunRecord, first: &[Event]) {
     let again = store
         .commit(&suspended.clone(), suspended.version, &first[1..])
         .await;
@@ -292,15 +287,13 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
         matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
         "a seq moved from a row of its own is taken: {again:?}"
     );
-    let (completed, second) = answer(&store, &suspended, "Pro").await;
-    assert_eq!(events_of(&store, completed.id).await, concat(&first, &second));
+    let (completed, second) = answer(store, suspended, "Pro").await;
+    assert_eq!(events_of(store, completed.id).await, concat(first, &second));
     let after = first.len() as u64 - 1;
     assert_eq!(
         store.read_events(completed.id, after).await.expect("read"),
         concat(&first[first.len() - 1..], &second)
     );
-    drop(client);
-    let _ = driver.await;
 }
 
 /// What a durable backend adds: a committed run is still there, whole, after
