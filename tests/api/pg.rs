@@ -37,6 +37,11 @@ impl TestSchema {
         Self { base, name }
     }
 
+    /// The schema's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The store URL of this schema: the base URL with its search_path.
     pub fn url(&self) -> String {
         let separator = if self.base.contains('?') { '&' } else { '?' };

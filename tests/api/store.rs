@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 mod deliveries;
 mod leases;
+mod listeners;
 mod presence;
 mod queries;
 mod run_events;
@@ -199,6 +200,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
         .batch_execute(
             "DROP TABLE event_batches;
              DROP TABLE replicas;
+             DROP TABLE listeners;
              DROP INDEX runs_suspended_by_expiry;
              DROP INDEX runs_suspended_by_agent;
              DROP INDEX runs_running_by_lease;
@@ -1015,7 +1017,7 @@ fn completed_from(run: &RunRecord, answer: &str) -> RunRecord {
     next
 }
 
-fn events_from(first_seq: u64, chunks: Vec<Chunk>) -> Vec<Event> {
+pub(crate) fn events_from(first_seq: u64, chunks: Vec<Chunk>) -> Vec<Event> {
     let now = Timestamp::now();
     chunks
         .into_iter()

@@ -12,10 +12,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use serde::Deserialize;
-use tokio::sync::{broadcast, oneshot, watch};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio_postgres::{AsyncMessage, Client, NoTls};
 
+use super::presence::{held_locks, lock_fresh_key};
 use super::{backend, pool_error};
+use crate::domain::Timestamp;
 use crate::store::corrupt;
 use crate::store::{FeedItem, FeedMessage, RunFeed, StoreError};
 
@@ -23,6 +25,9 @@ use crate::store::{FeedItem, FeedMessage, RunFeed, StoreError};
 const CAPACITY: usize = 4096;
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(5);
+/// How often each server deletes the registrations of listeners that are
+/// gone (until then, the others notify them for nothing).
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
 
 pub(super) struct Listener {
     items: broadcast::Sender<FeedItem>,
@@ -127,35 +132,44 @@ impl Task {
         }
     }
 
-    /// Connects, listens and forwards notifications until the connection
-    /// ends.
+    /// Connects, listens, registers as a listener and forwards
+    /// notifications until the connection ends.
     async fn listen(&self, first: bool) -> Result<(), StoreError> {
         let (client, mut connection) = self
             .config
             .connect(NoTls)
             .await
             .map_err(|error| super::connect_error(&self.config, error))?;
+        // The connection's messages, read on a task of its own so that
+        // this one can wait on the client's queries. It ends when the
+        // connection does, which dropping the client closes.
+        let (messages, mut received) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
+                if messages.send(message).is_err() {
+                    return;
+                }
+            }
+        });
         let sql = format!("LISTEN \"{}\"", self.channel.replace('"', "\"\""));
-        let listen = client.batch_execute(&sql);
-        tokio::pin!(listen);
-        let mut listening = false;
+        client.batch_execute(&sql).await.map_err(backend)?;
+        register(&client, &self.origin).await?;
+        tracing::debug!(channel = %self.channel, "listening for other replicas");
+        // Notifications were lost while this server was not registered.
+        if !first {
+            let _ = self.items.send(FeedItem::Resync);
+            self.run_events.send_replace(());
+        }
+        let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_EVERY, SWEEP_EVERY);
         loop {
             tokio::select! {
-                result = &mut listen, if !listening => {
-                    result.map_err(backend)?;
-                    listening = true;
-                    tracing::debug!(channel = %self.channel, "listening for other replicas");
-                    if !first {
-                        let _ = self.items.send(FeedItem::Resync);
-                        self.run_events.send_replace(());
-                    }
-                }
-                message = poll_fn(|cx| connection.poll_message(cx)) => match message {
+                message = received.recv() => match message {
                     Some(Ok(AsyncMessage::Notification(notification))) => self.forward(notification.payload()),
                     Some(Ok(_)) => {}
                     Some(Err(error)) => return Err(backend(error)),
                     None => return Ok(()),
                 },
+                _ = sweeps.tick() => client.batch_execute(&forget_departed_sql()).await.map_err(backend)?,
             }
         }
     }
@@ -171,4 +185,41 @@ impl Task {
             Err(error) => tracing::warn!(%error, "ignoring a notification that does not parse"),
         }
     }
+}
+
+/// Deletes the registrations whose lock nobody holds.
+fn forget_departed_sql() -> String {
+    format!(
+        "WITH {} DELETE FROM listeners WHERE origin NOT IN (SELECT origin FROM live)",
+        held_locks("listeners", "origin")
+    )
+}
+
+/// Registers `origin` as a listener, holding a lock on a fresh key for as
+/// long as `client`'s session lives. The table stays locked until the
+/// registration commits: every write that looked for listeners before
+/// then commits first (its snapshot could not see this registration, so
+/// it does not notify, and the `Resync` after registering covers it), and
+/// every write after it finds the registration and notifies.
+async fn register(client: &Client, origin: &str) -> Result<(), StoreError> {
+    let key = lock_fresh_key(client).await?;
+    client
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE listeners IN ACCESS EXCLUSIVE MODE; {}",
+            forget_departed_sql()
+        ))
+        .await
+        .map_err(backend)?;
+    client
+        .execute(
+            "INSERT INTO listeners (origin, lock_key, listening_since) VALUES ($1, $2, $3) \
+             ON CONFLICT (origin) DO UPDATE \
+             SET lock_key = EXCLUDED.lock_key, listening_since = EXCLUDED.listening_since",
+            &[&origin, &key, &Timestamp::now().0],
+        )
+        .await
+        .map_err(backend)?;
+    // On an error the connection is dropped, and its transaction with it.
+    client.batch_execute("COMMIT").await.map_err(backend)?;
+    Ok(())
 }

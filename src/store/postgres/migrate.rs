@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0007_event_batches.sql"),
     include_str!("../migrations/postgres/0008_live_run_indexes.sql"),
     include_str!("../migrations/postgres/0009_replicas.sql"),
+    include_str!("../migrations/postgres/0010_listeners.sql"),
 ];
 
 /// The migration that stores a write's events as one row.

@@ -46,34 +46,46 @@ const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
 /// application happens to hold the same advisory lock.
 const KEY_ATTEMPTS: usize = 8;
 
-/// The replicas whose lock is held now, as the CTE `live(replica_id)`. An
-/// advisory lock on one bigint key shows in `pg_locks` with the key's high
-/// 32 bits as `classid`, its low 32 bits as `objid`, and `objsubid` 1.
-/// Materialised, so that `pg_locks` is read once per statement.
-pub(super) const LIVE_REPLICAS: &str = "live AS MATERIALIZED (SELECT p.replica_id FROM replicas p \
-     JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-     AND l.classid = (p.lock_key >> 32)::oid AND l.objid = (p.lock_key & 4294967295)::oid)";
+/// The rows of `table` whose `lock_key` lock some session holds now, as
+/// the CTE `live(id)` of their `id` column. An advisory lock on one bigint
+/// key shows in `pg_locks` with the key's high 32 bits as `classid`, its
+/// low 32 bits as `objid`, and `objsubid` 1. Materialised, so that
+/// `pg_locks` is read once per statement.
+pub(super) fn held_locks(table: &str, id: &str) -> String {
+    format!(
+        "live AS MATERIALIZED (SELECT p.{id} FROM {table} p \
+         JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND l.classid = (p.lock_key >> 32)::oid AND l.objid = (p.lock_key & 4294967295)::oid)"
+    )
+}
+
+/// The replicas whose lock is held now, as the CTE `live(replica_id)`.
+pub(super) fn live_replicas() -> String {
+    held_locks("replicas", "replica_id")
+}
 
 /// Records this replica's key, unless another live session registered the
 /// same replica id (no row comes back then).
 fn register_sql() -> String {
     format!(
-        "WITH {LIVE_REPLICAS} \
+        "WITH {} \
          INSERT INTO replicas (replica_id, lock_key, registered_at) VALUES ($1, $2, $3) \
          ON CONFLICT (replica_id) DO UPDATE \
          SET lock_key = EXCLUDED.lock_key, registered_at = EXCLUDED.registered_at \
          WHERE replicas.replica_id NOT IN (SELECT replica_id FROM live) \
-         RETURNING 1"
+         RETURNING 1",
+        live_replicas()
     )
 }
 
 /// Deletes the rows of replicas that are gone and own no running run.
 fn forget_departed_sql() -> String {
     format!(
-        "WITH {LIVE_REPLICAS} \
+        "WITH {} \
          DELETE FROM replicas p WHERE p.replica_id NOT IN (SELECT replica_id FROM live) \
-         AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.status = 'running' AND r.lease_owner = p.replica_id)"
+         AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.status = 'running' AND r.lease_owner = p.replica_id)",
+        live_replicas()
     )
 }
 
@@ -135,6 +147,22 @@ fn random_key() -> i64 {
     (bits & i64::MAX as u64) as i64
 }
 
+/// Takes a session-level advisory lock on a fresh random key; the key.
+pub(super) async fn lock_fresh_key(client: &Client) -> Result<i64, StoreError> {
+    for _ in 0..KEY_ATTEMPTS {
+        let key = random_key();
+        let locked: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .await
+            .map_err(backend)?
+            .get(0);
+        if locked {
+            return Ok(key);
+        }
+    }
+    Err(StoreError::Backend("no free advisory lock key found".into()))
+}
+
 /// One session that holds this replica's lock.
 struct Session {
     client: Client,
@@ -160,7 +188,7 @@ impl Session {
             .batch_execute(&server_keepalives_sql())
             .await
             .map_err(backend)?;
-        let key = session.lock_fresh_key().await?;
+        let key = lock_fresh_key(&session.client).await?;
         let registered = session
             .client
             .query_opt(&register_sql(), &[&replica_id, &key, &Timestamp::now().0])
@@ -179,24 +207,6 @@ impl Session {
             .await
             .map_err(backend)?;
         Ok(session)
-    }
-
-    async fn lock_fresh_key(&self) -> Result<i64, StoreError> {
-        for _ in 0..KEY_ATTEMPTS {
-            let key = random_key();
-            let locked: bool = self
-                .client
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-                .await
-                .map_err(backend)?
-                .get(0);
-            if locked {
-                return Ok(key);
-            }
-        }
-        Err(StoreError::Backend(
-            "no free advisory lock key found for this replica".into(),
-        ))
     }
 
     /// Resolves once the connection is broken, with why.

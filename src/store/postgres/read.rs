@@ -7,7 +7,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-use super::presence::LIVE_REPLICAS;
+use super::presence::live_replicas;
 use super::{backend, to_i64};
 use crate::domain::{Event, RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::store::{Holder, Orphan, RunQuery, StoreError};
@@ -127,13 +127,14 @@ pub(super) async fn due_suspensions(
 /// partial index of running runs (see migration 0008).
 fn orphaned_sql() -> String {
     format!(
-        "WITH {LIVE_REPLICAS} \
+        "WITH {} \
          SELECT r.id, r.lease_owner, p.replica_id IS NOT NULL, \
          coalesce(r.lease_owner IN (SELECT replica_id FROM live), false) \
          FROM runs r LEFT JOIN replicas p ON p.replica_id = r.lease_owner \
          WHERE r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= $1 \
          OR (p.replica_id IS NOT NULL AND p.replica_id NOT IN (SELECT replica_id FROM live))) \
-         ORDER BY r.lease_expires_at NULLS FIRST LIMIT $2"
+         ORDER BY r.lease_expires_at NULLS FIRST LIMIT $2",
+        live_replicas()
     )
 }
 

@@ -6,7 +6,9 @@
 //! PostgreSQL's own group commit.
 //!
 //! The NOTIFY that tells other replicas is a statement of its own, right
-//! after the write commits, on the same connection. Inside the write it
+//! after the write commits, on the same connection, and only when another
+//! server listens (the write's statement says whether one is registered,
+//! see `listen.rs`): a lone server sends none. Inside the write it
 //! would be atomic with it, but PostgreSQL serialises the commits of all
 //! notifying transactions of a database (a lock held across the WAL flush),
 //! which defeats group commit: measured with pgbench here (32 clients, a
@@ -75,40 +77,52 @@ struct Changed<'a> {
     events: Option<&'a [Event]>,
 }
 
-/// The payload announcing that `run_id` is now at `last_seq` in `status`,
-/// with `events` inline when they fit.
-fn payload(
-    store: &PostgresStore,
+/// What a write tells the other servers when any listens: `run_id` is now
+/// at `last_seq` in `status`, after `events`.
+struct Announcement<'a> {
     run_id: RunId,
     status: RunStatus,
     last_seq: u64,
-    events: &[Event],
-) -> Result<String, StoreError> {
-    let encode = |events: Option<&[Event]>| {
-        serde_json::to_string(&Notice {
-            origin: &store.origin,
-            message: Changed {
-                run_id,
-                status,
-                last_seq,
-                events,
-            },
-        })
-        .map_err(corrupt)
-    };
-    let full = encode(Some(events))?;
-    if full.len() <= MAX_PAYLOAD {
-        return Ok(full);
+    events: &'a [Event],
+}
+
+impl Announcement<'_> {
+    /// The notification's payload, with the events inline when they fit.
+    fn payload(&self, origin: &str) -> Result<String, StoreError> {
+        let encode = |events: Option<&[Event]>| {
+            serde_json::to_string(&Notice {
+                origin,
+                message: Changed {
+                    run_id: self.run_id,
+                    status: self.status,
+                    last_seq: self.last_seq,
+                    events,
+                },
+            })
+            .map_err(corrupt)
+        };
+        let full = encode(Some(self.events))?;
+        if full.len() <= MAX_PAYLOAD {
+            return Ok(full);
+        }
+        encode(None)
     }
-    encode(None)
 }
 
 const INSERT_EVENTS: &str = "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
      SELECT $1::uuid, $3::bigint, $2::bigint, $4::bytea \
      WHERE $4::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM changed)";
 
+/// Whether a server other than the one whose origin is the parameter that
+/// follows (its number completes this) listens for writes: the third
+/// column of the writes that announce themselves (see
+/// `migrations/postgres/0010_listeners.sql` for why a registration is
+/// never missed).
+const LISTENED_ELSEWHERE: &str = "EXISTS (SELECT 1 FROM listeners WHERE origin <> $";
+
 /// A write statement answers with two counts: run rows it changed (0 or
-/// 1), and run events it stored (0 or 1).
+/// 1), and run events it stored (0 or 1); those that announce themselves,
+/// then with whether anyone else listens.
 pub(super) fn create_sql() -> String {
     format!(
         "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
@@ -139,7 +153,7 @@ fn commit_sql() -> String {
          pending, expires_at) \
          SELECT $15, $1, $16, $17, $14, $5, $8, $18, $9 FROM before \
          WHERE before.status <> $5 AND EXISTS (SELECT 1 FROM changed) RETURNING 1) \
-         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event)"
+         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event), {LISTENED_ELSEWHERE}19)"
     )
 }
 
@@ -149,17 +163,19 @@ fn append_sql() -> String {
          last_seq = coalesce($5, last_seq), lease_expires_at = coalesce($6, lease_expires_at) \
          WHERE id = $1 AND version = $7 AND ($2::bigint IS NULL OR last_seq < $2::bigint) RETURNING id), \
          inserted AS ({INSERT_EVENTS}) \
-         SELECT count(*), 0::bigint FROM changed"
+         SELECT count(*), 0::bigint, {LISTENED_ELSEWHERE}8) FROM changed"
     )
 }
 
-/// Runs one write statement, then (if it changed the run row) sends
-/// `notice` to the other replicas; whether it changed the row.
+/// Runs one write statement, then (if it changed the run row and another
+/// server listens) tells them of it; whether it changed the row. The
+/// statement of a write with an announcement answers whether another server
+/// listens as its third column.
 async fn execute(
     store: &PostgresStore,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
-    notice: Option<&str>,
+    announcement: Option<Announcement<'_>>,
 ) -> Result<bool, StoreError> {
     let client = store.client().await?;
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
@@ -168,24 +184,32 @@ async fn execute(
     if row.get::<_, i64>(1) == 1 {
         store.run_event_stored();
     }
-    if let (true, Some(notice)) = (changed, notice) {
-        let notify = client
-            .prepare_cached("SELECT pg_notify($1, $2)")
-            .await
-            .map_err(backend);
-        let sent = match notify {
-            Ok(notify) => client
-                .execute(&notify, &[&store.channel, &notice])
-                .await
-                .map_err(backend),
-            Err(error) => Err(error),
-        };
+    // Nobody else listening: nobody to tell.
+    if let Some(announcement) = announcement.filter(|_| changed && row.get::<_, bool>(2)) {
         // The write stands; followers find it in the store all the same.
-        if let Err(error) = sent {
+        if let Err(error) = notify(store, &client, &announcement).await {
             tracing::warn!(%error, "could not notify the other replicas of a write");
         }
     }
     Ok(changed)
+}
+
+/// Sends `announcement` on the schema's channel.
+async fn notify(
+    store: &PostgresStore,
+    client: &deadpool_postgres::Object,
+    announcement: &Announcement<'_>,
+) -> Result<(), StoreError> {
+    let notice = announcement.payload(&store.origin)?;
+    let notify = client
+        .prepare_cached("SELECT pg_notify($1, $2)")
+        .await
+        .map_err(backend)?;
+    client
+        .execute(&notify, &[&store.channel, &notice])
+        .await
+        .map_err(backend)?;
+    Ok(())
 }
 
 /// Why a compare-and-set changed nothing: no such run, another version,
@@ -274,14 +298,19 @@ pub(super) async fn commit(
     let record = crate::store::record::encode_run_plain(run)?;
     let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
     let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
-    let notice = payload(store, run.id, run.status(), run.last_seq, events)?;
+    let announcement = Announcement {
+        run_id: run.id,
+        status: run.status(),
+        last_seq: run.last_seq,
+        events,
+    };
     let kind = RunEventKind::entering(run.status()).as_str();
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let pending = match run.status() {
         RunStatus::Suspended => Some(encode_plain(&run.pending())?),
         _ => None,
     };
-    let params: [&(dyn ToSql + Sync); 18] = [
+    let params: [&(dyn ToSql + Sync); 19] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -300,8 +329,9 @@ pub(super) async fn commit(
         &run.agent_id,
         &thread_id,
         &pending,
+        &store.origin,
     ];
-    if execute(store, &commit_sql(), &params, Some(&notice)).await? {
+    if execute(store, &commit_sql(), &params, Some(announcement)).await? {
         Ok(())
     } else {
         Err(refusal(store, run.id, expected_version, batch.first_seq).await)
@@ -318,11 +348,13 @@ pub(super) async fn append(
     let batch = event_row(events)?;
     let last_seq = events.last().map(|event| event.seq);
     // A renewal alone (no events) tells nobody anything.
-    let notice = match last_seq {
-        Some(last_seq) => Some(payload(store, id, RunStatus::Running, last_seq, events)?),
-        None => None,
-    };
-    let params: [&(dyn ToSql + Sync); 7] = [
+    let announcement = last_seq.map(|last_seq| Announcement {
+        run_id: id,
+        status: RunStatus::Running,
+        last_seq,
+        events,
+    });
+    let params: [&(dyn ToSql + Sync); 8] = [
         &id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -330,8 +362,9 @@ pub(super) async fn append(
         &last_seq.map(to_i64),
         &lease_expires_at.map(|at| at.0),
         &to_i64(expected_version),
+        &store.origin,
     ];
-    if execute(store, &append_sql(), &params, notice.as_deref()).await? {
+    if execute(store, &append_sql(), &params, announcement).await? {
         Ok(())
     } else {
         Err(refusal(store, id, expected_version, batch.first_seq).await)
