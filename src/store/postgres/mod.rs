@@ -1,8 +1,9 @@
 //! The PostgreSQL run store, for several replicas sharing one database.
 //! Same contract as SQLite: each write is one statement (record and events
 //! in one multi-row insert, atomic), guarded by a version compare-and-set.
-//! Every committed write also NOTIFYs the other replicas (see `write.rs`
-//! and `listen.rs`), so that any replica can follow any run live. A
+//! Every committed write also NOTIFYs the other replicas while any
+//! listens (see `write.rs` and `listen.rs`), so that any replica can
+//! follow any run live. A
 //! replica that registers holds a lock for its whole life (`presence.rs`),
 //! so that the others take its runs over as soon as it dies.
 //!
