@@ -211,7 +211,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// sharing the store see at once when it is gone (PostgreSQL: a
     /// session lock that ends with the process's connection). `InUse` if a
     /// live process registered the same id; calling it again with the same
-    /// id changes nothing. A store that one process owns has nothing to do.
+    /// id changes nothing. The running runs leased to `replica_id` when it
+    /// registers were left by an earlier process under that id, which is
+    /// gone: the store then counts them as orphans at once, whatever their
+    /// leases say. A store that one process owns has nothing to do.
     async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError>;
 
     /// Whether several servers share this store, fixed for its life.

@@ -89,6 +89,13 @@ fn forget_departed_sql() -> String {
     )
 }
 
+/// Expires the leases of the running runs leased to `$1`. The lease is a
+/// column of its own, which reads lay over the record, so the record stays
+/// as its last write left it; the takeover goes through the version
+/// compare-and-set as every other.
+const RELEASE_PREDECESSORS_RUNS: &str =
+    "UPDATE runs SET lease_expires_at = 0 WHERE status = 'running' AND lease_owner = $1";
+
 /// This replica's registration, held until dropped.
 pub(super) struct Presence {
     pub(super) replica_id: String,
@@ -105,6 +112,25 @@ impl Presence {
         let config = presence_config(config);
         let session = Session::open(&config, replica_id).await?;
         tracing::info!(replica_id, "registered as a live replica");
+        // Registering proved that no live process holds this id: the runs
+        // leased to it were left by an earlier one. Releasing their leases
+        // lets the next search for orphans take them over, rather than
+        // their leases' expiry. Only here, at the process's first
+        // registration: a registration after a broken connection is this
+        // process's own, and its runs execute here.
+        let released = session
+            .client
+            .execute(RELEASE_PREDECESSORS_RUNS, &[&replica_id])
+            .await
+            .map_err(backend)?;
+        if released > 0 {
+            tracing::info!(
+                replica_id,
+                runs = released,
+                "released the leases of the runs an earlier process with this replica id left running: \
+                 they are taken over at once"
+            );
+        }
         let (stop, stopped) = oneshot::channel();
         let keeper = Keeper {
             config,

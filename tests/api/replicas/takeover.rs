@@ -148,6 +148,59 @@ async fn kill_9_hands_the_run_over_before_its_lease_could_expire() {
     assert_eq!(status_of(&get_run(&mut b, &id).await), pb::RunStatus::Completed);
 }
 
+/// A replica restarted under its replica id (a StatefulSet's pod, a
+/// systemd unit) takes back the runs its earlier process left running at
+/// once, not when their leases expire: its registration proves that the
+/// earlier process is gone. Nobody else serves the store meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: set AGENTD_TEST_POSTGRES_URL; .ci/run runs it"]
+async fn a_replica_restarted_under_its_id_takes_its_runs_back_before_their_leases_expire() {
+    let schema = TestSchema::create().await;
+    let dirs = tempfile::tempdir().expect("temp dir");
+    let url = schema.url();
+    let mut first = Replica::on_store_with_default_leases(&url, &dirs.path().join("first"), "replica-a");
+    let mut client = first.client().await;
+    let mut origin = start_run(&mut client, PROMPT).await;
+    let mut seen = Vec::new();
+    while seen.len() < BEFORE_CRASH {
+        seen.push(origin.next().await.expect("a chunk").expect("the stream"));
+    }
+    let id = seen[0].run_id.clone();
+    let killed_at = Instant::now();
+    first.kill_hard();
+    drop(origin);
+
+    let again = Replica::on_store_with_default_leases(&url, &dirs.path().join("again"), "replica-a");
+    let mut client = again.client().await;
+    let last_seen = seen.last().expect("chunks").seq;
+    let mut followed = subscribe(&mut client, &id, last_seen).await;
+    seen.extend(read_until(&mut followed, is_resumed_start).await);
+    println!(
+        "kill -9, then a restart under the same replica id: the run's next chunk after {:?}",
+        killed_at.elapsed()
+    );
+    let rest = tokio::time::timeout(FINISH_TIMEOUT, collect(followed))
+        .await
+        .expect("the run finished on the restarted replica")
+        .expect("the stream");
+    seen.extend(rest);
+
+    assert_contiguous(&seen, 1);
+    assert_eq!(finish_reason(&seen), pb::FinishReason::Stop);
+    let takeover = seen.iter().position(is_resumed_start).expect("a takeover start");
+    let before_expiry =
+        micros(&seen[takeover - 1].time) + LEASE_TTL.as_micros() as i64 - micros(&seen[takeover].time);
+    assert!(
+        before_expiry > 0,
+        "the takeover came {:?} after the lease could have expired",
+        Duration::from_micros(before_expiry.unsigned_abs())
+    );
+    let log = again
+        .wait_for_log(|log| log.contains("released the leases of the runs an earlier process"))
+        .await;
+    assert!(log.contains("runs=1"), "{log}");
+}
+
 /// Kills 10 replicas, one at a time, each mid-step, and times the next
 /// chunk on the surviving replica; then runs 64 streaming runs at once on
 /// two live replicas for 30 s, which saturates a small machine, and counts

@@ -2,7 +2,9 @@
 //! never orphans while its session holds its lock, however far their
 //! leases are from expiring, and are orphans at once when that session
 //! ends; a second live process cannot register the same replica id; a
-//! replica whose presence connection breaks registers again by itself.
+//! replica whose presence connection breaks registers again by itself; a
+//! process that registers an id releases the leases its earlier process
+//! left.
 //! PostgreSQL tells nobody when a session's locks go, so the tests look
 //! again (every 10 ms, for at most 10 s) until the store answers as
 //! expected.
@@ -110,16 +112,30 @@ async fn a_registered_replicas_runs_are_orphans_only_once_its_session_ends() {
     );
     println!("runs of a closed session found orphaned after {took:?}");
 
-    // The id is free again: a new process under it holds its runs again.
+    // The id is free again: a new process under it registers, which proves
+    // that the runs leased to the id are its earlier process's. They stay
+    // orphans, leases released, under the new live holder's name.
     twin.register_replica("replica-a").await.expect("register after");
-    let found = orphans_among(&observer, &ours).await;
+    let mut found = orphans_among(&observer, &ours).await;
+    found.sort_by_key(|orphan| orphan.id != stuck.id);
     assert_eq!(
         found,
-        vec![Orphan {
-            id: stuck.id,
-            holder: Holder::Live
-        }]
+        vec![
+            Orphan {
+                id: stuck.id,
+                holder: Holder::Live
+            },
+            Orphan {
+                id: alive.id,
+                holder: Holder::Live
+            },
+        ]
     );
+    // A run it takes after registering is its own: not an orphan.
+    let own = running_run("replica-a", far);
+    observer.create_run(&own, &[]).await.expect("create");
+    let ours = [stuck.id, alive.id, own.id];
+    assert_eq!(orphans_among(&observer, &ours).await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
