@@ -50,6 +50,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0008_health_probe.sql"),
     include_str!("migrations/sqlite/0009_run_events.sql"),
     include_str!("migrations/sqlite/0010_webhook_deliveries.sql"),
+    include_str!("migrations/sqlite/0011_run_events_unindexed_by_run.sql"),
 ];
 
 /// The most writes committed in one transaction.

@@ -201,6 +201,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
             "DROP TABLE event_batches;
              DROP TABLE replicas;
              DROP TABLE listeners;
+             CREATE INDEX run_events_by_run ON run_events (run_id);
              DROP INDEX runs_suspended_by_expiry;
              DROP INDEX runs_suspended_by_agent;
              DROP INDEX runs_running_by_lease;

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0008_live_run_indexes.sql"),
     include_str!("../migrations/postgres/0009_replicas.sql"),
     include_str!("../migrations/postgres/0010_listeners.sql"),
+    include_str!("../migrations/postgres/0011_run_events_unindexed_by_run.sql"),
 ];
 
 /// The migration that stores a write's events as one row.
