@@ -1,7 +1,9 @@
 //! The PostgreSQL store's feed: one dedicated connection per server LISTENs
-//! on the schema's channel and hands every other server's notification to
-//! this server's subscribers. When the connection drops it reconnects (with
-//! a growing pause) and, once listening again, tells subscribers to
+//! on the schema's channel, registers in `listeners` (the other servers
+//! notify only while a server other than themselves is registered, see
+//! `write.rs`) and hands every other server's notification to this
+//! server's subscribers. When the connection drops it reconnects (with a
+//! growing pause); once registered, each time, it tells subscribers to
 //! `Resync`: notifications sent meanwhile are lost, the store is not.
 //! The task ends when the store is dropped.
 
@@ -107,19 +109,17 @@ struct Task {
 impl Task {
     async fn run(self, mut stopped: oneshot::Receiver<()>) {
         let mut pause = FIRST_PAUSE;
-        let mut first = true;
         loop {
             let connected_at = tokio::time::Instant::now();
             tokio::select! {
                 _ = &mut stopped => return,
-                ended = self.listen(first) => {
+                ended = self.listen() => {
                     match ended {
                         Ok(()) => tracing::warn!(channel = %self.channel, "the LISTEN connection closed; reconnecting"),
                         Err(error) => tracing::warn!(channel = %self.channel, %error, "the LISTEN connection failed; reconnecting"),
                     }
                 }
             }
-            first = false;
             // A connection that held for a while starts the pauses afresh.
             if connected_at.elapsed() > MAX_PAUSE {
                 pause = FIRST_PAUSE;
@@ -134,7 +134,7 @@ impl Task {
 
     /// Connects, listens, registers as a listener and forwards
     /// notifications until the connection ends.
-    async fn listen(&self, first: bool) -> Result<(), StoreError> {
+    async fn listen(&self) -> Result<(), StoreError> {
         let (client, mut connection) = self
             .config
             .connect(NoTls)
@@ -155,11 +155,11 @@ impl Task {
         client.batch_execute(&sql).await.map_err(backend)?;
         register(&client, &self.origin).await?;
         tracing::debug!(channel = %self.channel, "listening for other replicas");
-        // Notifications were lost while this server was not registered.
-        if !first {
-            let _ = self.items.send(FeedItem::Resync);
-            self.run_events.send_replace(());
-        }
+        // Writes made while this server was not registered were not
+        // announced to it: its subscribers read the store again (at the
+        // first registration too, since the server may serve already).
+        let _ = self.items.send(FeedItem::Resync);
+        self.run_events.send_replace(());
         let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_EVERY, SWEEP_EVERY);
         loop {
             tokio::select! {
