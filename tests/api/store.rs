@@ -22,6 +22,7 @@ mod deliveries;
 mod leases;
 mod listeners;
 mod presence;
+mod push_configs;
 mod queries;
 mod run_events;
 mod tenants;
@@ -407,6 +408,7 @@ pub async fn conformance(store: Store) {
     threads::threads_conform(&store).await;
     run_events::run_events_conform(&store).await;
     deliveries::deliveries_conform(&store).await;
+    push_configs::push_configs_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {
