@@ -119,19 +119,20 @@ impl A2aServiceImpl {
             .and_then(|configuration| configuration.task_push_notification_config);
         if message.task_id.is_empty() {
             let agent_id = self.agent_id(&request.tenant)?;
-            let start = StartRun {
+            let mut start = StartRun {
                 trace,
                 ..message::start_run(&agent_id, &message)?
             };
-            if let Some(push) = &push {
-                // Checked before anything starts.
-                push::new_config(RunId::new(), tenant, push.clone(), self.push_allow_private).await?;
+            if let Some(push) = push {
+                // Stored before the run starts, so that its first update
+                // is pushed too.
+                let run_id = RunId::new();
+                let config = push::new_config(run_id, tenant, push, self.push_allow_private).await?;
+                push::store(&self.runtime, &config).await?;
+                start.run_id = Some(run_id);
             }
             let stream = self.runtime.start(tenant, start).await?;
             let run = self.run_of(tenant, &stream.run_id.to_string()).await?;
-            if let Some(push) = push {
-                self.put_push_config(&run, push).await?;
-            }
             return Ok((run, stream));
         }
         let run = self.run_of(tenant, &message.task_id).await?;
