@@ -89,7 +89,7 @@ impl Endpoint for PushEndpoint {
         let mut configs: HashMap<_, Vec<String>> = HashMap::new();
         let mut deliveries = Vec::new();
         for event in events {
-            if !configs.contains_key(&event.run_id) {
+            if let std::collections::hash_map::Entry::Vacant(entry) = configs.entry(event.run_id) {
                 let targets = store
                     .push_configs(event.run_id)
                     .await?
@@ -97,7 +97,7 @@ impl Endpoint for PushEndpoint {
                     .filter(|config| config.tenant == event.tenant)
                     .filter_map(|config| serde_json::to_string(&Target::of(config)).ok())
                     .collect();
-                configs.insert(event.run_id, targets);
+                entry.insert(targets);
             }
             for target in &configs[&event.run_id] {
                 deliveries.push(NewDelivery {

@@ -185,7 +185,7 @@ fn new_run(
             .unwrap_or(config.suspend_ttl),
     };
     let (mut run, start) = RunRecord::start(
-        request.run_id.unwrap_or_else(RunId::new),
+        request.run_id.unwrap_or_default(),
         tenant.clone(),
         agent.id.clone(),
         options,
