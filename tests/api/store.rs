@@ -133,6 +133,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE run_events;
              DROP TABLE webhook_cursors;
              DROP TABLE webhook_deliveries;
+             DROP TABLE a2a_push_configs;
              CREATE TABLE events (
                  run_id TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
                  chunk BLOB NOT NULL, PRIMARY KEY (run_id, seq)
