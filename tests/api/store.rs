@@ -203,6 +203,11 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
             "DROP TABLE event_batches;
              DROP TABLE replicas;
              DROP TABLE listeners;
+             DROP TABLE a2a_push_configs;
+             ALTER TABLE webhook_deliveries DROP COLUMN target;
+             ALTER TABLE webhook_deliveries ADD UNIQUE (webhook, event_major, event_minor);
+             CREATE INDEX webhook_deliveries_by_run
+                 ON webhook_deliveries (run_id, webhook, event_major, event_minor);
              CREATE INDEX run_events_by_run ON run_events (run_id);
              DROP INDEX runs_suspended_by_expiry;
              DROP INDEX runs_suspended_by_agent;
