@@ -177,8 +177,11 @@ pub async fn serve_with(
 
     let a2a_service = InterceptedService::new(
         WireErrors::new(
-            crate::a2a::A2aServiceServer::new(crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone()))
-                .max_decoding_message_size(limits.max_request_bytes),
+            crate::a2a::A2aServiceServer::new(
+                crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone())
+                    .with_push_allow_private(options.a2a_push_allow_private),
+            )
+            .max_decoding_message_size(limits.max_request_bytes),
             limits.max_request_bytes,
         ),
         options.authenticator.clone(),
@@ -221,7 +224,8 @@ pub async fn serve_with(
     let _recovery = AbortOnDrop(runtime.spawn_recovery());
     // Before serving: a new webhook sends every event from then on. Stopped
     // when serving ends, like the chores above.
-    let _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks).await?;
+    let mut _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks).await?;
+    crate::a2a::push::spawn(&runtime, options.a2a_push_allow_private, &mut _webhooks).await?;
     // HTTP/1.1 too: browsers call over gRPC-Web, which HTTP/1.1 carries,
     // and ordinary HTTP clients read the agent cards.
     let mut builder = Server::builder()

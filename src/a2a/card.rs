@@ -45,7 +45,7 @@ pub fn card(agent: &Agent, url: &str, secured: bool) -> proto::AgentCard {
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: Some(proto::AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
             extensions: Vec::new(),
             extended_agent_card: Some(false),
         }),

@@ -59,6 +59,7 @@ pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeE
         thread_id: Some(thread_id),
         auto_resume: false,
         trace: None,
+        run_id: None,
     })
 }
 

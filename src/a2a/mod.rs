@@ -8,6 +8,7 @@
 
 pub mod card;
 mod message;
+pub mod push;
 mod task;
 
 use std::pin::Pin;
@@ -32,11 +33,24 @@ type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> +
 pub struct A2aServiceImpl {
     runtime: Runtime,
     gate: StreamGate,
+    /// Push notifications may go to non-public addresses.
+    push_allow_private: bool,
 }
 
 impl A2aServiceImpl {
     pub fn new(runtime: Runtime, gate: StreamGate) -> Self {
-        Self { runtime, gate }
+        Self {
+            runtime,
+            gate,
+            push_allow_private: false,
+        }
+    }
+
+    /// The same service, letting push notifications go to loopback and
+    /// private addresses too.
+    pub fn with_push_allow_private(mut self, allow: bool) -> Self {
+        self.push_allow_private = allow;
+        self
     }
 }
 
@@ -100,17 +114,31 @@ impl A2aServiceImpl {
         let message = request
             .message
             .ok_or_else(|| Status::from(crate::grpc::convert::invalid("message", "a message is required")))?;
+        let push = request
+            .configuration
+            .and_then(|configuration| configuration.task_push_notification_config);
         if message.task_id.is_empty() {
             let agent_id = self.agent_id(&request.tenant)?;
-            let start = StartRun {
+            let mut start = StartRun {
                 trace,
                 ..message::start_run(&agent_id, &message)?
             };
+            if let Some(push) = push {
+                // Stored before the run starts, so that its first update
+                // is pushed too.
+                let run_id = RunId::new();
+                let config = push::new_config(run_id, tenant, push, self.push_allow_private).await?;
+                push::store(&self.runtime, &config).await?;
+                start.run_id = Some(run_id);
+            }
             let stream = self.runtime.start(tenant, start).await?;
             let run = self.run_of(tenant, &stream.run_id.to_string()).await?;
             return Ok((run, stream));
         }
         let run = self.run_of(tenant, &message.task_id).await?;
+        if let Some(push) = push {
+            self.put_push_config(&run, push).await?;
+        }
         if run.status() != RunStatus::Suspended {
             return Err(a2a_error(
                 Code::FailedPrecondition,
@@ -132,6 +160,17 @@ impl A2aServiceImpl {
             .await
             .map_err(|error| status_of(error, &message.task_id))?;
         Ok((run, stream))
+    }
+
+    /// Stores `request` as a push notification config of `run`.
+    async fn put_push_config(
+        &self,
+        run: &RunRecord,
+        request: proto::TaskPushNotificationConfig,
+    ) -> Result<crate::store::PushConfig, Status> {
+        let config = push::new_config(run.id, &run.tenant, request, self.push_allow_private).await?;
+        push::store(&self.runtime, &config).await?;
+        Ok(config)
     }
 
     /// The A2A events of `stream`: the task as it stands first, then the
@@ -236,21 +275,22 @@ impl A2aService for A2aServiceImpl {
             ),
         };
         let include_artifacts = request.include_artifacts.unwrap_or(false);
+        let updated_after = request.status_timestamp_after.as_ref().map(|after| {
+            crate::domain::Timestamp(after.seconds * 1_000_000 + i64::from(after.nanos) / 1_000)
+        });
         let mut runs: Vec<RunRecord>;
         let next;
+        let total;
         if request.context_id.is_empty() {
-            let page = self
-                .runtime
-                .list_runs(
-                    &tenant,
-                    ListRuns {
-                        status,
-                        agent_id: (!request.tenant.is_empty()).then(|| request.tenant.clone()),
-                        page_size,
-                        before,
-                    },
-                )
-                .await?;
+            let list = ListRuns {
+                status,
+                agent_id: (!request.tenant.is_empty()).then(|| request.tenant.clone()),
+                updated_after,
+                page_size,
+                before,
+            };
+            total = self.runtime.count_runs(&tenant, &list).await?;
+            let page = self.runtime.list_runs(&tenant, list).await?;
             runs = page.runs;
             next = page.next;
         } else {
@@ -264,16 +304,14 @@ impl A2aService for A2aServiceImpl {
             };
             runs.retain(|run| {
                 status.is_none_or(|status| run.status() == status)
-                    && before.is_none_or(|before| run.id < before)
+                    && updated_after.is_none_or(|after| run.updated_at > after)
             });
+            total = runs.len() as u64;
+            runs.retain(|run| before.is_none_or(|before| run.id < before));
             runs.sort_unstable_by_key(|run| std::cmp::Reverse(run.id));
             let more = runs.len() > page_size as usize;
             runs.truncate(page_size as usize);
             next = more.then(|| runs.last().map(|run| run.id)).flatten();
-        }
-        if let Some(after) = &request.status_timestamp_after {
-            let after = crate::domain::Timestamp(after.seconds * 1_000_000 + i64::from(after.nanos) / 1_000);
-            runs.retain(|run| run.updated_at > after);
         }
         let tasks: Vec<proto::Task> = runs
             .iter()
@@ -290,7 +328,7 @@ impl A2aService for A2aServiceImpl {
             tasks,
             next_page_token: next.map(|id| id.to_string()).unwrap_or_default(),
             page_size: size,
-            total_size: size,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
         }))
     }
 
@@ -340,23 +378,43 @@ impl A2aService for A2aServiceImpl {
 
     async fn create_task_push_notification_config(
         &self,
-        _request: Request<proto::TaskPushNotificationConfig>,
+        request: Request<proto::TaskPushNotificationConfig>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        Err(push_not_supported())
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run = self.run_of(&tenant, &request.task_id).await?;
+        let a2a_tenant = request.tenant.clone();
+        let config = self.put_push_config(&run, request).await?;
+        Ok(Response::new(push::to_proto(&config, &a2a_tenant)))
     }
 
     async fn get_task_push_notification_config(
         &self,
-        _request: Request<proto::GetTaskPushNotificationConfigRequest>,
+        request: Request<proto::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        Err(push_not_supported())
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run = self.run_of(&tenant, &request.task_id).await?;
+        let config = push::get(&self.runtime, &run, &request.id).await?;
+        Ok(Response::new(push::to_proto(&config, &request.tenant)))
     }
 
     async fn list_task_push_notification_configs(
         &self,
-        _request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
-        Err(push_not_supported())
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run = self.run_of(&tenant, &request.task_id).await?;
+        let (configs, next_page_token) =
+            push::list(&self.runtime, &run, request.page_size, &request.page_token).await?;
+        Ok(Response::new(proto::ListTaskPushNotificationConfigsResponse {
+            configs: configs
+                .iter()
+                .map(|config| push::to_proto(config, &request.tenant))
+                .collect(),
+            next_page_token,
+        }))
     }
 
     async fn get_extended_agent_card(
@@ -372,19 +430,12 @@ impl A2aService for A2aServiceImpl {
 
     async fn delete_task_push_notification_config(
         &self,
-        _request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
+        request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        Err(push_not_supported())
+        let tenant = tenant_of(&request);
+        let request = request.into_inner();
+        let run = self.run_of(&tenant, &request.task_id).await?;
+        push::delete(&self.runtime, &run, &request.id).await?;
+        Ok(Response::new(()))
     }
-}
-
-/// Push notifications of A2A tasks are not served (the agent card says
-/// so); operators configure webhooks instead.
-fn push_not_supported() -> Status {
-    a2a_error(
-        Code::FailedPrecondition,
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-        "this agent does not deliver A2A push notifications: watch tasks with SubscribeToTask, or \
-         agentd.v1's WatchRuns",
-    )
 }

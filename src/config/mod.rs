@@ -17,7 +17,9 @@ use serde::Deserialize;
 
 pub use listen::ListenAddr;
 pub use origins::AllowedOrigins;
-pub use server::{AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer};
+pub use server::{
+    A2aConfig, A2aLayer, AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer,
+};
 pub use settings::{Layer, Source};
 
 use crate::agent::AgentSpec;
@@ -56,6 +58,9 @@ pub struct FileConfig {
     /// `[tls]`: certificate, key and client CA files.
     #[serde(default, deserialize_with = "file_layer")]
     pub tls: TlsLayer,
+    /// `[a2a]`: A2A push notifications.
+    #[serde(default, deserialize_with = "file_layer")]
+    pub a2a: A2aLayer,
     /// `[limits]`: hard limits on requests and runs.
     #[serde(default)]
     pub limits: Limits,
@@ -114,6 +119,8 @@ pub struct ServerSettings {
     pub auth: AuthConfig,
     /// TLS (`[tls]`, `--tls-cert`, `--tls-key`, `--tls-client-ca`).
     pub tls: TlsConfig,
+    /// The A2A service (`[a2a]`, `--a2a-push-allow-private`).
+    pub a2a: A2aConfig,
     /// Hard limits (`[limits]`).
     pub limits: Limits,
     /// Threads idle for longer are deleted (`[threads] retention`).
@@ -169,6 +176,7 @@ impl FileConfig {
             tenants: self.tenants,
             auth: overrides.auth.or(self.auth).resolve(),
             tls: overrides.tls.or(self.tls).resolve(),
+            a2a: overrides.a2a.or(self.a2a).resolve(),
             limits: self.limits,
             thread_retention: self.threads.retention,
             webhooks: self.webhooks,

@@ -119,8 +119,20 @@ settings! {
     }
 }
 
+settings! {
+    /// `[a2a]`: the A2A service's push notifications.
+    table "[a2a]": A2aLayer => A2aConfig {
+        /// A2A push notifications may go to loopback, private, link-local
+        /// and other non-public addresses (refused by default: a caller
+        /// could otherwise make the server reach its own network).
+        push_allow_private: bool, flag "--a2a-push-allow-private BOOL",
+            env "AGENTD_A2A_PUSH_ALLOW_PRIVATE",
+            default "false";
+    }
+}
+
 /// The settings that flags and variables can give: those of `[server]`,
-/// `[tls]` and `[auth]`, as one source gives them.
+/// `[tls]`, `[auth]` and `[a2a]`, as one source gives them.
 #[derive(Clone, Debug, Default, PartialEq, clap::Args)]
 pub struct Overrides {
     #[command(flatten)]
@@ -129,6 +141,8 @@ pub struct Overrides {
     pub tls: TlsLayer,
     #[command(flatten)]
     pub auth: AuthLayer,
+    #[command(flatten)]
+    pub a2a: A2aLayer,
 }
 
 impl Overrides {
@@ -139,6 +153,7 @@ impl Overrides {
             server: ServerLayer::from_env(&var)?,
             tls: TlsLayer::from_env(&var)?,
             auth: AuthLayer::from_env(&var)?,
+            a2a: A2aLayer::from_env(&var)?,
         })
     }
 
@@ -149,6 +164,7 @@ impl Overrides {
             server: flags.server.fold_deprecated(&source)?,
             tls: flags.tls.fold_deprecated(&source)?,
             auth: flags.auth.fold_deprecated(&source)?,
+            a2a: flags.a2a.fold_deprecated(&source)?,
         })
     }
 
@@ -158,6 +174,7 @@ impl Overrides {
             server: self.server.or(lower.server),
             tls: self.tls.or(lower.tls),
             auth: self.auth.or(lower.auth),
+            a2a: self.a2a.or(lower.a2a),
         }
     }
 }
@@ -203,5 +220,11 @@ impl Default for TlsConfig {
 impl Default for AuthConfig {
     fn default() -> Self {
         AuthLayer::default().resolve()
+    }
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        A2aLayer::default().resolve()
     }
 }

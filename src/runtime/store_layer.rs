@@ -35,8 +35,8 @@ use crate::domain::{
 };
 use crate::metrics::Metrics;
 use crate::store::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery, RunStore,
-    Sharing, StoreError,
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig, RunEventPage, RunQuery,
+    RunStore, Sharing, StoreError,
 };
 
 /// Raises the fence of a [`StoreLayer`], and hears of its refused writes.
@@ -190,6 +190,10 @@ impl RunStore for StoreLayer {
         self.call(Read, "list_runs", self.inner.list_runs(query)).await
     }
 
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
+        self.call(Read, "count_runs", self.inner.count_runs(query)).await
+    }
+
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.call(Read, "due_suspensions", self.inner.due_suspensions(now, limit))
             .await
@@ -302,6 +306,25 @@ impl RunStore for StoreLayer {
     async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.call(Read, "pending_deliveries", self.inner.pending_deliveries())
             .await
+    }
+
+    async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
+        self.call(Write, "put_push_config", self.inner.put_push_config(config))
+            .await
+    }
+
+    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
+        self.call(Read, "push_configs", self.inner.push_configs(run_id))
+            .await
+    }
+
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
+        self.call(
+            Write,
+            "delete_push_config",
+            self.inner.delete_push_config(run_id, id),
+        )
+        .await
     }
 }
 

@@ -36,6 +36,8 @@ pub struct ServeOptions {
     /// Other origins whose pages may call (CORS); `None`: only pages
     /// served by this server.
     pub cors: Option<AllowedOrigins>,
+    /// A2A push notifications may go to non-public addresses.
+    pub a2a_push_allow_private: bool,
 }
 
 impl Default for ServeOptions {
@@ -49,6 +51,7 @@ impl Default for ServeOptions {
             drain: DEFAULT_DRAIN,
             webhooks: Vec::new(),
             cors: None,
+            a2a_push_allow_private: false,
         }
     }
 }
@@ -84,6 +87,7 @@ impl ServeOptions {
             drain: settings.server.drain_timeout,
             webhooks,
             cors: settings.server.cors_allow_origin.clone(),
+            a2a_push_allow_private: settings.a2a.push_allow_private,
         })
     }
 

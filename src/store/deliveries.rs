@@ -1,4 +1,4 @@
-//! The webhook delivery ledger, as the `RunStore` methods that keep it
+//! The delivery ledgers (one per webhook, and `a2a:push`), as the `RunStore` methods that keep it
 //! take and return it. The run events are the outbox (each is stored in
 //! the write that changed its run); the ledger records, per webhook, how
 //! far into them it has enqueued deliveries (its cursor), and each
@@ -11,11 +11,18 @@ use crate::domain::{EventPosition, RunEvent, RunId, Timestamp};
 /// A delivery's id in its store.
 pub type DeliveryId = i64;
 
-/// An event a webhook wants, as its enqueuer hands it to the store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An event a ledger's endpoint wants, as its enqueuer hands it to the
+/// store.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewDelivery {
     pub run_id: RunId,
     pub event: EventPosition,
+    /// Where it goes, when the ledger's deliveries go to several places
+    /// (an A2A push configuration, as its endpoint writes it); empty when
+    /// they all go to the one endpoint the ledger is named after. A ledger
+    /// holds one delivery per event and target, and delivers a run's
+    /// events to one target in order.
+    pub target: String,
 }
 
 /// A delivery claimed for one attempt, by one replica, until its lease
@@ -30,6 +37,8 @@ pub struct ClaimedDelivery {
     /// When the delivery was enqueued: its retry schedule counts from here.
     pub enqueued_at: Timestamp,
     pub event: RunEvent,
+    /// As enqueued (see [`NewDelivery::target`]).
+    pub target: String,
 }
 
 /// What a claim found (see `RunStore::claim_deliveries`).

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{
-    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery,
-    RunStore, Sharing, StoreError,
+    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig,
+    RunEventPage, RunQuery, RunStore, Sharing, StoreError,
 };
 use crate::domain::{
     Event, EventPosition, LatestRun, RunEvent, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId,
@@ -34,6 +34,7 @@ struct StoredDelivery {
     webhook: String,
     run_id: RunId,
     event: EventPosition,
+    target: String,
     pending: bool,
     attempts: u32,
     enqueued_at: Timestamp,
@@ -56,6 +57,8 @@ struct Ledger {
     cursors: HashMap<String, EventPosition>,
     deliveries: Vec<StoredDelivery>,
     last_id: DeliveryId,
+    /// A2A push notification configurations, by run and id.
+    push_configs: std::collections::BTreeMap<(RunId, String), PushConfig>,
 }
 
 impl Ledger {
@@ -65,6 +68,7 @@ impl Ledger {
             earlier.pending
                 && earlier.webhook == delivery.webhook
                 && earlier.run_id == delivery.run_id
+                && earlier.target == delivery.target
                 && earlier.event < delivery.event
         })
     }
@@ -257,9 +261,13 @@ impl RunStore for MemoryStore {
         self.lock_run_events()
             .log
             .retain(|event| runs.contains_key(&event.run_id));
-        self.lock_ledger()
+        let mut ledger = self.lock_ledger();
+        ledger
             .deliveries
             .retain(|delivery| runs.contains_key(&delivery.run_id));
+        ledger
+            .push_configs
+            .retain(|(run_id, _), _| runs.contains_key(run_id));
         Ok(())
     }
 
@@ -346,6 +354,19 @@ impl RunStore for MemoryStore {
         runs.sort_unstable_by_key(|run| std::cmp::Reverse(run.id));
         runs.truncate(query.limit);
         Ok(runs)
+    }
+
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
+        let every_page = RunQuery {
+            before: None,
+            ..query.clone()
+        };
+        let count = self
+            .lock()
+            .values()
+            .filter(|(run, _)| every_page.matches(run))
+            .count();
+        Ok(count as u64)
     }
 
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
@@ -478,10 +499,9 @@ impl RunStore for MemoryStore {
             return Ok(false);
         }
         let taken = deliveries.iter().find(|new| {
-            ledger
-                .deliveries
-                .iter()
-                .any(|stored| stored.webhook == webhook && stored.event == new.event)
+            ledger.deliveries.iter().any(|stored| {
+                stored.webhook == webhook && stored.event == new.event && stored.target == new.target
+            })
         });
         if let Some(taken) = taken {
             return Err(StoreError::Backend(format!(
@@ -498,6 +518,7 @@ impl RunStore for MemoryStore {
                 webhook: webhook.to_owned(),
                 run_id: new.run_id,
                 event: new.event,
+                target: new.target.clone(),
                 pending: true,
                 attempts: 0,
                 enqueued_at: now,
@@ -549,6 +570,7 @@ impl RunStore for MemoryStore {
                 attempt: delivery.attempts,
                 enqueued_at: delivery.enqueued_at,
                 event: run_events.log[found].clone(),
+                target: delivery.target.clone(),
             });
         }
         claim.next_due = ledger
@@ -590,5 +612,30 @@ impl RunStore for MemoryStore {
             *counts.entry(delivery.webhook.clone()).or_insert(0) += 1;
         }
         Ok(counts)
+    }
+
+    async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
+        self.lock_ledger()
+            .push_configs
+            .insert((config.run_id, config.id.clone()), config.clone());
+        Ok(())
+    }
+
+    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
+        Ok(self
+            .lock_ledger()
+            .push_configs
+            .range((run_id, String::new())..)
+            .take_while(|((run, _), _)| *run == run_id)
+            .map(|(_, config)| config.clone())
+            .collect())
+    }
+
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .lock_ledger()
+            .push_configs
+            .remove(&(run_id, id.to_owned()))
+            .is_some())
     }
 }

@@ -11,6 +11,7 @@ mod feed;
 mod memory;
 mod orphan;
 mod postgres;
+mod push_configs;
 mod query;
 mod record;
 mod sqlite;
@@ -24,6 +25,7 @@ pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use memory::MemoryStore;
 pub use orphan::{Holder, Orphan};
 pub use postgres::{PostgresStore, POOL_SIZE as POSTGRES_POOL_SIZE};
+pub use push_configs::PushConfig;
 pub use query::RunQuery;
 pub use sqlite::{SqliteStore, Synchronous};
 
@@ -162,6 +164,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// Runs that pass `query`'s filters, newest first (by id, descending),
     /// at most `query.limit` of them, all older than `query.before`.
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// How many runs pass `query`'s filters, on every page: `before` and
+    /// `limit` are left out. A count query, never a read of the runs.
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError>;
 
     /// Suspended runs whose `expires_at` is at or before `now`, soonest
     /// expired first, at most `limit` of them. The caller expires each one
@@ -302,6 +308,18 @@ pub trait RunStore: Send + Sync + 'static {
     /// How many deliveries are pending, by webhook (webhooks with none
     /// are left out); counted from an index, for the metrics gauge.
     async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError>;
+
+    // A2A push notification configurations (see `push_configs.rs`); a
+    // run's go with it (`delete_thread`).
+
+    /// Stores `config`, replacing the run's configuration of the same id.
+    async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError>;
+
+    /// The configurations of run `run_id`, by id.
+    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError>;
+
+    /// Deletes run `run_id`'s configuration `id`: whether there was one.
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError>;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (or a plain path;

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 mod durability;
 mod leases;
 mod lock;
+mod push_configs;
 mod queries;
 mod readers;
 mod run_events;
@@ -30,8 +31,8 @@ use readers::ReaderPool;
 
 use super::record::{self, event_batch, EventBatch};
 use super::{
-    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunQuery,
-    RunStore, Sharing, StoreError,
+    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig, RunEventPage,
+    RunQuery, RunStore, Sharing, StoreError,
 };
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
@@ -51,6 +52,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/sqlite/0009_run_events.sql"),
     include_str!("migrations/sqlite/0010_webhook_deliveries.sql"),
     include_str!("migrations/sqlite/0011_run_events_unindexed_by_run.sql"),
+    include_str!("migrations/sqlite/0012_a2a_push_configs.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -457,6 +459,11 @@ impl RunStore for SqliteStore {
         self.read(move |conn| queries::list_runs(conn, &query)).await
     }
 
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
+        let query = query.clone();
+        self.read(move |conn| queries::count_runs(conn, &query)).await
+    }
+
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.read(move |conn| queries::due_suspensions(conn, now, limit))
             .await
@@ -598,6 +605,24 @@ impl RunStore for SqliteStore {
 
     async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.read(webhooks::pending).await
+    }
+
+    async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
+        self.ledger(webhooks::LedgerWrite::PutPushConfig(config.clone()))
+            .await
+            .map(|_| ())
+    }
+
+    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
+        self.read(move |conn| push_configs::of_run(conn, run_id)).await
+    }
+
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
+        let write = webhooks::LedgerWrite::DeletePushConfig {
+            run_id,
+            id: id.to_owned(),
+        };
+        self.ledger(write).await?.changed()
     }
 }
 

@@ -1,6 +1,6 @@
-//! A webhook's deliverer: claims due deliveries from the store (each for
-//! one attempt, leased to this replica), sends each as a signed POST on a
-//! task of its own, at most `concurrency` at once, and records how each
+//! A ledger's deliverer: claims due deliveries from the store (each for
+//! one attempt, leased to this replica), sends each as its endpoint's
+//! request on a task of its own, at most `concurrency` at once, and records how each
 //! attempt ended: delivered on a 2xx, else due again after the retry
 //! schedule's next delay, or failed for good once the schedule is over.
 //! Runs never wait for it: it only reads the run events and writes the
@@ -11,13 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderValue, RETRY_AFTER};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
+use super::endpoint::Endpoint;
 use super::enqueue::sleep;
-use super::payload::{event_type, message_id, Payloads};
-use super::Webhook;
+use super::payload::{event_type, message_id};
 use crate::domain::Timestamp;
 use crate::metrics::{AttemptResult, Metrics};
 use crate::store::{AttemptOutcome, ClaimedDelivery, RunStore};
@@ -32,13 +32,12 @@ const STORE_RETRY: Duration = Duration::from_secs(1);
 /// The longest `Retry-After` honoured.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
-/// What every attempt of one webhook shares.
+/// What every attempt of one endpoint shares.
 pub(super) struct Deliverer {
     pub(super) store: Arc<dyn RunStore>,
-    pub(super) webhook: Arc<Webhook>,
+    pub(super) endpoint: Arc<dyn Endpoint>,
     pub(super) owner: String,
     pub(super) client: reqwest::Client,
-    pub(super) payloads: Payloads,
     pub(super) metrics: Metrics,
     /// Told when deliveries were enqueued here.
     pub(super) enqueued: Arc<Notify>,
@@ -55,7 +54,7 @@ impl Deliverer {
     /// How long a claim holds a delivery: the attempt's timeout, and as
     /// long again (at least a second) to record its outcome.
     fn lease(&self) -> Duration {
-        self.webhook.timeout + self.webhook.timeout.max(Duration::from_secs(1))
+        self.endpoint.timeout() + self.endpoint.timeout().max(Duration::from_secs(1))
     }
 
     pub(super) async fn run(self) {
@@ -63,14 +62,14 @@ impl Deliverer {
         let shared = this.store.sharing().is_shared();
         let mut attempts = JoinSet::new();
         loop {
-            let free = this.webhook.concurrency.saturating_sub(attempts.len());
+            let free = this.endpoint.concurrency().saturating_sub(attempts.len());
             let mut wait = if shared { RECHECK } else { Duration::MAX };
             if free > 0 {
                 let now = Timestamp::now();
                 let claim = this
                     .store
                     .claim_deliveries(
-                        &this.webhook.name,
+                        this.endpoint.name(),
                         &this.owner,
                         now,
                         now.after(this.lease()),
@@ -90,7 +89,7 @@ impl Deliverer {
                         }
                     }
                     Err(error) => {
-                        tracing::warn!(webhook = %this.webhook.name, %error, "webhook: could not claim deliveries");
+                        tracing::warn!(webhook = %this.endpoint.name(), %error, "webhook: could not claim deliveries");
                         wait = STORE_RETRY;
                     }
                 }
@@ -105,13 +104,13 @@ impl Deliverer {
 
     /// One attempt at `delivery`, and its outcome recorded.
     async fn attempt(self: Arc<Self>, delivery: ClaimedDelivery) {
-        let name = &self.webhook.name;
+        let name = self.endpoint.name();
         let sent = self.send(&delivery).await;
         let now = Timestamp::now();
         let outcome = match &sent {
             Ok(()) => AttemptOutcome::Delivered,
             Err(failure) => {
-                let next = self.webhook.retry.next_attempt(
+                let next = self.endpoint.retry().next_attempt(
                     delivery.attempt,
                     delivery.enqueued_at,
                     now,
@@ -168,30 +167,17 @@ impl Deliverer {
 
     /// Sends `delivery` once: `Ok` on a 2xx answer.
     async fn send(&self, delivery: &ClaimedDelivery) -> Result<(), Failure> {
-        let internal = |error: String| Failure {
-            result: AttemptResult::Connection,
-            error,
-            retry_after: None,
-        };
-        let body = self.payloads.body(&delivery.event).map_err(internal)?;
-        let id = message_id(&delivery.event);
-        let timestamp = Timestamp::now().0.div_euclid(1_000_000);
-        let signature = self
-            .webhook
-            .secret
-            .sign(&id, timestamp, &body)
-            .map_err(internal)?;
-        let mut signature = HeaderValue::from_str(&signature).map_err(|e| internal(e.to_string()))?;
-        signature.set_sensitive(true);
-        let response = self
-            .client
-            .post(self.webhook.url.clone())
-            .timeout(self.webhook.timeout)
-            .header(CONTENT_TYPE, "application/json")
-            .header("webhook-id", &id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(body)
+        let request = self
+            .endpoint
+            .request(&self.client, self.store.as_ref(), delivery)
+            .await
+            .map_err(|error| Failure {
+                result: AttemptResult::Connection,
+                error,
+                retry_after: None,
+            })?;
+        let response = request
+            .timeout(self.endpoint.timeout())
             .send()
             .await
             .map_err(|error| self.transport_failure(error))?;
@@ -203,7 +189,7 @@ impl Deliverer {
             result: AttemptResult::Status,
             error: format!(
                 "{} answered HTTP {status} to {}",
-                self.webhook.name,
+                self.endpoint.name(),
                 event_type(delivery.event.kind)
             ),
             retry_after: response
@@ -223,7 +209,7 @@ impl Deliverer {
                 AttemptResult::Timeout,
                 format!(
                     "no answer within {}",
-                    crate::config::duration::short(self.webhook.timeout)
+                    crate::config::duration::short(self.endpoint.timeout())
                 ),
             )
         } else {

@@ -1,6 +1,6 @@
-//! A webhook's enqueuer: follows the run events from the webhook's cursor
-//! (stored at the head of the events when the webhook is first seen) and
-//! turns the events it wants into pending deliveries, moving the cursor
+//! A ledger's enqueuer: follows the run events from the ledger's cursor
+//! (stored at the head of the events when the ledger is first seen) and
+//! turns them into the pending deliveries its endpoint makes of them, moving the cursor
 //! past every event it read in the same write (a compare-and-set). Every
 //! replica runs one per webhook; when two read the same events, the first
 //! write wins and the other, refused, continues from the stored cursor, so
@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::Webhook;
+use super::endpoint::Endpoint;
 use crate::domain::{EventPosition, Timestamp};
-use crate::store::{NewDelivery, RunStore, StoreError};
+use crate::store::{RunStore, StoreError};
 
 /// Events read from the store at once.
 const PAGE: usize = 256;
@@ -28,7 +28,7 @@ const STORE_RETRY: Duration = Duration::from_secs(1);
 
 pub(super) struct Enqueuer {
     pub(super) store: Arc<dyn RunStore>,
-    pub(super) webhook: Arc<Webhook>,
+    pub(super) endpoint: Arc<dyn Endpoint>,
     /// Told when deliveries were enqueued.
     pub(super) enqueued: Arc<Notify>,
     /// The stored cursor, read before the server served anything.
@@ -70,7 +70,7 @@ impl Enqueuer {
                 Ok(Step::CaughtUp { settling: false }) if shared => RECHECK,
                 Ok(Step::CaughtUp { settling: false }) => Duration::MAX,
                 Err(error) => {
-                    tracing::warn!(webhook = %self.webhook.name, %error, "webhook: could not enqueue deliveries");
+                    tracing::warn!(webhook = %self.endpoint.name(), %error, "webhook: could not enqueue deliveries");
                     STORE_RETRY
                 }
             };
@@ -86,31 +86,26 @@ impl Enqueuer {
     }
 
     async fn start(&self) -> Result<EventPosition, StoreError> {
-        start(self.store.as_ref(), &self.webhook).await
+        start(self.store.as_ref(), self.endpoint.as_ref()).await
     }
 
     async fn step(&self, cursor: EventPosition) -> Result<Step, StoreError> {
         let page = self
             .store
-            .read_run_events(self.webhook.tenant.as_ref(), cursor, PAGE)
+            .read_run_events(self.endpoint.tenant(), cursor, PAGE)
             .await?;
         let Some(last) = page.events.last().map(|event| event.position) else {
             return Ok(Step::CaughtUp {
                 settling: page.settling,
             });
         };
-        let deliveries: Vec<NewDelivery> = page
-            .events
-            .iter()
-            .filter(|event| self.webhook.wants(event))
-            .map(|event| NewDelivery {
-                run_id: event.run_id,
-                event: event.position,
-            })
-            .collect();
+        let deliveries = self
+            .endpoint
+            .deliveries(self.store.as_ref(), &page.events)
+            .await?;
         let moved = self
             .store
-            .enqueue_deliveries(&self.webhook.name, cursor, last, &deliveries, Timestamp::now())
+            .enqueue_deliveries(self.endpoint.name(), cursor, last, &deliveries, Timestamp::now())
             .await?;
         if !moved {
             return Ok(Step::Lost);
@@ -122,11 +117,14 @@ impl Enqueuer {
     }
 }
 
-/// `webhook`'s stored cursor; a webhook seen for the first time is stored
+/// `endpoint`'s stored cursor; a ledger seen for the first time is stored
 /// at the head of the events, so that it sends what happens from now on.
-pub(super) async fn start(store: &dyn RunStore, webhook: &Webhook) -> Result<EventPosition, StoreError> {
+pub(super) async fn start(
+    store: &dyn RunStore,
+    endpoint: &dyn Endpoint,
+) -> Result<EventPosition, StoreError> {
     let head = store.run_events_head().await?;
-    store.webhook_cursor(&webhook.name, head).await
+    store.webhook_cursor(endpoint.name(), head).await
 }
 
 /// Sleeps for `duration`, or forever for `Duration::MAX`.

@@ -16,6 +16,7 @@
 
 mod config;
 mod deliver;
+mod endpoint;
 mod enqueue;
 mod payload;
 mod schedule;
@@ -27,6 +28,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 pub use config::{Known, Webhook, WebhookConfig, WebhookConfigError, DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT};
+pub use endpoint::{Endpoint, StandardWebhook};
 pub use payload::{event_type, message_id, parse_event_type, Payloads};
 pub use schedule::RetrySchedule;
 pub use signature::{Secret, SECRET_PREFIX};
@@ -37,7 +39,7 @@ use crate::runtime::Runtime;
 /// (attempts in flight are abandoned, and their leases run out for a
 /// later attempt).
 pub struct WebhookTasks {
-    _tasks: JoinSet<()>,
+    tasks: JoinSet<()>,
 }
 
 /// Why webhooks could not start.
@@ -45,14 +47,20 @@ pub struct WebhookTasks {
 #[error("webhooks: {0}")]
 pub struct WebhookStartError(String);
 
+impl WebhookStartError {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+}
+
 /// Starts delivering `webhooks` from `runtime`'s store, as one of the
 /// replicas sharing it. Reads (or, for a webhook seen for the first time,
 /// stores) each webhook's cursor before it returns: call it before serving
 /// any request, so that a new webhook sends every event from then on.
 pub async fn spawn(runtime: &Runtime, webhooks: &[Webhook]) -> Result<WebhookTasks, WebhookStartError> {
-    let mut tasks = JoinSet::new();
+    let mut tasks = WebhookTasks::new();
     if webhooks.is_empty() {
-        return Ok(WebhookTasks { _tasks: tasks });
+        return Ok(tasks);
     }
     let payloads = Payloads::new().map_err(WebhookStartError)?;
     // Redirects are not followed: a webhook's URL is where it goes.
@@ -62,34 +70,65 @@ pub async fn spawn(runtime: &Runtime, webhooks: &[Webhook]) -> Result<WebhookTas
         .build()
         .map_err(|error| WebhookStartError(format!("building the HTTP client: {error}")))?;
     for webhook in webhooks {
-        let webhook = Arc::new(webhook.clone());
-        runtime.metrics().configure_webhook(&webhook.name);
-        let enqueued = Arc::new(Notify::new());
-        let cursor = enqueue::start(runtime.store().as_ref(), &webhook)
-            .await
-            .map_err(|error| WebhookStartError(format!("reading the cursor of {}: {error}", webhook.name)))?;
-        let enqueuer = enqueue::Enqueuer {
-            store: Arc::clone(runtime.store()),
-            webhook: Arc::clone(&webhook),
-            enqueued: Arc::clone(&enqueued),
-            cursor,
-        };
-        let deliverer = deliver::Deliverer {
-            store: Arc::clone(runtime.store()),
-            webhook: Arc::clone(&webhook),
-            owner: runtime.replica_id().to_owned(),
-            client: client.clone(),
-            payloads: payloads.clone(),
-            metrics: runtime.metrics().clone(),
-            enqueued,
-        };
-        tasks.spawn(enqueuer.run());
-        tasks.spawn(deliverer.run());
         tracing::info!(
             webhook = %webhook.name,
             events = ?webhook.events.iter().map(|kind| event_type(*kind)).collect::<Vec<_>>(),
             "delivering webhook"
         );
+        let endpoint = StandardWebhook {
+            webhook: webhook.clone(),
+            payloads: payloads.clone(),
+        };
+        tasks.deliver(runtime, Arc::new(endpoint), client.clone()).await?;
     }
-    Ok(WebhookTasks { _tasks: tasks })
+    Ok(tasks)
+}
+
+impl WebhookTasks {
+    /// No deliveries yet.
+    pub fn new() -> Self {
+        Self {
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Starts delivering `endpoint`'s ledger with `client`: its enqueuer
+    /// and its deliverer. Reads (or stores) its cursor before it returns.
+    pub async fn deliver(
+        &mut self,
+        runtime: &Runtime,
+        endpoint: Arc<dyn Endpoint>,
+        client: reqwest::Client,
+    ) -> Result<(), WebhookStartError> {
+        runtime.metrics().configure_webhook(endpoint.name());
+        let enqueued = Arc::new(Notify::new());
+        let cursor = enqueue::start(runtime.store().as_ref(), endpoint.as_ref())
+            .await
+            .map_err(|error| {
+                WebhookStartError(format!("reading the cursor of {}: {error}", endpoint.name()))
+            })?;
+        let enqueuer = enqueue::Enqueuer {
+            store: Arc::clone(runtime.store()),
+            endpoint: Arc::clone(&endpoint),
+            enqueued: Arc::clone(&enqueued),
+            cursor,
+        };
+        let deliverer = deliver::Deliverer {
+            store: Arc::clone(runtime.store()),
+            endpoint,
+            owner: runtime.replica_id().to_owned(),
+            client,
+            metrics: runtime.metrics().clone(),
+            enqueued,
+        };
+        self.tasks.spawn(enqueuer.run());
+        self.tasks.spawn(deliverer.run());
+        Ok(())
+    }
+}
+
+impl Default for WebhookTasks {
+    fn default() -> Self {
+        Self::new()
+    }
 }

@@ -1,12 +1,16 @@
 """agentd as an A2A agent, driven by the official A2A Python SDK (a2a-sdk,
 its gRPC transport and card resolver) against real servers: one open, one
-with API keys for two tenants. Run by tests/api/a2a.rs; exits non-zero on
-the first failed check."""
+with API keys for two tenants, one that pushes notifications to private
+addresses (to a receiver of this script on 127.0.0.1). Run by
+tests/api/a2a.rs; exits non-zero on the first failed check."""
 
 import argparse
 import asyncio
 import json
+import threading
+import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
 import httpx
@@ -75,6 +79,42 @@ class Agent:
     async def subscribe(self, task_id):
         request = a2a.SubscribeToTaskRequest(tenant=self.tenant, id=task_id)
         return self.transport.subscribe(request, context=self.context)
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that keeps every POST it gets: path,
+    headers (names in lower case) and JSON body."""
+
+    def __init__(self):
+        received = self.received = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                received.append((self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    async def wait_for(self, path, done, timeout=20):
+        """The pushes to `path` once `done(pushes)` holds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pushes = [(headers, body) for p, headers, body in self.received if p == path]
+            if done(pushes):
+                return pushes
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no such pushes to {path} in {timeout} s: {self.received}")
+
+
+def pushed_states(pushes):
+    return [body["statusUpdate"]["status"]["state"] for _, body in pushes if "statusUpdate" in body]
 
 
 def final_state(events):
@@ -186,6 +226,136 @@ async def open_server(address):
           "ListTasks filters by state")
 
 
+async def push_server(address, refusing_address):
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, f"http://{address}").get_agent_card()
+    check(card.capabilities.push_notifications, "the card says it pushes notifications")
+    agent = Agent(card)
+    receiver = Receiver()
+
+    # A config given with the message: every update of the task is pushed.
+    config = a2a.TaskPushNotificationConfig(
+        url=f"{receiver.url}/first",
+        token="token-1",
+        authentication=a2a.AuthenticationInfo(scheme="Bearer", credentials="secret-1"),
+    )
+    request = a2a.SendMessageRequest(
+        tenant=agent.tenant,
+        message=user_message("Help me pick a plan"),
+        configuration=a2a.SendMessageConfiguration(task_push_notification_config=config),
+    )
+    waiting = (await agent.transport.send_message(request, context=agent.context)).task
+    check(waiting.status.state == a2a.TASK_STATE_INPUT_REQUIRED, "the task with a push config waits")
+
+    # Create, get, list (paged), delete.
+    second = await agent.transport.create_task_push_notification_config(
+        a2a.TaskPushNotificationConfig(
+            tenant=agent.tenant, task_id=waiting.id, id="second", url=f"{receiver.url}/second", token="token-2"
+        ),
+        context=agent.context,
+    )
+    check(second.id == "second" and second.task_id == waiting.id, "CreateTaskPushNotificationConfig keeps the id")
+    fetched = await agent.transport.get_task_push_notification_config(
+        a2a.GetTaskPushNotificationConfigRequest(tenant=agent.tenant, task_id=waiting.id, id="second"),
+        context=agent.context,
+    )
+    check(fetched.url == f"{receiver.url}/second" and fetched.token == "token-2", "GetTaskPushNotificationConfig")
+    listing = a2a.ListTaskPushNotificationConfigsRequest(tenant=agent.tenant, task_id=waiting.id, page_size=1)
+    first_page = await agent.transport.list_task_push_notification_configs(listing, context=agent.context)
+    check(len(first_page.configs) == 1 and first_page.next_page_token, "a page of one config, and a next page")
+    listing.page_token = first_page.next_page_token
+    second_page = await agent.transport.list_task_push_notification_configs(listing, context=agent.context)
+    check(len(second_page.configs) == 1 and not second_page.next_page_token, "the last page")
+    urls = sorted(c.url for c in [*first_page.configs, *second_page.configs])
+    check(urls == [f"{receiver.url}/first", f"{receiver.url}/second"], "the pages list both configs")
+    generated = first_page.configs[0] if first_page.configs[0].id != "second" else second_page.configs[0]
+    check(generated.id and generated.authentication.scheme == "Bearer", "the message's config got an id")
+    await agent.transport.delete_task_push_notification_config(
+        a2a.DeleteTaskPushNotificationConfigRequest(tenant=agent.tenant, task_id=waiting.id, id="second"),
+        context=agent.context,
+    )
+    try:
+        await agent.transport.get_task_push_notification_config(
+            a2a.GetTaskPushNotificationConfigRequest(tenant=agent.tenant, task_id=waiting.id, id="second"),
+            context=agent.context,
+        )
+        check(False, "a deleted config is not found")
+    except Exception as error:
+        check("NOT_FOUND" in str(error), "a deleted config is NOT_FOUND")
+    try:
+        await agent.transport.create_task_push_notification_config(
+            a2a.TaskPushNotificationConfig(tenant=agent.tenant, task_id=str(uuid.uuid4()), url=receiver.url),
+            context=agent.context,
+        )
+        check(False, "a config of an unknown task is refused")
+    except TaskNotFoundError:
+        check(True, "a config of an unknown task is TaskNotFoundError")
+
+    # Answered, the task completes; the pushes came in order, with the
+    # token and the credentials.
+    done = await agent.send(user_message("Pro", task_id=waiting.id))
+    check(done.status.state == a2a.TASK_STATE_COMPLETED, "the answered task completes")
+    pushes = await receiver.wait_for("/first", lambda p: "TASK_STATE_COMPLETED" in pushed_states(p))
+    states = pushed_states(pushes)
+    check(states.index("TASK_STATE_INPUT_REQUIRED") < states.index("TASK_STATE_COMPLETED"),
+          f"pushed in order: INPUT_REQUIRED, then COMPLETED ({states})")
+    check(all(h.get("x-a2a-notification-token") == "token-1" for h, _ in pushes), "each with the config's token")
+    check(all(h.get("authorization") == "Bearer secret-1" for h, _ in pushes), "and its credentials")
+    check(all(b["statusUpdate"]["taskId"] == waiting.id for _, b in pushes), "each names the task")
+    asked = next(b for _, b in pushes if b["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED")
+    parts = asked["statusUpdate"]["status"]["message"]["parts"]
+    check(any("askUser" in (p.get("data") or {}) for p in parts), "the INPUT_REQUIRED push carries the question")
+    check(not [p for p, _, _ in receiver.received if p == "/second"], "a deleted config gets no pushes")
+
+    # ListTasks: total_size counts every page; status_timestamp_after
+    # filters before paging.
+    cutoff = done.status.timestamp
+    later = [await agent.send(user_message(f"plain hello {i}")) for i in range(3)]
+    listed = await agent.transport.list_tasks(
+        a2a.ListTasksRequest(tenant=agent.tenant, page_size=2), context=agent.context
+    )
+    check(len(listed.tasks) == 2 and listed.total_size == 4 and listed.next_page_token,
+          f"ListTasks: a page of 2, total_size 4 ({listed.total_size})")
+    request = a2a.ListTasksRequest(tenant=agent.tenant, page_size=2)
+    request.status_timestamp_after.CopyFrom(cutoff)
+    page = await agent.transport.list_tasks(request, context=agent.context)
+    check(len(page.tasks) == 2 and page.total_size == 3 and page.next_page_token,
+          f"status_timestamp_after: the first page of the 3 changed later ({page.total_size})")
+    request.page_token = page.next_page_token
+    rest = await agent.transport.list_tasks(request, context=agent.context)
+    ids = [t.id for t in [*page.tasks, *rest.tasks]]
+    check(len(rest.tasks) == 1 and not rest.next_page_token, "and the last page of them")
+    check(sorted(ids) == sorted(t.id for t in later), "exactly the tasks changed after the cutoff")
+
+    # A server that does not allow private addresses refuses them.
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, f"http://{refusing_address}").get_agent_card()
+    refusing = Agent(card)
+    waiting = await refusing.send(user_message("Help me pick a plan"))
+    for url in [receiver.url, "http://localhost:9/x", "http://169.254.169.254/latest", "ftp://example.com/"]:
+        try:
+            await refusing.transport.create_task_push_notification_config(
+                a2a.TaskPushNotificationConfig(tenant=refusing.tenant, task_id=waiting.id, url=url),
+                context=refusing.context,
+            )
+            check(False, f"{url} is refused")
+        except Exception as error:
+            check("INVALID_ARGUMENT" in str(error), f"a push to {url} is INVALID_ARGUMENT")
+    request = a2a.SendMessageRequest(
+        tenant=refusing.tenant,
+        message=user_message("Help me pick a plan"),
+        configuration=a2a.SendMessageConfiguration(
+            task_push_notification_config=a2a.TaskPushNotificationConfig(url=receiver.url)
+        ),
+    )
+    try:
+        await refusing.transport.send_message(request, context=refusing.context)
+        check(False, "a message with a private push URL is refused")
+    except Exception as error:
+        check("INVALID_ARGUMENT" in str(error), "a message with a private push URL is INVALID_ARGUMENT")
+    receiver.server.shutdown()
+
+
 async def keyed_server(address, acme_key, globex_key):
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, f"http://{address}").get_agent_card()
@@ -204,6 +374,22 @@ async def keyed_server(address, acme_key, globex_key):
     except TaskNotFoundError:
         check(True, "answering another tenant's task is TaskNotFoundError")
     check((await acme.get(waiting.id)).status.state == a2a.TASK_STATE_INPUT_REQUIRED, "acme's task is untouched")
+    try:
+        await globex.transport.create_task_push_notification_config(
+            a2a.TaskPushNotificationConfig(tenant=globex.tenant, task_id=waiting.id, url="https://example.com/"),
+            context=globex.context,
+        )
+        check(False, "another tenant cannot configure pushes of it")
+    except TaskNotFoundError:
+        check(True, "a push config of another tenant's task is TaskNotFoundError")
+    try:
+        await globex.transport.list_task_push_notification_configs(
+            a2a.ListTaskPushNotificationConfigsRequest(tenant=globex.tenant, task_id=waiting.id),
+            context=globex.context,
+        )
+        check(False, "another tenant cannot list its push configs")
+    except TaskNotFoundError:
+        check(True, "listing another tenant's task's push configs is TaskNotFoundError")
 
 
 async def main():
@@ -212,8 +398,10 @@ async def main():
     parser.add_argument("--keyed", required=True)
     parser.add_argument("--acme-key", required=True)
     parser.add_argument("--globex-key", required=True)
+    parser.add_argument("--push", required=True)
     args = parser.parse_args()
     await open_server(args.open)
+    await push_server(args.push, args.open)
     await keyed_server(args.keyed, args.acme_key, args.globex_key)
     print(json.dumps({"result": "passed"}))
 

@@ -130,6 +130,10 @@ impl RunStore for ControlledStore {
         self.inner.list_runs(query).await
     }
 
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
+        self.inner.count_runs(query).await
+    }
+
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         self.inner.due_suspensions(now, limit).await
     }
@@ -243,5 +247,17 @@ impl RunStore for ControlledStore {
 
     async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.inner.pending_deliveries().await
+    }
+
+    async fn put_push_config(&self, config: &agentd::store::PushConfig) -> Result<(), StoreError> {
+        self.inner.put_push_config(config).await
+    }
+
+    async fn push_configs(&self, run_id: RunId) -> Result<Vec<agentd::store::PushConfig>, StoreError> {
+        self.inner.push_configs(run_id).await
+    }
+
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
+        self.inner.delete_push_config(run_id, id).await
     }
 }

@@ -22,6 +22,7 @@ mod deliveries;
 mod leases;
 mod listeners;
 mod presence;
+mod push_configs;
 mod queries;
 mod run_events;
 mod tenants;
@@ -132,6 +133,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE run_events;
              DROP TABLE webhook_cursors;
              DROP TABLE webhook_deliveries;
+             DROP TABLE a2a_push_configs;
              CREATE TABLE events (
                  run_id TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
                  chunk BLOB NOT NULL, PRIMARY KEY (run_id, seq)
@@ -201,6 +203,11 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
             "DROP TABLE event_batches;
              DROP TABLE replicas;
              DROP TABLE listeners;
+             DROP TABLE a2a_push_configs;
+             ALTER TABLE webhook_deliveries DROP COLUMN target;
+             ALTER TABLE webhook_deliveries ADD UNIQUE (webhook, event_major, event_minor);
+             CREATE INDEX webhook_deliveries_by_run
+                 ON webhook_deliveries (run_id, webhook, event_major, event_minor);
              CREATE INDEX run_events_by_run ON run_events (run_id);
              DROP INDEX runs_suspended_by_expiry;
              DROP INDEX runs_suspended_by_agent;
@@ -407,6 +414,7 @@ pub async fn conformance(store: Store) {
     threads::threads_conform(&store).await;
     run_events::run_events_conform(&store).await;
     deliveries::deliveries_conform(&store).await;
+    push_configs::push_configs_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &Store) {

@@ -45,6 +45,7 @@ pub fn list_runs_request(request: pb::ListRunsRequest) -> Result<ListRuns, Runti
     Ok(ListRuns {
         status: status_filter(status)?,
         agent_id: (!agent_id.is_empty()).then_some(agent_id),
+        updated_after: None,
         page_size,
         before: parse_page_token(&page_token)?,
     })

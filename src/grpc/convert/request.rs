@@ -97,6 +97,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         thread_id,
         auto_resume,
         trace: None,
+        run_id: None,
     })
 }
 

@@ -43,6 +43,9 @@ pub struct StartRun {
     /// The W3C trace context the request came with: the run's execution
     /// continues its trace, and the run keeps it for later ones to link to.
     pub trace: Option<TraceContext>,
+    /// The new run's id, chosen ahead by the caller (to store what goes
+    /// with the run before it runs); `None` takes a new one.
+    pub run_id: Option<RunId>,
 }
 
 impl Runtime {
@@ -182,7 +185,7 @@ fn new_run(
             .unwrap_or(config.suspend_ttl),
     };
     let (mut run, start) = RunRecord::start(
-        RunId::new(),
+        request.run_id.unwrap_or_default(),
         tenant.clone(),
         agent.id.clone(),
         options,

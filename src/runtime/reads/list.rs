@@ -7,7 +7,7 @@
 
 use tracing::instrument;
 
-use crate::domain::{RunId, RunRecord, RunStatus, Tenant};
+use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::RunQuery;
 
@@ -23,6 +23,8 @@ pub struct ListRuns {
     pub status: Option<RunStatus>,
     /// Only runs of this agent; `None` lists all.
     pub agent_id: Option<String>,
+    /// Only runs last changed after this time; `None` lists all.
+    pub updated_after: Option<Timestamp>,
     /// Runs per page: 0 takes [`DEFAULT_PAGE_SIZE`], more than
     /// [`MAX_PAGE_SIZE`] takes that.
     pub page_size: u32,
@@ -58,6 +60,7 @@ impl Runtime {
             tenant: Some(tenant.clone()),
             status: request.status,
             agent_id: request.agent_id,
+            updated_after: request.updated_after,
             before: request.before,
             limit: page_size + 1,
         };
@@ -69,6 +72,21 @@ impl Runtime {
             None
         };
         Ok(RunPage { runs, next })
+    }
+
+    /// How many of `tenant`'s runs pass `request`'s filters, on every page
+    /// (its page bounds are left out).
+    #[instrument(skip_all, fields(%tenant, status = ?request.status, agent = ?request.agent_id))]
+    pub async fn count_runs(&self, tenant: &Tenant, request: &ListRuns) -> Result<u64, RuntimeError> {
+        let query = RunQuery {
+            tenant: Some(tenant.clone()),
+            status: request.status,
+            agent_id: request.agent_id.clone(),
+            updated_after: request.updated_after,
+            before: None,
+            limit: 0,
+        };
+        Ok(self.inner.store.count_runs(&query).await?)
     }
 }
 

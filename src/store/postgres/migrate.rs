@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/0009_replicas.sql"),
     include_str!("../migrations/postgres/0010_listeners.sql"),
     include_str!("../migrations/postgres/0011_run_events_unindexed_by_run.sql"),
+    include_str!("../migrations/postgres/0012_a2a_push_configs.sql"),
 ];
 
 /// The migration that stores a write's events as one row.

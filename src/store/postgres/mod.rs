@@ -15,6 +15,7 @@
 mod listen;
 mod migrate;
 mod presence;
+mod push_configs;
 mod read;
 mod run_events;
 mod threads;
@@ -29,8 +30,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, RunEventPage, RunFeed, RunQuery,
-    RunStore, Sharing, StoreError,
+    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig, RunEventPage, RunFeed,
+    RunQuery, RunStore, Sharing, StoreError,
 };
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
@@ -248,6 +249,10 @@ impl RunStore for PostgresStore {
         read::list_runs(&self.client().await?, query).await
     }
 
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
+        read::count_runs(&self.client().await?, query).await
+    }
+
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
         read::due_suspensions(&self.client().await?, now, limit).await
     }
@@ -380,6 +385,18 @@ impl RunStore for PostgresStore {
 
     async fn pending_deliveries(&self) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
         webhooks::pending(&self.client().await?).await
+    }
+
+    async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
+        push_configs::put(&self.client().await?, config).await
+    }
+
+    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
+        push_configs::of_run(&self.client().await?, run_id).await
+    }
+
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
+        push_configs::delete(&self.client().await?, run_id, id).await
     }
 }
 

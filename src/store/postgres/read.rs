@@ -84,20 +84,10 @@ pub(super) async fn find_run_by_request_id(
 
 pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
     // The parameters of `RunQuery::sql`, in its order.
-    let status = run_query.status.map(RunStatus::as_str);
+    let filters = Filters::of(run_query);
     let before = run_query.before.map(|id| id.0);
     let limit = to_i64(run_query.limit as u64);
-    let tenant = run_query.tenant.as_ref().map(Tenant::as_str);
-    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-    if let Some(tenant) = &tenant {
-        params.push(tenant);
-    }
-    if let Some(status) = &status {
-        params.push(status);
-    }
-    if let Some(agent_id) = &run_query.agent_id {
-        params.push(agent_id);
-    }
+    let mut params = filters.params();
     if let Some(before) = &before {
         params.push(before);
     }
@@ -105,6 +95,52 @@ pub(super) async fn list_runs(client: &Client, run_query: &RunQuery) -> Result<V
     let sql = run_query.sql(RECORD_COLUMNS, |n| format!("${n}"));
     let rows = query(client, &sql, &params).await?;
     rows.iter().map(record).collect()
+}
+
+/// How many runs pass `run_query`'s filters, on every page.
+pub(super) async fn count_runs(client: &Client, run_query: &RunQuery) -> Result<u64, StoreError> {
+    let filters = Filters::of(run_query);
+    let sql = run_query.count_sql(|n| format!("${n}"));
+    let rows = query(client, &sql, &filters.params()).await?;
+    let count: i64 = rows.first().map_or(0, |row| row.get(0));
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// The filters of a run query as PostgreSQL parameters.
+struct Filters<'a> {
+    tenant: Option<&'a str>,
+    status: Option<&'static str>,
+    agent_id: Option<&'a String>,
+    updated_after: Option<i64>,
+}
+
+impl<'a> Filters<'a> {
+    fn of(run_query: &'a RunQuery) -> Self {
+        Self {
+            tenant: run_query.tenant.as_ref().map(Tenant::as_str),
+            status: run_query.status.map(RunStatus::as_str),
+            agent_id: run_query.agent_id.as_ref(),
+            updated_after: run_query.updated_after.map(|at| at.0),
+        }
+    }
+
+    /// The parameters of the filters set, in `RunQuery::sql`'s order.
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        if let Some(tenant) = &self.tenant {
+            params.push(tenant);
+        }
+        if let Some(status) = &self.status {
+            params.push(status);
+        }
+        if let Some(agent_id) = &self.agent_id {
+            params.push(*agent_id);
+        }
+        if let Some(after) = &self.updated_after {
+            params.push(after);
+        }
+        params
+    }
 }
 
 /// The status is spelled out, not bound, so that the plan uses the partial

@@ -146,7 +146,12 @@ pub(super) async fn delete_thread(
     if deleted == 0 {
         return Err(StoreError::NotFound);
     }
-    for table in ["event_batches", "run_events", "webhook_deliveries"] {
+    for table in [
+        "event_batches",
+        "run_events",
+        "webhook_deliveries",
+        "a2a_push_configs",
+    ] {
         let sql = format!(
             "DELETE FROM {table} e USING runs r WHERE e.run_id = r.id AND r.tenant = $1 AND r.thread_id = $2"
         );

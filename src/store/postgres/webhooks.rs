@@ -47,8 +47,8 @@ pub(super) async fn cursor(
 const ENQUEUE: &str = "WITH moved AS (UPDATE webhook_cursors SET major = $2, minor = $3 \
      WHERE webhook = $1 AND major = $4 AND minor = $5 RETURNING 1), \
      inserted AS (INSERT INTO webhook_deliveries (webhook, run_id, event_major, event_minor, enqueued_at, \
-     next_attempt_at) SELECT $1, d.run_id, d.major, d.minor, $9, $9 \
-     FROM unnest($6::uuid[], $7::bigint[], $8::bigint[]) AS d(run_id, major, minor) \
+     next_attempt_at, target) SELECT $1, d.run_id, d.major, d.minor, $9, $9, d.target \
+     FROM unnest($6::uuid[], $7::bigint[], $8::bigint[], $10::text[]) AS d(run_id, major, minor, target) \
      WHERE EXISTS (SELECT 1 FROM moved)) \
      SELECT count(*) FROM moved";
 
@@ -62,7 +62,8 @@ pub(super) async fn enqueue(
     let run_ids: Vec<Uuid> = deliveries.iter().map(|d| d.run_id.0).collect();
     let majors: Vec<i64> = deliveries.iter().map(|d| d.event.major).collect();
     let minors: Vec<i64> = deliveries.iter().map(|d| d.event.minor).collect();
-    let params: [&(dyn ToSql + Sync); 9] = [
+    let targets: Vec<&str> = deliveries.iter().map(|d| d.target.as_str()).collect();
+    let params: [&(dyn ToSql + Sync); 10] = [
         &webhook,
         &to.major,
         &to.minor,
@@ -72,6 +73,7 @@ pub(super) async fn enqueue(
         &majors,
         &minors,
         &now.0,
+        &targets,
     ];
     let rows = query(client, ENQUEUE, &params).await?;
     let moved: i64 = rows
@@ -86,7 +88,7 @@ pub(super) async fn enqueue(
 /// Whether no earlier delivery of the same run to the same webhook is
 /// pending (`d` is the delivery in question).
 const IN_ORDER: &str = "NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.run_id = d.run_id \
-     AND e.webhook = d.webhook AND e.state = 'pending' \
+     AND e.webhook = d.webhook AND e.target = d.target AND e.state = 'pending' \
      AND (e.event_major, e.event_minor) < (d.event_major, d.event_minor))";
 
 fn claim_sql() -> String {
@@ -96,7 +98,7 @@ fn claim_sql() -> String {
          AND {IN_ORDER} ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED) \
          UPDATE webhook_deliveries w SET attempts = w.attempts + 1, lease_owner = $4, lease_expires_at = $5 \
          FROM due WHERE w.id = due.id \
-         RETURNING w.id, w.attempts, w.enqueued_at, w.event_major, w.event_minor"
+         RETURNING w.id, w.attempts, w.enqueued_at, w.event_major, w.event_minor, w.target"
     )
 }
 
@@ -121,12 +123,13 @@ pub(super) async fn claim(
                 major: row.try_get(3).map_err(backend)?,
                 minor: row.try_get(4).map_err(backend)?,
             },
+            row.try_get::<_, String>(5).map_err(backend)?,
         ));
     }
     claimed.sort_unstable_by_key(|(id, ..)| *id);
-    let events = events_at(client, claimed.iter().map(|(.., event)| *event)).await?;
+    let events = events_at(client, claimed.iter().map(|(.., event, _)| *event)).await?;
     let mut deliveries = Vec::with_capacity(claimed.len());
-    for (id, attempt, enqueued_at, position) in claimed {
+    for (id, attempt, enqueued_at, position, target) in claimed {
         // Gone with its thread since the claim: so is the delivery.
         let Some(event) = events.get(&position) else {
             continue;
@@ -136,6 +139,7 @@ pub(super) async fn claim(
             attempt,
             enqueued_at,
             event: event.clone(),
+            target,
         });
     }
     let next_due = query(

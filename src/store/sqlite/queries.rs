@@ -41,6 +41,17 @@ pub(super) fn find_run_by_request_id(
 
 /// The listing's SQL (see [`RunQuery::sql`]) and its parameters.
 fn list_sql(query: &RunQuery) -> (String, Vec<Value>) {
+    let mut values = filter_values(query);
+    if let Some(before) = query.before {
+        values.push(Value::Text(before.to_string()));
+    }
+    values.push(Value::Integer(to_i64(query.limit as u64)));
+    let sql = query.sql(super::leases::RECORD_COLUMNS, |n| format!("?{n}"));
+    (sql, values)
+}
+
+/// The parameters of the filters `query` sets, before `before`.
+fn filter_values(query: &RunQuery) -> Vec<Value> {
     let mut values = Vec::new();
     if let Some(tenant) = &query.tenant {
         values.push(Value::Text(tenant.to_string()));
@@ -51,12 +62,22 @@ fn list_sql(query: &RunQuery) -> (String, Vec<Value>) {
     if let Some(agent_id) = &query.agent_id {
         values.push(Value::Text(agent_id.clone()));
     }
-    if let Some(before) = query.before {
-        values.push(Value::Text(before.to_string()));
+    if let Some(after) = query.updated_after {
+        values.push(Value::Integer(after.0));
     }
-    values.push(Value::Integer(to_i64(query.limit as u64)));
-    let sql = query.sql(super::leases::RECORD_COLUMNS, |n| format!("?{n}"));
-    (sql, values)
+    values
+}
+
+/// How many runs pass `query`'s filters, on every page.
+pub(super) fn count_runs(conn: &Connection, query: &RunQuery) -> Result<u64, StoreError> {
+    let sql = query.count_sql(|n| format!("?{n}"));
+    let count: i64 = conn
+        .prepare_cached(&sql)
+        .and_then(|mut select| {
+            select.query_row(rusqlite::params_from_iter(filter_values(query)), |row| row.get(0))
+        })
+        .map_err(backend)?;
+    Ok(u64::try_from(count).unwrap_or(0))
 }
 
 pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
@@ -151,6 +172,7 @@ mod tests {
                             tenant: tenant.clone(),
                             status,
                             agent_id: agent_id.clone(),
+                            updated_after: None,
                             before,
                             limit: 10,
                         };

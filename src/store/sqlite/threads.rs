@@ -84,7 +84,12 @@ pub(super) fn delete(conn: &Connection, tenant: &str, thread_id: &str) -> Result
     if deleted == 0 {
         return Err(StoreError::NotFound);
     }
-    for table in ["event_batches", "run_events", "webhook_deliveries"] {
+    for table in [
+        "event_batches",
+        "run_events",
+        "webhook_deliveries",
+        "a2a_push_configs",
+    ] {
         conn.prepare_cached(&format!(
             "DELETE FROM {table} WHERE run_id IN \
              (SELECT id FROM runs WHERE tenant = ?1 AND thread_id = ?2)"

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::writer::Applied;
-use super::{backend, run_events};
-use crate::domain::{EventPosition, Timestamp};
-use crate::store::{AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, StoreError};
+use super::{backend, push_configs, run_events};
+use crate::domain::{EventPosition, RunId, Timestamp};
+use crate::store::{
+    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, PushConfig, StoreError,
+};
 
 /// A ledger write, as the writer thread applies it.
 pub(in crate::store::sqlite) enum LedgerWrite {
@@ -39,6 +41,12 @@ pub(in crate::store::sqlite) enum LedgerWrite {
         attempt: u32,
         outcome: AttemptOutcome,
         now: Timestamp,
+    },
+    /// An A2A push notification configuration stored (`push_configs.rs`).
+    PutPushConfig(PushConfig),
+    DeletePushConfig {
+        run_id: RunId,
+        id: String,
     },
 }
 
@@ -112,6 +120,10 @@ pub(super) fn apply(conn: &Connection, write: &LedgerWrite) -> Applied {
             outcome,
             now,
         } => finish(conn, *id, *attempt, outcome, *now).map(Reply::Changed),
+        LedgerWrite::PutPushConfig(config) => push_configs::put(conn, config).map(|()| Reply::Done),
+        LedgerWrite::DeletePushConfig { run_id, id } => {
+            push_configs::delete(conn, *run_id, id).map(Reply::Changed)
+        }
     };
     match reply {
         // A single statement: refused whole if it fails.
@@ -168,7 +180,7 @@ fn enqueue(
     let mut insert = match conn
         .prepare_cached(
             "INSERT INTO webhook_deliveries (webhook, run_id, event_major, event_minor, enqueued_at, \
-             next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+             next_attempt_at, target) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
         )
         .map_err(backend)
     {
@@ -181,7 +193,8 @@ fn enqueue(
             delivery.run_id.to_string(),
             delivery.event.major,
             delivery.event.minor,
-            now.0
+            now.0,
+            delivery.target
         ]);
         if let Err(error) = inserted {
             return Applied::Broken(backend(error));
@@ -196,7 +209,7 @@ fn enqueue(
 /// Whether no earlier delivery of the same run to the same webhook is
 /// pending (`d` is the delivery in question).
 const IN_ORDER: &str = "NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.run_id = d.run_id \
-     AND e.webhook = d.webhook AND e.state = 'pending' \
+     AND e.webhook = d.webhook AND e.target = d.target AND e.state = 'pending' \
      AND (e.event_major, e.event_minor) < (d.event_major, d.event_minor))";
 
 fn claim(
@@ -211,15 +224,15 @@ fn claim(
          WHERE id IN (SELECT d.id FROM webhook_deliveries d WHERE d.webhook = ?1 AND d.state = 'pending' \
          AND d.next_attempt_at <= ?4 AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?4) \
          AND {IN_ORDER} ORDER BY d.next_attempt_at, d.id LIMIT ?5) \
-         RETURNING id, attempts, enqueued_at, event_minor"
+         RETURNING id, attempts, enqueued_at, event_minor, target"
     );
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let claimed: Result<Vec<(DeliveryId, u32, i64, i64)>, StoreError> = conn
+    let claimed: Result<Vec<Claimed>, StoreError> = conn
         .prepare_cached(&sql)
         .and_then(|mut update| {
             update
                 .query_map(params![webhook, owner, lease_until.0, now.0, limit], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
                 })?
                 .collect()
         })
@@ -238,11 +251,14 @@ fn claim(
     }
 }
 
+/// A claimed delivery's id, attempt, enqueue time, event and target.
+type Claimed = (DeliveryId, u32, i64, i64, String);
+
 /// The claimed deliveries with their events, and when the next one is due.
 fn claimed_with_events(
     conn: &Connection,
     webhook: &str,
-    claimed: Vec<(DeliveryId, u32, i64, i64)>,
+    claimed: Vec<Claimed>,
 ) -> Result<DeliveryClaim, StoreError> {
     let mut select = conn
         .prepare_cached(&format!(
@@ -251,7 +267,7 @@ fn claimed_with_events(
         ))
         .map_err(backend)?;
     let mut deliveries = Vec::with_capacity(claimed.len());
-    for (id, attempt, enqueued_at, position) in claimed {
+    for (id, attempt, enqueued_at, position, target) in claimed {
         let event = select
             .query_row([position], |row| Ok(run_events::event_from_row(row, 0)))
             .optional()
@@ -266,6 +282,7 @@ fn claimed_with_events(
             attempt,
             enqueued_at: Timestamp(enqueued_at),
             event,
+            target,
         });
     }
     let next_due: Option<i64> = conn

@@ -29,7 +29,7 @@ fn webhook(label: &str) -> String {
 }
 
 /// A run of `tenant` started, suspended and expired: three events.
-async fn three_events(store: &Store, tenant: &Tenant) -> RunRecord {
+pub async fn three_events(store: &Store, tenant: &Tenant) -> RunRecord {
     let run = running_run(tenant, "assistant");
     store.create_run(&run, &[]).await.expect("create");
     let suspended = next(&run, suspended_like(&run));
@@ -46,6 +46,7 @@ fn deliveries(events: &[RunEvent]) -> Vec<NewDelivery> {
     events
         .iter()
         .map(|event| NewDelivery {
+            target: String::new(),
             run_id: event.run_id,
             event: event.position,
         })

@@ -14,6 +14,7 @@ pub async fn queries_conform(store: &Store) {
     request_id_finds_its_run(store).await;
     listing_filters_newest_first(store).await;
     listing_pages_without_gaps_or_repeats(store).await;
+    updated_after_filters_every_page_and_counts_count_them_all(store).await;
     due_suspensions_soonest_first(store).await;
     counts_by_status_and_agent(store).await;
 }
@@ -63,6 +64,7 @@ fn query(status: Option<RunStatus>, agent: Option<&str>, limit: usize) -> RunQue
         tenant: None,
         status,
         agent_id: agent.map(str::to_owned),
+        updated_after: None,
         before: None,
         limit,
     }
@@ -167,6 +169,61 @@ async fn listing_filters_newest_first(store: &Store) {
     };
     assert_eq!(list(store, later).await, all_mine);
     let none = query(None, Some(&fresh_agent("nobody")), 100);
+    assert_eq!(list(store, none).await, Vec::new());
+}
+
+/// `updated_after` keeps the runs changed after it, page by page; a count
+/// counts every page of what the filters keep.
+async fn updated_after_filters_every_page_and_counts_count_them_all(store: &Store) {
+    let agent = fresh_agent("changed");
+    let mut runs = Vec::new();
+    for i in 0..6 {
+        runs.push(if i % 2 == 0 {
+            completed(store, &agent).await
+        } else {
+            suspended(store, &agent).await
+        });
+    }
+    let all = query(None, Some(&agent), 100);
+    assert_eq!(store.count_runs(&all).await.expect("count"), 6);
+    let suspended_only = query(Some(RunStatus::Suspended), Some(&agent), 1);
+    assert_eq!(store.count_runs(&suspended_only).await.expect("count"), 3);
+    // Changed after the third run's last change: its own completion and
+    // the earlier runs' changes are not after it, the fifth run's is.
+    let cutoff = runs[2].updated_at;
+    let expected = newest_first(runs.iter().filter(|r| r.updated_at > cutoff).cloned().collect());
+    assert!(!expected.is_empty() && expected.len() < 6, "{expected:?}");
+    let changed = RunQuery {
+        updated_after: Some(cutoff),
+        limit: 2,
+        ..all.clone()
+    };
+    let mut paged = Vec::new();
+    let mut last = None;
+    loop {
+        let page = page_after(store, &changed, last).await;
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.iter().all(|r| r.updated_at > cutoff), "{page:?}");
+        last = page.last().map(|r| r.id);
+        paged.extend(page);
+    }
+    assert_eq!(paged, expected);
+    let counted = RunQuery {
+        before: last,
+        ..changed
+    };
+    assert_eq!(
+        store.count_runs(&counted).await.expect("count"),
+        expected.len() as u64,
+        "a count leaves the page bound out"
+    );
+    let none = RunQuery {
+        updated_after: Some(Timestamp(i64::MAX - 1)),
+        ..all
+    };
+    assert_eq!(store.count_runs(&none).await.expect("count"), 0);
     assert_eq!(list(store, none).await, Vec::new());
 }
 

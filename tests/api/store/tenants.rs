@@ -101,6 +101,7 @@ async fn listings_filter_by_tenant(store: &Store) {
         tenant: Some(acme.clone()),
         status,
         agent_id,
+        updated_after: None,
         before: None,
         limit: 100,
     };

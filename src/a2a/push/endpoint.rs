@@ -1,0 +1,174 @@
+//! The A2A push endpoint of the delivery ledger `a2a:push`: each run event
+//! of a task with push configurations becomes one delivery per
+//! configuration (the delivery's target is the configuration as it was
+//! when the event was enqueued), POSTed as the A2A specification says: the
+//! `StreamResponse` in proto JSON (a `statusUpdate`), the configuration's
+//! token in `X-A2A-Notification-Token`, its authentication as
+//! `Authorization`. Retries, leases and order per task and configuration
+//! are the ledger's, as for webhooks.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use a2a_pb::proto;
+use async_trait::async_trait;
+use prost::Message;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
+use serde::{Deserialize, Serialize};
+
+use crate::a2a::task;
+use crate::domain::{RunEvent, RunEventKind, RunRecord, Tenant};
+use crate::grpc::convert::timestamp;
+use crate::store::{ClaimedDelivery, NewDelivery, PushConfig, RunStore, StoreError};
+use crate::webhooks::{Endpoint, RetrySchedule};
+
+/// The ledger's name.
+pub const LEDGER: &str = "a2a:push";
+/// How long one POST may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// POSTs in flight at once, per replica.
+const CONCURRENCY: usize = 16;
+
+/// Where one delivery goes: a configuration, as its delivery's target.
+#[derive(Debug, Serialize, Deserialize)]
+struct Target {
+    id: String,
+    url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    token: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    scheme: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    credentials: String,
+}
+
+impl Target {
+    fn of(config: &PushConfig) -> Self {
+        Self {
+            id: config.id.clone(),
+            url: config.url.clone(),
+            token: config.token.clone(),
+            scheme: config.auth_scheme.clone(),
+            credentials: config.auth_credentials.clone(),
+        }
+    }
+}
+
+pub struct PushEndpoint {
+    pub allow_private: bool,
+    pub retry: RetrySchedule,
+}
+
+#[async_trait]
+impl Endpoint for PushEndpoint {
+    fn name(&self) -> &str {
+        LEDGER
+    }
+
+    fn tenant(&self) -> Option<&Tenant> {
+        None
+    }
+
+    fn timeout(&self) -> Duration {
+        TIMEOUT
+    }
+
+    fn concurrency(&self) -> usize {
+        CONCURRENCY
+    }
+
+    fn retry(&self) -> &RetrySchedule {
+        &self.retry
+    }
+
+    async fn deliveries(
+        &self,
+        store: &dyn RunStore,
+        events: &[RunEvent],
+    ) -> Result<Vec<NewDelivery>, StoreError> {
+        let mut configs: HashMap<_, Vec<String>> = HashMap::new();
+        let mut deliveries = Vec::new();
+        for event in events {
+            if let std::collections::hash_map::Entry::Vacant(entry) = configs.entry(event.run_id) {
+                let targets = store
+                    .push_configs(event.run_id)
+                    .await?
+                    .iter()
+                    .filter(|config| config.tenant == event.tenant)
+                    .filter_map(|config| serde_json::to_string(&Target::of(config)).ok())
+                    .collect();
+                entry.insert(targets);
+            }
+            for target in &configs[&event.run_id] {
+                deliveries.push(NewDelivery {
+                    run_id: event.run_id,
+                    event: event.position,
+                    target: target.clone(),
+                });
+            }
+        }
+        Ok(deliveries)
+    }
+
+    async fn request(
+        &self,
+        client: &reqwest::Client,
+        store: &dyn RunStore,
+        delivery: &ClaimedDelivery,
+    ) -> Result<reqwest::RequestBuilder, String> {
+        let target: Target =
+            serde_json::from_str(&delivery.target).map_err(|error| format!("reading the target: {error}"))?;
+        let url = super::ssrf::parse(&target.url)?;
+        if !self.allow_private {
+            // Literal addresses never reach the client's resolver.
+            super::ssrf::check(&url).await?;
+        }
+        let run = store
+            .load_run(delivery.event.run_id)
+            .await
+            .map_err(|error| format!("reading the task: {error}"))?;
+        let body = body(&update(&run, &delivery.event))?;
+        let mut request = client
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        if !target.token.is_empty() {
+            request = request.header("X-A2A-Notification-Token", &target.token);
+        }
+        if !target.scheme.is_empty() {
+            request = request.header(AUTHORIZATION, format!("{} {}", target.scheme, target.credentials));
+        }
+        Ok(request)
+    }
+}
+
+/// The status update that `event` of `run` is.
+pub fn update(run: &RunRecord, event: &RunEvent) -> proto::StreamResponse {
+    let message = if event.kind == RunEventKind::Suspended {
+        Some(task::input_required_message(run, &event.pending))
+    } else if run.status() == event.status {
+        task::status(run).message
+    } else {
+        None
+    };
+    let status = proto::TaskStatus {
+        state: task::state_of(event.status) as i32,
+        message,
+        timestamp: Some(timestamp(event.time)),
+    };
+    task::stream_response(proto::stream_response::Payload::StatusUpdate(
+        proto::TaskStatusUpdateEvent {
+            task_id: run.id.to_string(),
+            context_id: task::context_of(run),
+            status: Some(status),
+            metadata: None,
+        },
+    ))
+}
+
+/// `response` in proto JSON.
+pub fn body(response: &proto::StreamResponse) -> Result<Vec<u8>, String> {
+    let json = a2a_pb::protojson::StreamResponse::decode(response.encode_to_vec().as_slice())
+        .map_err(|error| format!("re-reading the update: {error}"))?;
+    serde_json::to_vec(&json).map_err(|error| format!("writing the update as JSON: {error}"))
+}
