@@ -313,8 +313,8 @@ impl RunStore for StoreLayer {
             .await
     }
 
-    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
-        self.call(Read, "push_configs", self.inner.push_configs(run_id))
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError> {
+        self.call(Read, "push_configs", self.inner.push_configs(run_ids))
             .await
     }
 

@@ -621,13 +621,20 @@ impl RunStore for MemoryStore {
         Ok(())
     }
 
-    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
-        Ok(self
-            .lock_ledger()
-            .push_configs
-            .range((run_id, String::new())..)
-            .take_while(|((run, _), _)| *run == run_id)
-            .map(|(_, config)| config.clone())
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError> {
+        let mut run_ids = run_ids.to_vec();
+        run_ids.sort_unstable();
+        run_ids.dedup();
+        let ledger = self.lock_ledger();
+        Ok(run_ids
+            .iter()
+            .flat_map(|&run_id| {
+                ledger
+                    .push_configs
+                    .range((run_id, String::new())..)
+                    .take_while(move |((run, _), _)| *run == run_id)
+                    .map(|(_, config)| config.clone())
+            })
             .collect())
     }
 

@@ -315,8 +315,9 @@ pub trait RunStore: Send + Sync + 'static {
     /// Stores `config`, replacing the run's configuration of the same id.
     async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError>;
 
-    /// The configurations of run `run_id`, by id.
-    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError>;
+    /// The configurations of the runs `run_ids`, by run and id: one read
+    /// for all of them (the push ledger asks for a page of events' runs).
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError>;
 
     /// Deletes run `run_id`'s configuration `id`: whether there was one.
     async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError>;

@@ -613,8 +613,14 @@ impl RunStore for SqliteStore {
             .map(|_| ())
     }
 
-    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
-        self.read(move |conn| push_configs::of_run(conn, run_id)).await
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError> {
+        if run_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut run_ids = run_ids.to_vec();
+        run_ids.sort_unstable();
+        run_ids.dedup();
+        self.read(move |conn| push_configs::of_runs(conn, &run_ids)).await
     }
 
     async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {

@@ -253,8 +253,8 @@ impl RunStore for ControlledStore {
         self.inner.put_push_config(config).await
     }
 
-    async fn push_configs(&self, run_id: RunId) -> Result<Vec<agentd::store::PushConfig>, StoreError> {
-        self.inner.push_configs(run_id).await
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<agentd::store::PushConfig>, StoreError> {
+        self.inner.push_configs(run_ids).await
     }
 
     async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {

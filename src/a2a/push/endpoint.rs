@@ -17,7 +17,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde::{Deserialize, Serialize};
 
 use crate::a2a::task;
-use crate::domain::{RunEvent, RunEventKind, RunRecord, Tenant};
+use crate::domain::{RunEvent, RunEventKind, RunId, RunRecord, Tenant};
 use crate::grpc::convert::timestamp;
 use crate::store::{ClaimedDelivery, NewDelivery, PushConfig, RunStore, StoreError};
 use crate::webhooks::{Endpoint, RetrySchedule};
@@ -86,20 +86,26 @@ impl Endpoint for PushEndpoint {
         store: &dyn RunStore,
         events: &[RunEvent],
     ) -> Result<Vec<NewDelivery>, StoreError> {
-        let mut configs: HashMap<_, Vec<String>> = HashMap::new();
+        // The configurations of the page's runs, in one read; each run's
+        // own tenant's only.
+        let tenants: HashMap<RunId, &Tenant> =
+            events.iter().map(|event| (event.run_id, &event.tenant)).collect();
+        let run_ids: Vec<RunId> = tenants.keys().copied().collect();
+        let mut targets: HashMap<RunId, Vec<String>> = HashMap::new();
+        for config in store.push_configs(&run_ids).await? {
+            if tenants.get(&config.run_id) != Some(&&config.tenant) {
+                continue;
+            }
+            if let Ok(target) = serde_json::to_string(&Target::of(&config)) {
+                targets.entry(config.run_id).or_default().push(target);
+            }
+        }
         let mut deliveries = Vec::new();
         for event in events {
-            if let std::collections::hash_map::Entry::Vacant(entry) = configs.entry(event.run_id) {
-                let targets = store
-                    .push_configs(event.run_id)
-                    .await?
-                    .iter()
-                    .filter(|config| config.tenant == event.tenant)
-                    .filter_map(|config| serde_json::to_string(&Target::of(config)).ok())
-                    .collect();
-                entry.insert(targets);
-            }
-            for target in &configs[&event.run_id] {
+            let Some(targets) = targets.get(&event.run_id) else {
+                continue;
+            };
+            for target in targets {
                 deliveries.push(NewDelivery {
                     run_id: event.run_id,
                     event: event.position,

@@ -100,7 +100,7 @@ pub async fn new_config(
 pub async fn store(runtime: &Runtime, config: &PushConfig) -> Result<(), Status> {
     let existing = runtime
         .store()
-        .push_configs(config.run_id)
+        .push_configs(&[config.run_id])
         .await
         .map_err(store_error)?;
     if existing.len() >= MAX_CONFIGS && !existing.iter().any(|stored| stored.id == config.id) {
@@ -139,7 +139,7 @@ pub fn config_not_found(task_id: &str, id: &str) -> Status {
 pub async fn get(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<PushConfig, Status> {
     runtime
         .store()
-        .push_configs(run.id)
+        .push_configs(&[run.id])
         .await
         .map_err(store_error)?
         .into_iter()
@@ -164,7 +164,7 @@ pub async fn list(
     };
     let mut configs: Vec<PushConfig> = runtime
         .store()
-        .push_configs(run.id)
+        .push_configs(&[run.id])
         .await
         .map_err(store_error)?
         .into_iter()

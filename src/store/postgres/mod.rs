@@ -391,8 +391,11 @@ impl RunStore for PostgresStore {
         push_configs::put(&self.client().await?, config).await
     }
 
-    async fn push_configs(&self, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
-        push_configs::of_run(&self.client().await?, run_id).await
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError> {
+        if run_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        push_configs::of_runs(&self.client().await?, run_ids).await
     }
 
     async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {

@@ -42,19 +42,21 @@ pub(super) async fn delete(client: &Client, run_id: RunId, id: &str) -> Result<b
     Ok(!rows.is_empty())
 }
 
-pub(super) async fn of_run(client: &Client, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
+/// The configurations of `run_ids`, by run and id, in one statement.
+pub(super) async fn of_runs(client: &Client, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError> {
+    let ids: Vec<uuid::Uuid> = run_ids.iter().map(|id| id.0).collect();
     let rows = query(
         client,
-        "SELECT id, tenant, url, token, auth_scheme, auth_credentials, created_at FROM a2a_push_configs \
-         WHERE run_id = $1 ORDER BY id",
-        &[&run_id.0],
+        "SELECT id, tenant, url, token, auth_scheme, auth_credentials, created_at, run_id \
+         FROM a2a_push_configs WHERE run_id = ANY($1) ORDER BY run_id, id",
+        &[&ids],
     )
     .await?;
     rows.iter()
         .map(|row| {
             let tenant: String = row.try_get(1).map_err(backend)?;
             Ok(PushConfig {
-                run_id,
+                run_id: RunId(row.try_get(7).map_err(backend)?),
                 id: row.try_get(0).map_err(backend)?,
                 tenant: Tenant::new(&tenant).map_err(corrupt)?,
                 url: row.try_get(2).map_err(backend)?,

@@ -38,7 +38,17 @@ pub(super) fn delete(conn: &Connection, run_id: RunId, id: &str) -> Result<bool,
     Ok(deleted == 1)
 }
 
-pub(super) fn of_run(conn: &Connection, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
+/// The configurations of `run_ids` (sorted, without repeats), by run and
+/// id, read on one connection.
+pub(super) fn of_runs(conn: &Connection, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError> {
+    let mut configs = Vec::new();
+    for &run_id in run_ids {
+        configs.extend(of_run(conn, run_id)?);
+    }
+    Ok(configs)
+}
+
+fn of_run(conn: &Connection, run_id: RunId) -> Result<Vec<PushConfig>, StoreError> {
     let mut select = conn
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM a2a_push_configs WHERE run_id = ?1 ORDER BY id"

@@ -33,7 +33,7 @@ async fn configs_are_put_read_and_deleted_per_run(store: &Store) {
     let tenant = fresh_tenant("push");
     let run = three_events(store, &tenant).await;
     let other = three_events(store, &tenant).await;
-    assert_eq!(store.push_configs(run.id).await.expect("none yet"), Vec::new());
+    assert_eq!(store.push_configs(&[run.id]).await.expect("none yet"), Vec::new());
     let b = config(run.id, &tenant, "b", "https://example.com/b");
     let a = config(run.id, &tenant, "a", "https://example.com/a");
     store.put_push_config(&b).await.expect("put b");
@@ -43,7 +43,7 @@ async fn configs_are_put_read_and_deleted_per_run(store: &Store) {
         .await
         .expect("put the other run's");
     assert_eq!(
-        store.push_configs(run.id).await.expect("read"),
+        store.push_configs(&[run.id]).await.expect("read"),
         vec![a.clone(), b.clone()]
     );
     // The same id again replaces it.
@@ -56,7 +56,7 @@ async fn configs_are_put_read_and_deleted_per_run(store: &Store) {
     };
     store.put_push_config(&moved).await.expect("replace b");
     assert_eq!(
-        store.push_configs(run.id).await.expect("read"),
+        store.push_configs(&[run.id]).await.expect("read"),
         vec![a.clone(), moved]
     );
     assert!(store.delete_push_config(run.id, "b").await.expect("delete"));
@@ -65,10 +65,24 @@ async fn configs_are_put_read_and_deleted_per_run(store: &Store) {
         .delete_push_config(run.id, "zzz")
         .await
         .expect("delete unknown"));
-    assert_eq!(store.push_configs(run.id).await.expect("read"), vec![a]);
-    assert_eq!(store.push_configs(other.id).await.expect("read other").len(), 1);
     assert_eq!(
-        store.push_configs(RunId::new()).await.expect("unknown run"),
+        store.push_configs(&[run.id]).await.expect("read"),
+        vec![a.clone()]
+    );
+    let others = store.push_configs(&[other.id]).await.expect("read other");
+    assert_eq!(others.len(), 1);
+    // Several runs at once (repeats and unknown runs included): by run, then id.
+    let mut both = vec![a, others[0].clone()];
+    both.sort_by(|x, y| (x.run_id, &x.id).cmp(&(y.run_id, &y.id)));
+    assert_eq!(
+        store
+            .push_configs(&[other.id, RunId::new(), run.id, other.id])
+            .await
+            .expect("read both"),
+        both
+    );
+    assert_eq!(
+        store.push_configs(&[RunId::new()]).await.expect("unknown run"),
         Vec::new()
     );
 }
