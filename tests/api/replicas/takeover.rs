@@ -53,6 +53,22 @@ fn micros(time: &Option<WireTime>) -> i64 {
     time.seconds * 1_000_000 + i64::from(time.nanos) / 1_000
 }
 
+/// The run's takeover `start` in `seen` came before the lease could have
+/// expired. The executing process stored every chunk before anybody saw
+/// it and renewed its lease with that write, so the lease held until at
+/// least [`LEASE_TTL`] after the last chunk before the takeover: a `start`
+/// before then means that something other than the lease decided.
+fn assert_taken_over_before_the_lease_expired(seen: &[AgentChunk]) {
+    let takeover = seen.iter().position(is_resumed_start).expect("a takeover start");
+    let (last_before, start) = (&seen[takeover - 1], &seen[takeover]);
+    let before_expiry = micros(&last_before.time) + LEASE_TTL.as_micros() as i64 - micros(&start.time);
+    assert!(
+        before_expiry > 0,
+        "the takeover came {:?} after the lease could have expired",
+        Duration::from_micros(before_expiry.unsigned_abs())
+    );
+}
+
 /// A run that executes on `executor` and is followed from `follower`; once
 /// the follower has seen [`BEFORE_CRASH`] chunks, `executor` is killed.
 /// Returns the run id, what the follower saw up to and including the
@@ -119,19 +135,8 @@ async fn kill_9_hands_the_run_over_before_its_lease_could_expire() {
 
     assert_contiguous(&seen, 1);
     assert_eq!(finish_reason(&seen), pb::FinishReason::Stop);
-    let takeover = seen.iter().position(is_resumed_start).expect("a takeover start");
-    // A stored every chunk before anybody saw it, and renewed its lease
-    // with that write: the lease held until at least 10 s after the last
-    // chunk of A's. B's `start` came before then, so the lease did not
-    // decide: the end of A's session did.
-    let last_of_a = &seen[takeover - 1];
-    let started_on_b = &seen[takeover];
-    let before_expiry = micros(&last_of_a.time) + LEASE_TTL.as_micros() as i64 - micros(&started_on_b.time);
-    assert!(
-        before_expiry > 0,
-        "the takeover came {:?} after the lease could have expired",
-        Duration::from_micros(before_expiry.unsigned_abs())
-    );
+    // The end of A's session decided, not the lease.
+    assert_taken_over_before_the_lease_expired(&seen);
 
     let log = pair
         .b
@@ -187,14 +192,7 @@ async fn a_replica_restarted_under_its_id_takes_its_runs_back_before_their_lease
 
     assert_contiguous(&seen, 1);
     assert_eq!(finish_reason(&seen), pb::FinishReason::Stop);
-    let takeover = seen.iter().position(is_resumed_start).expect("a takeover start");
-    let before_expiry =
-        micros(&seen[takeover - 1].time) + LEASE_TTL.as_micros() as i64 - micros(&seen[takeover].time);
-    assert!(
-        before_expiry > 0,
-        "the takeover came {:?} after the lease could have expired",
-        Duration::from_micros(before_expiry.unsigned_abs())
-    );
+    assert_taken_over_before_the_lease_expired(&seen);
     let log = again
         .wait_for_log(|log| log.contains("released the leases of the runs an earlier process"))
         .await;
