@@ -58,17 +58,35 @@ pub fn parse(url: &str) -> Result<reqwest::Url, Refusal> {
 
 /// Resolves `url`'s host and refuses it unless every address is public.
 pub async fn check(url: &reqwest::Url) -> Result<(), Refusal> {
-    let host = url.host_str().unwrap_or_default();
     let port = url.port_or_known_default().unwrap_or(443);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|error| format!("host {host:?} does not resolve: {error}"))?
-            .collect(),
+    let addrs: Vec<SocketAddr> = match literal_ip(url) {
+        Some(ip) => vec![SocketAddr::new(ip, port)],
+        None => {
+            let host = url.host_str().unwrap_or_default();
+            tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|error| format!("host {host:?} does not resolve: {error}"))?
+                .collect()
+        }
     };
-    public_only(host, addrs).map(|_| ())
+    public_only(url.host_str().unwrap_or_default(), addrs).map(|_| ())
+}
+
+/// Refuses `url` if its host is a literal address that is not public.
+/// A name needs no look here when the request goes through [`client`]:
+/// its resolver answers public addresses only, and a literal address
+/// never reaches it.
+pub fn check_literal(url: &reqwest::Url) -> Result<(), Refusal> {
+    match literal_ip(url) {
+        Some(ip) => public_only(url.host_str().unwrap_or_default(), vec![SocketAddr::new(ip, 0)]).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+/// `url`'s host, if it is an IP address rather than a name.
+fn literal_ip(url: &reqwest::Url) -> Option<IpAddr> {
+    let host = url.host_str()?;
+    host.trim_start_matches('[').trim_end_matches(']').parse().ok()
 }
 
 fn public_only(host: &str, addrs: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, Refusal> {
@@ -161,6 +179,16 @@ mod tests {
             "http://localhost:80/",
         ] {
             assert!(check(&parse(url).unwrap()).await.is_err(), "{url}");
+        }
+        for url in [
+            "http://127.0.0.1:9/x",
+            "http://[::1]/",
+            "http://[::ffff:10.0.0.1]/",
+        ] {
+            assert!(check_literal(&parse(url).unwrap()).is_err(), "{url}");
+        }
+        for url in ["http://93.184.216.34/", "http://localhost/"] {
+            assert!(check_literal(&parse(url).unwrap()).is_ok(), "{url}");
         }
     }
 }
