@@ -101,6 +101,12 @@ pub struct CycleArgs {
     /// Skip the ceiling run (and the ratio).
     #[arg(long)]
     pub no_ceiling: bool,
+    /// Alternate agentd and the ceiling this many times at each level,
+    /// each round measured for `--duration` ÷ N after its own warm-up, so
+    /// that a machine whose speed drifts slows both alike; the ratio is of
+    /// the rounds together, and the report gives each round's too.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
     /// Run agentd and the ceiling on this PostgreSQL database
     /// (`postgres://USER@HOST:PORT/DB`), each in a fresh schema dropped
     /// afterwards, and report per cycle the statements, round trips and

@@ -4,12 +4,13 @@
 
 use std::net::SocketAddr;
 
+use anyhow::Context;
 use serde::Serialize;
 
 use std::time::Duration;
 
 use super::args::{CeilingArgs, CeilingOptions, CycleArgs, LoadArgs};
-use super::load::{self, LoadResult, Meter, PerCycle, Reading};
+use super::load::{self, LoadResult, Measured, Meter, PerCycle, Reading};
 use super::postgres::wire::Relay;
 use super::postgres::{Database, Schemas};
 use super::process::{ScratchDir, ServerProcess};
@@ -26,6 +27,8 @@ pub struct CycleReport {
     pub ceiling: Option<CeilingConfig>,
     pub warmup_secs: f64,
     pub duration_secs: f64,
+    /// agentd and the ceiling alternated this many times at each level.
+    pub rounds: u32,
     pub per_connection: u64,
     pub levels: Vec<Level>,
 }
@@ -52,6 +55,10 @@ pub struct Level {
     pub ceiling: Option<LoadResult>,
     /// agentd cycles/s ÷ ceiling cycles/s.
     pub ratio: Option<f64>,
+    /// The ratio of each round, in order, when there were several
+    /// (`--rounds`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub round_ratios: Vec<f64>,
     /// What a cycle cost agentd (and PostgreSQL), when agentd was spawned.
     pub agentd_per_cycle: Option<PerCycle>,
     pub ceiling_per_cycle: Option<PerCycle>,
@@ -139,6 +146,7 @@ fn report_of(agentd: String, ceiling: Option<CeilingConfig>, load: &LoadArgs) ->
         ceiling,
         warmup_secs: load.warmup.as_secs_f64(),
         duration_secs: load.duration.as_secs_f64(),
+        rounds: 1,
         per_connection: load.per_connection,
         levels: Vec::new(),
     }
@@ -232,33 +240,47 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
         None => "spawned".to_owned(),
     };
     let mut report = report_of(name, ceiling.as_ref().map(|_| (&args.ceiling).into()), &args.load);
+    report.rounds = args.rounds;
     let database = postgres.map(|p| p.schemas);
+    let meter = |server| ServerMeter {
+        server,
+        database,
+        relay: None,
+    };
+    let round = LoadArgs {
+        duration: args.load.duration / args.rounds,
+        ..args.load.clone()
+    };
     for &concurrency in &args.load.concurrency {
-        let meter = |server| ServerMeter {
-            server,
-            database,
-            relay: None,
-        };
-        let (ours, our_cost) =
-            load::drive_metered("agentd", agentd.addr, concurrency, &args.load, &meter(&agentd)).await?;
-        let theirs = match &ceiling {
-            Some(server) => Some(
-                load::drive_metered("ceiling", server.addr, concurrency, &args.load, &meter(server)).await?,
-            ),
-            None => None,
-        };
-        let ratio = theirs
-            .as_ref()
-            .filter(|(c, _)| c.cycles_per_sec > 0.0)
-            .map(|(c, _)| ours.cycles_per_sec / c.cycles_per_sec);
+        let mut ours: Option<Measured> = None;
+        let mut theirs: Option<Measured> = None;
+        let mut round_ratios = Vec::new();
+        for _ in 0..args.rounds {
+            let our_round =
+                load::measure("agentd", agentd.addr, concurrency, &round, &meter(&agentd)).await?;
+            if let Some(server) = &ceiling {
+                let their_round =
+                    load::measure("ceiling", server.addr, concurrency, &round, &meter(server)).await?;
+                round_ratios.extend(ratio(&our_round, &their_round));
+                together(&mut theirs, their_round);
+            }
+            together(&mut ours, our_round);
+        }
+        let ours = ours.context("no round was measured")?;
+        let ratio = theirs.as_ref().and_then(|theirs| ratio(&ours, theirs));
+        if args.rounds == 1 {
+            round_ratios.clear();
+        }
         let spawned = agentd.process.is_some();
+        let result = ours.result();
         report.levels.push(Level {
-            concurrency: ours.concurrency,
-            agentd: Some(ours),
-            agentd_per_cycle: spawned.then_some(our_cost),
-            ceiling_per_cycle: theirs.as_ref().map(|(_, cost)| *cost),
-            ceiling: theirs.map(|(result, _)| result),
+            concurrency: result.concurrency,
+            agentd: Some(result),
+            agentd_per_cycle: spawned.then(|| ours.per_cycle()),
+            ceiling_per_cycle: theirs.as_ref().map(Measured::per_cycle),
+            ceiling: theirs.as_ref().map(Measured::result),
             ratio,
+            round_ratios,
         });
     }
     agentd.stop().await;
@@ -266,6 +288,20 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
         ceiling.stop().await;
     }
     Ok(report)
+}
+
+/// agentd's cycles/s ÷ the ceiling's, when the ceiling did any.
+fn ratio(ours: &Measured, theirs: &Measured) -> Option<f64> {
+    let theirs = theirs.cycles_per_sec();
+    (theirs > 0.0).then(|| ours.cycles_per_sec() / theirs)
+}
+
+/// Adds a round to what the level measured so far.
+fn together(total: &mut Option<Measured>, round: Measured) {
+    match total {
+        Some(total) => total.add(round),
+        None => *total = Some(round),
+    }
 }
 
 /// How long each level of the counting pass runs.
@@ -332,6 +368,7 @@ pub async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
             agentd: None,
             ceiling: Some(theirs),
             ratio: None,
+            round_ratios: Vec::new(),
             agentd_per_cycle: None,
             ceiling_per_cycle: None,
         });

@@ -71,6 +71,34 @@ pub struct Reading {
     pub round_trips: Option<u64>,
 }
 
+impl Reading {
+    /// What was added to the totals between `first` and `self`.
+    fn since(self, first: Reading) -> Reading {
+        Reading {
+            server_cpu: self.server_cpu.zip(first.server_cpu).map(|(b, a)| b - a),
+            postgres_cpu: self.postgres_cpu.zip(first.postgres_cpu).map(|(b, a)| b - a),
+            statements: self
+                .statements
+                .zip(first.statements)
+                .map(|(b, a)| b.saturating_sub(a)),
+            round_trips: self
+                .round_trips
+                .zip(first.round_trips)
+                .map(|(b, a)| b.saturating_sub(a)),
+        }
+    }
+
+    /// Two periods' readings together (a figure one lacks is lacking).
+    fn plus(self, other: Reading) -> Reading {
+        Reading {
+            server_cpu: self.server_cpu.zip(other.server_cpu).map(|(a, b)| a + b),
+            postgres_cpu: self.postgres_cpu.zip(other.postgres_cpu).map(|(a, b)| a + b),
+            statements: self.statements.zip(other.statements).map(|(a, b)| a + b),
+            round_trips: self.round_trips.zip(other.round_trips).map(|(a, b)| a + b),
+        }
+    }
+}
+
 /// Reads totals about the server under load, at the start and the end of
 /// the measured period.
 pub trait Meter: Sync {
@@ -96,17 +124,15 @@ pub struct PerCycle {
 }
 
 impl PerCycle {
-    fn of(first: Reading, last: Reading, cycles: f64) -> Self {
-        let per = |a: Option<f64>, b: Option<f64>, scale: f64| match (a, b) {
-            (Some(a), Some(b)) if cycles > 0.0 => Some((b - a) * scale / cycles),
-            _ => None,
-        };
+    /// `used` over the measured periods, divided among `cycles`.
+    fn of(used: Reading, cycles: f64) -> Self {
+        let per = |total: Option<f64>, scale: f64| total.filter(|_| cycles > 0.0).map(|t| t * scale / cycles);
         let count = |n: Option<u64>| n.map(|n| n as f64);
         Self {
-            server_cpu_ms: per(first.server_cpu, last.server_cpu, 1000.0),
-            postgres_cpu_ms: per(first.postgres_cpu, last.postgres_cpu, 1000.0),
-            statements: per(count(first.statements), count(last.statements), 1.0),
-            round_trips: per(count(first.round_trips), count(last.round_trips), 1.0),
+            server_cpu_ms: per(used.server_cpu, 1000.0),
+            postgres_cpu_ms: per(used.postgres_cpu, 1000.0),
+            statements: per(count(used.statements), 1.0),
+            round_trips: per(count(used.round_trips), 1.0),
         }
     }
 
@@ -139,6 +165,69 @@ pub async fn drive_metered(
     load: &LoadArgs,
     meter: &impl Meter,
 ) -> anyhow::Result<(LoadResult, PerCycle)> {
+    let measured = measure(label, addr, concurrency, load, meter).await?;
+    Ok((measured.result(), measured.per_cycle()))
+}
+
+/// What one measured period, or several added together, saw at one level.
+pub struct Measured {
+    concurrency: usize,
+    connections: usize,
+    tally: Tally,
+    /// From the end of the warm-up to the last measured cycle's end.
+    elapsed: Duration,
+    /// Measured time, as asked for.
+    duration: Duration,
+    /// What the meter read over the measured period.
+    used: Reading,
+}
+
+impl Measured {
+    /// The periods of `self` and `other` (at the same level) as one.
+    pub fn add(&mut self, other: Measured) {
+        self.tally.add(other.tally);
+        self.elapsed += other.elapsed;
+        self.duration += other.duration;
+        self.used = self.used.plus(other.used);
+    }
+
+    pub fn cycles_per_sec(&self) -> f64 {
+        rate(self.tally.cycle.count(), self.elapsed)
+    }
+
+    pub fn result(&self) -> LoadResult {
+        let cycles = self.tally.cycle.count();
+        LoadResult {
+            concurrency: self.concurrency,
+            connections: self.connections,
+            cycles,
+            seconds: self.elapsed.as_secs_f64(),
+            cycles_per_sec: self.cycles_per_sec(),
+            cycle: self.tally.cycle.summary(),
+            start_leg: self.tally.start.summary(),
+            resume_leg: self.tally.resume.summary(),
+            errors: self.tally.errors.clone(),
+        }
+    }
+
+    /// What the meter read, per cycle: the readings span the measured
+    /// time as asked for, so they are divided by the cycles done at the
+    /// measured rate in that time.
+    pub fn per_cycle(&self) -> PerCycle {
+        PerCycle::of(self.used, self.cycles_per_sec() * self.duration.as_secs_f64())
+    }
+}
+
+/// Runs cycles against `addr` with `concurrency` in flight for a warm-up
+/// and a measured period, reading `meter` at the start and the end of the
+/// measured one.
+pub async fn measure(
+    label: &str,
+    addr: SocketAddr,
+    concurrency: usize,
+    load: &LoadArgs,
+    meter: &impl Meter,
+) -> anyhow::Result<Measured> {
     let concurrency = concurrency.max(1);
     let connections = connections(concurrency, load.per_connection);
     let clients = client::connect(addr, connections).await?;
@@ -197,21 +286,14 @@ pub async fn drive_metered(
     bar.finish_and_clear();
 
     let end = tally.last_end.unwrap_or(until).max(measure_from);
-    let elapsed = end - measure_from;
-    let cycles = tally.cycle.count();
-    let per_cycle = PerCycle::of(first, last, rate(cycles, elapsed) * load.duration.as_secs_f64());
-    let result = LoadResult {
+    Ok(Measured {
         concurrency,
         connections,
-        cycles,
-        seconds: elapsed.as_secs_f64(),
-        cycles_per_sec: rate(cycles, elapsed),
-        cycle: tally.cycle.summary(),
-        start_leg: tally.start.summary(),
-        resume_leg: tally.resume.summary(),
-        errors: tally.errors,
-    };
-    Ok((result, per_cycle))
+        elapsed: end - measure_from,
+        duration: load.duration,
+        used: last.since(first),
+        tally,
+    })
 }
 
 /// One client: cycles back to back until `until`; only cycles begun at or

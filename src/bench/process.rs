@@ -125,8 +125,10 @@ impl ServerProcess {
         let addr = tokio::time::timeout(READY_TIMEOUT, listening_address(&mut lines))
             .await
             .with_context(|| format!("the server did not log its address within {READY_TIMEOUT:?}"))??;
-        // Keep reading its log so the server never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // Keep reading its log so the server never blocks on a full pipe,
+        // as cheaply as a read can be: the bench shares the server's cores.
+        let mut rest = lines.into_inner();
+        tokio::spawn(async move { tokio::io::copy(&mut rest, &mut tokio::io::sink()).await });
         Ok(Self { child, addr, pid })
     }
 

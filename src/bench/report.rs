@@ -64,12 +64,22 @@ pub fn cycle_table(report: &CycleReport) -> String {
     };
     let _ = writeln!(
         out,
-        "{}: agentd {}; store {}; {ceiling}; warm-up {}s, measured {}s, {} clients per HTTP/2 connection\n",
+        "{}: agentd {}; store {}; {ceiling}; {}, {} clients per HTTP/2 connection\n",
         report.scenario,
         report.agentd,
         report.store,
-        report.warmup_secs,
-        report.duration_secs,
+        match report.rounds {
+            0 | 1 => format!(
+                "warm-up {}s, measured {}s",
+                report.warmup_secs, report.duration_secs
+            ),
+            rounds => format!(
+                "{rounds} alternated rounds, each a warm-up of {}s and {:.3}s measured ({}s in all)",
+                report.warmup_secs,
+                report.duration_secs / f64::from(rounds),
+                report.duration_secs
+            ),
+        },
         report.per_connection
     );
     let _ = writeln!(
@@ -92,9 +102,16 @@ pub fn cycle_table(report: &CycleReport) -> String {
             load_row(&mut out, "ceiling", r);
         }
         if let Some(ratio) = level.ratio {
+            let rounds = match level.round_ratios.as_slice() {
+                [] => String::new(),
+                each => {
+                    let each: Vec<String> = each.iter().map(|r| format!("{r:.2}")).collect();
+                    format!(" (rounds: {})", each.join(" / "))
+                }
+            };
             let _ = writeln!(
                 out,
-                "agentd ÷ ceiling at {} in flight: {ratio:.2}",
+                "agentd ÷ ceiling at {} in flight: {ratio:.2}{rounds}",
                 level.concurrency
             );
         }

@@ -66,6 +66,53 @@ async fn bench_cycle_measures_agentd_and_the_ceiling() {
     let expected = level["agentd"]["cycles_per_sec"].as_f64().unwrap()
         / level["ceiling"]["cycles_per_sec"].as_f64().unwrap();
     assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
+    // One round: no list of rounds.
+    assert!(level.get("round_ratios").is_none(), "{level}");
+}
+
+/// `--rounds 3`: agentd and the ceiling alternate three times; the level
+/// sums the rounds (its cycles are theirs together, its ratio that of the
+/// sums), and the report gives each round's ratio.
+#[tokio::test]
+async fn bench_cycle_in_rounds_alternates_agentd_and_the_ceiling_and_sums_them() {
+    let report = bench(&[
+        "cycle",
+        "-c",
+        "2",
+        "--duration",
+        "1500ms",
+        "--warmup",
+        "0s",
+        "--rounds",
+        "3",
+    ])
+    .await;
+    assert_eq!(report["rounds"], 3);
+    assert_eq!(report["duration_secs"].as_f64(), Some(1.5));
+    let level = &report["levels"][0];
+    assert_load(&level["agentd"], 2);
+    assert_load(&level["ceiling"], 2);
+    let rounds: Vec<f64> = level["round_ratios"]
+        .as_array()
+        .expect("round_ratios")
+        .iter()
+        .map(|r| r.as_f64().expect("a ratio"))
+        .collect();
+    assert_eq!(rounds.len(), 3, "{level}");
+    assert!(rounds.iter().all(|r| *r > 0.0), "{rounds:?}");
+    // Each round measured half a second: the level measured the three.
+    for server in ["agentd", "ceiling"] {
+        let seconds = level[server]["seconds"].as_f64().unwrap();
+        assert!(
+            (1.0..3.0).contains(&seconds),
+            "{server} measured {seconds}s in all"
+        );
+    }
+    let ratio = level["ratio"].as_f64().expect("ratio");
+    let expected = level["agentd"]["cycles_per_sec"].as_f64().unwrap()
+        / level["ceiling"]["cycles_per_sec"].as_f64().unwrap();
+    assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
+    assert!(level["agentd_per_cycle"]["server_cpu_ms"].as_f64().unwrap() > 0.0);
 }
 
 #[tokio::test]
