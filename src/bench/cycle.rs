@@ -21,7 +21,8 @@ pub struct CycleReport {
     pub scenario: &'static str,
     /// `spawned` or the address given with `--target`.
     pub agentd: String,
-    /// Where both servers store: `sqlite`, or PostgreSQL and how it commits.
+    /// Where both servers store: `sqlite`, or PostgreSQL and how it commits
+    /// (for `--target`, the ceiling's is SQLite and agentd's its own).
     pub store: String,
     /// How the ceiling service stored its writes; absent with `--no-ceiling`.
     pub ceiling: Option<CeilingConfig>,
@@ -241,6 +242,10 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
     };
     let mut report = report_of(name, ceiling.as_ref().map(|_| (&args.ceiling).into()), &args.load);
     report.rounds = args.rounds;
+    if args.target.target.is_some() {
+        // A running server's store is whatever it was started with.
+        report.store = "the target's own".to_owned();
+    }
     let database = postgres.map(|p| p.schemas);
     let meter = |server| ServerMeter {
         server,
