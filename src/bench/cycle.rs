@@ -34,17 +34,23 @@ pub struct CycleReport {
     pub levels: Vec<Level>,
 }
 
+/// How the ceiling commits: on SQLite as `--ceiling-sync` and
+/// `--ceiling-naive` say; on PostgreSQL as the database does.
 #[derive(Clone, Debug, Serialize)]
 pub struct CeilingConfig {
-    pub synchronous: &'static str,
+    /// SQLite's `synchronous`, or PostgreSQL's `synchronous_commit`.
+    pub synchronous: String,
     pub group_commit: bool,
+    /// `sqlite` or `postgres`.
+    pub store: &'static str,
 }
 
 impl From<&CeilingOptions> for CeilingConfig {
     fn from(options: &CeilingOptions) -> Self {
         Self {
-            synchronous: options.ceiling_sync.as_str(),
+            synchronous: options.ceiling_sync.as_str().to_owned(),
             group_commit: !options.ceiling_naive,
+            store: "sqlite",
         }
     }
 }
@@ -218,11 +224,20 @@ async fn on_postgres(
         ceiling_schema,
     };
     let mut report = measure(args, Some(&postgres)).await?;
+    let synchronous_commit = postgres.schemas.synchronous_commit().await?;
     report.store = format!(
-        "postgres (synchronous_commit={}, pools of {} connections)",
-        postgres.schemas.synchronous_commit().await?,
+        "postgres (synchronous_commit={synchronous_commit}, pools of {} connections)",
         agentd::store::POSTGRES_POOL_SIZE
     );
+    if let Some(ceiling) = &mut report.ceiling {
+        // Its pool commits as agentd's does, PostgreSQL grouping the
+        // commits that wait together.
+        *ceiling = CeilingConfig {
+            synchronous: synchronous_commit,
+            group_commit: true,
+            store: "postgres",
+        };
+    }
     count(args, &postgres, &mut report).await?;
     Ok(report)
 }

@@ -51,6 +51,10 @@ fn load_row(out: &mut String, server: &str, r: &LoadResult) {
 pub fn cycle_table(report: &CycleReport) -> String {
     let mut out = String::new();
     let ceiling = match &report.ceiling {
+        Some(c) if c.store == "postgres" => format!(
+            "ceiling: synchronous_commit={}, PostgreSQL's group commit",
+            c.synchronous
+        ),
         Some(c) => format!(
             "ceiling: synchronous={}, {}",
             c.synchronous,

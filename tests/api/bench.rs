@@ -57,6 +57,7 @@ async fn bench_cycle_measures_agentd_and_the_ceiling() {
     assert_eq!(report["scenario"], "cycle");
     assert_eq!(report["ceiling"]["synchronous"], "full");
     assert_eq!(report["ceiling"]["group_commit"], true);
+    assert_eq!(report["ceiling"]["store"], "sqlite");
     let levels = report["levels"].as_array().expect("levels");
     assert_eq!(levels.len(), 1);
     let level = &levels[0];
@@ -172,6 +173,16 @@ async fn bench_cycle_on_postgres_counts_what_a_cycle_costs_and_drops_its_schemas
         report["store"]
             .as_str()
             .is_some_and(|s| s.starts_with("postgres (synchronous_commit=")),
+        "{report}"
+    );
+    // The ceiling commits as the database does, not as the SQLite
+    // options say.
+    assert_eq!(report["ceiling"]["store"], "postgres", "{report}");
+    assert!(
+        report["store"].as_str().unwrap().contains(&format!(
+            "synchronous_commit={}",
+            report["ceiling"]["synchronous"].as_str().unwrap()
+        )),
         "{report}"
     );
     let level = &report["levels"][0];
