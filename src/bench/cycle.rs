@@ -66,6 +66,10 @@ pub struct Level {
     /// (`--rounds`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub round_ratios: Vec<f64>,
+    /// The median of `round_ratios`: unlike `ratio`, barely moved by one
+    /// round that a burst of the machine's load fell on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_round_ratio: Option<f64>,
     /// What a cycle cost agentd (and PostgreSQL), when agentd was spawned.
     pub agentd_per_cycle: Option<PerCycle>,
     pub ceiling_per_cycle: Option<PerCycle>,
@@ -291,6 +295,7 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
         if args.rounds == 1 {
             round_ratios.clear();
         }
+        let median_round_ratio = median(&round_ratios);
         let spawned = agentd.process.is_some();
         let result = ours.result();
         report.levels.push(Level {
@@ -301,6 +306,7 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
             ceiling: theirs.as_ref().map(Measured::result),
             ratio,
             round_ratios,
+            median_round_ratio,
         });
     }
     agentd.stop().await;
@@ -314,6 +320,18 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
 fn ratio(ours: &Measured, theirs: &Measured) -> Option<f64> {
     let theirs = theirs.cycles_per_sec();
     (theirs > 0.0).then(|| ours.cycles_per_sec() / theirs)
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    match sorted.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[middle]),
+        _ => Some((sorted[middle - 1] + sorted[middle]) / 2.0),
+    }
 }
 
 /// Adds a round to what the level measured so far.
@@ -389,9 +407,23 @@ pub async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
             ceiling: Some(theirs),
             ratio: None,
             round_ratios: Vec::new(),
+            median_round_ratio: None,
             agentd_per_cycle: None,
             ceiling_per_cycle: None,
         });
     }
     report::print(&report, args.json, report::cycle_table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn the_median_of_the_rounds_is_their_middle_value() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[0.3]), Some(0.3));
+        assert_eq!(median(&[0.27, 0.28, 0.25, 0.60, 0.24]), Some(0.27));
+        assert_eq!(median(&[0.2, 0.4, 0.3, 0.1]), Some(0.25));
+    }
 }

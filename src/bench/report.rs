@@ -106,11 +106,11 @@ pub fn cycle_table(report: &CycleReport) -> String {
             load_row(&mut out, "ceiling", r);
         }
         if let Some(ratio) = level.ratio {
-            let rounds = match level.round_ratios.as_slice() {
-                [] => String::new(),
-                each => {
+            let rounds = match (level.round_ratios.as_slice(), level.median_round_ratio) {
+                ([], _) | (_, None) => String::new(),
+                (each, Some(median)) => {
                     let each: Vec<String> = each.iter().map(|r| format!("{r:.2}")).collect();
-                    format!(" (rounds: {})", each.join(" / "))
+                    format!(" (rounds: {}; median {median:.2})", each.join(" / "))
                 }
             };
             let _ = writeln!(

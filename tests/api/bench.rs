@@ -67,8 +67,9 @@ async fn bench_cycle_measures_agentd_and_the_ceiling() {
     let expected = level["agentd"]["cycles_per_sec"].as_f64().unwrap()
         / level["ceiling"]["cycles_per_sec"].as_f64().unwrap();
     assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
-    // One round: no list of rounds.
+    // One round: no list of rounds, no median.
     assert!(level.get("round_ratios").is_none(), "{level}");
+    assert!(level.get("median_round_ratio").is_none(), "{level}");
 }
 
 /// `--rounds 3`: agentd and the ceiling alternate three times; the level
@@ -101,6 +102,9 @@ async fn bench_cycle_in_rounds_alternates_agentd_and_the_ceiling_and_sums_them()
         .collect();
     assert_eq!(rounds.len(), 3, "{level}");
     assert!(rounds.iter().all(|r| *r > 0.0), "{rounds:?}");
+    let mut sorted = rounds.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(level["median_round_ratio"].as_f64(), Some(sorted[1]), "{level}");
     // Each round measured a second: the level measured the three.
     for server in ["agentd", "ceiling"] {
         let seconds = level[server]["seconds"].as_f64().unwrap();
