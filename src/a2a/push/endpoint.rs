@@ -1,7 +1,10 @@
 //! The A2A push endpoint of the delivery ledger `a2a:push`: each run event
 //! of a task with push configurations becomes one delivery per
-//! configuration (the delivery's target is the configuration as it was
-//! when the event was enqueued), POSTed as the A2A specification says: the
+//! configuration stored by the time of the event (the delivery's target is
+//! the configuration as it was when the event was enqueued; a
+//! configuration gets the task's updates from when it was stored on, even
+//! when the ledger reads the earlier ones after that), POSTed as the A2A
+//! specification says: the
 //! `StreamResponse` in proto JSON (a `statusUpdate`), the configuration's
 //! token in `X-A2A-Notification-Token`, its authentication as
 //! `Authorization`. Retries, leases and order per task and configuration
@@ -17,7 +20,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde::{Deserialize, Serialize};
 
 use crate::a2a::task;
-use crate::domain::{RunEvent, RunEventKind, RunId, RunRecord, Tenant};
+use crate::domain::{RunEvent, RunEventKind, RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::timestamp;
 use crate::store::{ClaimedDelivery, NewDelivery, PushConfig, RunStore, StoreError};
 use crate::webhooks::{Endpoint, RetrySchedule};
@@ -91,13 +94,16 @@ impl Endpoint for PushEndpoint {
         let tenants: HashMap<RunId, &Tenant> =
             events.iter().map(|event| (event.run_id, &event.tenant)).collect();
         let run_ids: Vec<RunId> = tenants.keys().copied().collect();
-        let mut targets: HashMap<RunId, Vec<String>> = HashMap::new();
+        let mut targets: HashMap<RunId, Vec<(Timestamp, String)>> = HashMap::new();
         for config in store.push_configs(&run_ids).await? {
             if tenants.get(&config.run_id) != Some(&&config.tenant) {
                 continue;
             }
             if let Ok(target) = serde_json::to_string(&Target::of(&config)) {
-                targets.entry(config.run_id).or_default().push(target);
+                targets
+                    .entry(config.run_id)
+                    .or_default()
+                    .push((config.created_at, target));
             }
         }
         let mut deliveries = Vec::new();
@@ -105,7 +111,9 @@ impl Endpoint for PushEndpoint {
             let Some(targets) = targets.get(&event.run_id) else {
                 continue;
             };
-            for target in targets {
+            // Not the updates from before a configuration was stored.
+            let stored_by_then = targets.iter().filter(|(created_at, _)| *created_at <= event.time);
+            for (_, target) in stored_by_then {
                 deliveries.push(NewDelivery {
                     run_id: event.run_id,
                     event: event.position,
@@ -178,4 +186,83 @@ pub fn body(response: &proto::StreamResponse) -> Result<Vec<u8>, String> {
     let json = a2a_pb::protojson::StreamResponse::decode(response.encode_to_vec().as_slice())
         .map_err(|error| format!("re-reading the update: {error}"))?;
     serde_json::to_vec(&json).map_err(|error| format!("writing the update as JSON: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{EventPosition, RunStatus};
+    use crate::store::MemoryStore;
+    use crate::webhooks::Endpoint;
+
+    fn config(run_id: RunId, id: &str, created_at: i64) -> PushConfig {
+        PushConfig {
+            run_id,
+            id: id.into(),
+            tenant: Tenant::default(),
+            url: format!("https://example.com/{id}"),
+            token: String::new(),
+            auth_scheme: String::new(),
+            auth_credentials: String::new(),
+            created_at: Timestamp(created_at),
+        }
+    }
+
+    fn event(run_id: RunId, minor: i64, time: i64, kind: RunEventKind, status: RunStatus) -> RunEvent {
+        RunEvent {
+            position: EventPosition { major: 1, minor },
+            time: Timestamp(time),
+            kind,
+            tenant: Tenant::default(),
+            run_id,
+            agent_id: "assistant".into(),
+            thread_id: None,
+            status,
+            pending: Vec::new(),
+            expires_at: None,
+        }
+    }
+
+    /// A configuration stored while its task waits gets the updates from
+    /// then on, not the ones before it, even when the ledger reads those
+    /// only after it was stored.
+    #[tokio::test]
+    async fn a_configuration_gets_the_updates_from_when_it_was_stored() {
+        let store = MemoryStore::default();
+        let run_id = RunId::new();
+        store
+            .put_push_config(&config(run_id, "first", 100))
+            .await
+            .unwrap();
+        store
+            .put_push_config(&config(run_id, "second", 300))
+            .await
+            .unwrap();
+        let events = [
+            event(run_id, 1, 100, RunEventKind::Started, RunStatus::Running),
+            event(run_id, 2, 200, RunEventKind::Suspended, RunStatus::Suspended),
+            event(run_id, 3, 400, RunEventKind::Resumed, RunStatus::Running),
+        ];
+        let endpoint = PushEndpoint {
+            allow_private: false,
+            retry: RetrySchedule::default(),
+        };
+        let deliveries = endpoint.deliveries(&store, &events).await.unwrap();
+        let sent: Vec<(i64, String)> = deliveries
+            .iter()
+            .map(|delivery| {
+                let target: Target = serde_json::from_str(&delivery.target).unwrap();
+                (delivery.event.minor, target.id)
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                (1, "first".to_owned()),
+                (2, "first".to_owned()),
+                (3, "first".to_owned()),
+                (3, "second".to_owned()),
+            ]
+        );
+    }
 }
