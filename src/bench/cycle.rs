@@ -41,8 +41,15 @@ pub struct CeilingConfig {
     /// SQLite's `synchronous`, or PostgreSQL's `synchronous_commit`.
     pub synchronous: String,
     pub group_commit: bool,
-    /// `sqlite` or `postgres`.
-    pub store: &'static str,
+    pub store: CeilingStore,
+}
+
+/// Where the ceiling stores its writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CeilingStore {
+    Sqlite,
+    Postgres,
 }
 
 impl From<&CeilingOptions> for CeilingConfig {
@@ -50,7 +57,20 @@ impl From<&CeilingOptions> for CeilingConfig {
         Self {
             synchronous: options.ceiling_sync.as_str().to_owned(),
             group_commit: !options.ceiling_naive,
-            store: "sqlite",
+            store: CeilingStore::Sqlite,
+        }
+    }
+}
+
+impl CeilingConfig {
+    /// The PostgreSQL ceiling: its pool commits as agentd's does, with the
+    /// database's `synchronous_commit`, PostgreSQL grouping the commits
+    /// that wait together.
+    fn postgres(synchronous_commit: &str) -> Self {
+        Self {
+            synchronous: synchronous_commit.to_owned(),
+            group_commit: true,
+            store: CeilingStore::Postgres,
         }
     }
 }
@@ -149,11 +169,11 @@ impl Meter for ServerMeter<'_> {
     }
 }
 
-fn report_of(agentd: String, ceiling: Option<CeilingConfig>, load: &LoadArgs) -> CycleReport {
+fn report_of(agentd: String, store: String, ceiling: Option<CeilingConfig>, load: &LoadArgs) -> CycleReport {
     CycleReport {
         scenario: "cycle",
         agentd,
-        store: "sqlite".to_owned(),
+        store,
         ceiling,
         warmup_secs: load.warmup.as_secs_f64(),
         duration_secs: load.duration.as_secs_f64(),
@@ -186,13 +206,14 @@ struct StoreUrl {
     application: String,
 }
 
-/// The PostgreSQL database a cycle bench runs on: its schemas, and the
-/// schema of each of the two servers.
+/// The PostgreSQL database a cycle bench runs on: its schemas, the
+/// schema of each of the two servers, and how it commits.
 struct OnPostgres<'a> {
     database: &'a Database,
     schemas: &'a Schemas,
     agentd_schema: String,
     ceiling_schema: String,
+    synchronous_commit: String,
 }
 
 impl OnPostgres<'_> {
@@ -221,27 +242,15 @@ async fn on_postgres(
 ) -> anyhow::Result<CycleReport> {
     let agentd_schema = schemas.create("agentd").await?;
     let ceiling_schema = schemas.create("ceiling").await?;
+    let synchronous_commit = schemas.synchronous_commit().await?;
     let postgres = OnPostgres {
         database,
         schemas,
         agentd_schema,
         ceiling_schema,
+        synchronous_commit,
     };
     let mut report = measure(args, Some(&postgres)).await?;
-    let synchronous_commit = postgres.schemas.synchronous_commit().await?;
-    report.store = format!(
-        "postgres (synchronous_commit={synchronous_commit}, pools of {} connections)",
-        agentd::store::POSTGRES_POOL_SIZE
-    );
-    if let Some(ceiling) = &mut report.ceiling {
-        // Its pool commits as agentd's does, PostgreSQL grouping the
-        // commits that wait together.
-        *ceiling = CeilingConfig {
-            synchronous: synchronous_commit,
-            group_commit: true,
-            store: "postgres",
-        };
-    }
     count(args, &postgres, &mut report).await?;
     Ok(report)
 }
@@ -259,12 +268,26 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
         Some(addr) => addr.to_string(),
         None => "spawned".to_owned(),
     };
-    let mut report = report_of(name, ceiling.as_ref().map(|_| (&args.ceiling).into()), &args.load);
-    report.rounds = args.rounds;
-    if args.target.target.is_some() {
+    let (store, ceiling_config) = match (postgres, args.target.target) {
+        (Some(postgres), _) => (
+            format!(
+                "postgres (synchronous_commit={}, pools of {} connections)",
+                postgres.synchronous_commit,
+                agentd::store::POSTGRES_POOL_SIZE
+            ),
+            CeilingConfig::postgres(&postgres.synchronous_commit),
+        ),
         // A running server's store is whatever it was started with.
-        report.store = "the target's own".to_owned();
-    }
+        (None, Some(_)) => ("the target's own".to_owned(), (&args.ceiling).into()),
+        (None, None) => ("sqlite".to_owned(), (&args.ceiling).into()),
+    };
+    let mut report = report_of(
+        name,
+        store,
+        ceiling.is_some().then_some(ceiling_config),
+        &args.load,
+    );
+    report.rounds = args.rounds;
     let database = postgres.map(|p| p.schemas);
     let meter = |server| ServerMeter {
         server,
@@ -397,7 +420,12 @@ async fn count(args: &CycleArgs, postgres: &OnPostgres<'_>, report: &mut CycleRe
 /// `agentd bench ceiling`: the ceiling service alone.
 pub async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
     let ceiling = Server::ceiling(&args.ceiling, None).await?;
-    let mut report = report_of("none".to_owned(), Some((&args.ceiling).into()), &args.load);
+    let mut report = report_of(
+        "none".to_owned(),
+        "sqlite".to_owned(),
+        Some((&args.ceiling).into()),
+        &args.load,
+    );
     report.scenario = "ceiling";
     for &concurrency in &args.load.concurrency {
         let theirs = load::drive("ceiling", ceiling.addr, concurrency, &args.load).await?;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::capacity::CapacityReport;
-use super::cycle::CycleReport;
+use super::cycle::{CeilingStore, CycleReport};
 use super::load::{LoadResult, PerCycle};
 use super::stats::LatencySummary;
 use super::stream::StreamReport;
@@ -51,7 +51,7 @@ fn load_row(out: &mut String, server: &str, r: &LoadResult) {
 pub fn cycle_table(report: &CycleReport) -> String {
     let mut out = String::new();
     let ceiling = match &report.ceiling {
-        Some(c) if c.store == "postgres" => format!(
+        Some(c) if c.store == CeilingStore::Postgres => format!(
             "ceiling: synchronous_commit={}, PostgreSQL's group commit",
             c.synchronous
         ),
