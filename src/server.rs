@@ -38,7 +38,7 @@ use crate::grpc::{AgentServiceImpl, Authenticator, StreamGate, WireErrors};
 use crate::pb;
 use crate::pb::agent_service_server::AgentServiceServer;
 use crate::runtime::{Runtime, RuntimeConfig};
-use crate::store::{self, RunStore, StoreError};
+use crate::store::{self, Store, StoreError};
 use crate::tools::{mcp_reference, CatalogError, ToolCatalog};
 
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +76,7 @@ pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeEr
         .await?
         .with_ask_user_limits(settings.limits.ask_user());
     let agents = AgentRegistry::from_specs_with_tools(&settings.agents, &catalog, &settings.providers)?;
-    let store: Arc<dyn RunStore> = store::open(&settings.server.store_url())?;
+    let store: Arc<dyn Store> = store::open(&settings.server.store_url())?;
     let defaults = RuntimeConfig::default();
     let config = RuntimeConfig {
         suspend_ttl: settings.server.suspend_ttl,

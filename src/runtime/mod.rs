@@ -48,7 +48,7 @@ pub use reads::{ListRuns, ListThreads, RunPage, ThreadPage, ThreadView, DEFAULT_
 use crate::agent::AgentRegistry;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
-use crate::store::RunStore;
+use crate::store::Store;
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]
@@ -108,7 +108,7 @@ struct Inner {
     agents: AgentRegistry,
     /// The truth about every run; written by the lifecycle and the
     /// execution only.
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn Store>,
     config: RuntimeConfig,
     /// The runs that execute or are followed in this process: the
     /// fan-out's (see `fanout/live.rs`).
@@ -122,12 +122,12 @@ struct Inner {
 }
 
 impl Runtime {
-    pub fn new(agents: AgentRegistry, store: Arc<dyn RunStore>, config: RuntimeConfig) -> Self {
+    pub fn new(agents: AgentRegistry, store: Arc<dyn Store>, config: RuntimeConfig) -> Self {
         let live = LiveRuns::default();
         for (agent, _) in agents.iter() {
             config.metrics.configure_agent(&agent.id);
         }
-        let (store, fence) = store_layer::StoreLayer::wrap(store, config.metrics.clone());
+        let (store, fence) = store_layer::Guard::wrap(store, config.metrics.clone());
         Self {
             inner: Arc::new(Inner {
                 agents,
@@ -156,7 +156,7 @@ impl Runtime {
         &self.inner.agents
     }
 
-    pub fn store(&self) -> &Arc<dyn RunStore> {
+    pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }
 

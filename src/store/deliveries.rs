@@ -1,12 +1,74 @@
-//! The delivery ledgers (one per webhook, and `a2a:push`), as the `RunStore` methods that keep it
-//! take and return it. The run events are the outbox (each is stored in
+//! The delivery ledgers (one per webhook, and `a2a:push`): the trait that
+//! keeps them ([`DeliveryLedger`]) and what it takes and returns. The run events are the outbox (each is stored in
 //! the write that changed its run); the ledger records, per webhook, how
 //! far into them it has enqueued deliveries (its cursor), and each
 //! delivery's state: pending (due at a time, perhaps claimed by one
 //! replica for one attempt), delivered, or finally failed. It never holds
 //! a request body: the body is made from the event at each attempt.
 
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use super::StoreError;
 use crate::domain::{EventPosition, RunEvent, RunId, Timestamp};
+
+/// The ledgers of deliveries made from the run events. A ledger is named
+/// by its endpoint (a webhook's name, `a2a:push`); its deliveries go with
+/// their runs ([`super::ThreadStore::delete_thread`]).
+#[async_trait]
+pub trait DeliveryLedger: Send + Sync + 'static {
+    /// Where `ledger` stands in the run events: the position after which
+    /// it has enqueued nothing yet. A ledger the store has not seen starts
+    /// at `start` (stored, so that every replica agrees on it).
+    async fn ledger_cursor(&self, ledger: &str, start: EventPosition) -> Result<EventPosition, StoreError>;
+
+    /// Moves `ledger`'s cursor from `from` to `to` and stores `deliveries`
+    /// (pending, due at `now`, enqueued at `now`), in one atomic write, if
+    /// the cursor is still at `from`: `Ok(false)` and nothing stored
+    /// otherwise (another replica enqueued them). A ledger never has two
+    /// deliveries of one event to one target.
+    async fn enqueue_deliveries(
+        &self,
+        ledger: &str,
+        from: EventPosition,
+        to: EventPosition,
+        deliveries: &[NewDelivery],
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Claims at most `limit` of `ledger`'s pending deliveries that are
+    /// due at `now` and held by no unexpired lease, for one attempt each:
+    /// their attempt count rises by one and `owner` holds them until
+    /// `lease_until`. A delivery waits while an earlier one (by event
+    /// position) of its run and target is pending, so that a run's events
+    /// arrive in order. Each delivery is claimed by one caller at a time,
+    /// across every replica sharing the store. Soonest due first.
+    async fn claim_deliveries(
+        &self,
+        ledger: &str,
+        owner: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<DeliveryClaim, StoreError>;
+
+    /// Records how attempt `attempt` of delivery `id` ended (at `now`), and
+    /// frees its lease, if the delivery is still pending at that attempt:
+    /// `Ok(false)` and nothing changed otherwise (a later attempt claimed
+    /// it after the lease expired, or it went with its run).
+    async fn finish_delivery(
+        &self,
+        id: DeliveryId,
+        attempt: u32,
+        outcome: &AttemptOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// How many deliveries are pending, by ledger (ledgers with none are
+    /// left out); counted from an index, for the metrics gauge.
+    async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError>;
+}
 
 /// A delivery's id in its store.
 pub type DeliveryId = i64;
@@ -41,7 +103,7 @@ pub struct ClaimedDelivery {
     pub target: String,
 }
 
-/// What a claim found (see `RunStore::claim_deliveries`).
+/// What a claim found (see [`DeliveryLedger::claim_deliveries`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeliveryClaim {
     /// In the order they should be attempted.

@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{
-    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig,
-    RunEventPage, RunQuery, RunStore, Sharing, StoreError,
+    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan,
+    Presence, PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore,
+    Sharing, StoreError, ThreadStore,
 };
 use crate::domain::{
     Event, EventPosition, LatestRun, RunEvent, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId,
@@ -214,6 +215,146 @@ impl RunStore for MemoryStore {
         Ok(())
     }
 
+    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.lock()
+            .get(&id)
+            .map(|(run, _)| run.clone())
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn commit(
+        &self,
+        run: &RunRecord,
+        expected_version: u64,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        let mut runs = self.lock();
+        let (stored, log) = runs.get_mut(&run.id).ok_or(StoreError::NotFound)?;
+        if stored.version != expected_version {
+            return Err(StoreError::VersionConflict {
+                expected: expected_version,
+                actual: stored.version,
+            });
+        }
+        check_new_seqs(log, events)?;
+        let before = stored.status();
+        *stored = run.clone();
+        log.extend_from_slice(events);
+        self.record_change(Some(before), run);
+        Ok(())
+    }
+
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        let mut runs = self.lock();
+        let (stored, log) = runs.get_mut(&id).ok_or(StoreError::NotFound)?;
+        if stored.version != expected_version {
+            return Err(StoreError::VersionConflict {
+                expected: expected_version,
+                actual: stored.version,
+            });
+        }
+        check_new_seqs(log, events)?;
+        stored.version = expected_version + 1;
+        if let Some(last) = events.last() {
+            stored.last_seq = last.seq;
+        }
+        if let Some(at) = lease_expires_at {
+            stored.renew_lease(at);
+        }
+        log.extend_from_slice(events);
+        Ok(())
+    }
+
+    async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+        let runs = self.lock();
+        let (_, log) = runs.get(&id).ok_or(StoreError::NotFound)?;
+        Ok(log.iter().filter(|e| e.seq > after_seq).cloned().collect())
+    }
+
+    async fn find_run_by_request_id(
+        &self,
+        tenant: &Tenant,
+        request_id: &str,
+    ) -> Result<Option<RunId>, StoreError> {
+        Ok(self
+            .lock()
+            .values()
+            .find(|(run, _)| run.tenant == *tenant && run.request_id.as_deref() == Some(request_id))
+            .map(|(run, _)| run.id))
+    }
+}
+
+#[async_trait]
+impl RunQueries for MemoryStore {
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        let mut runs: Vec<RunRecord> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| query.matches(run))
+            .map(|(run, _)| run.clone())
+            .collect();
+        runs.sort_unstable_by_key(|run| std::cmp::Reverse(run.id));
+        runs.truncate(query.limit);
+        Ok(runs)
+    }
+
+    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
+        let every_page = RunQuery {
+            before: None,
+            ..query.clone()
+        };
+        let count = self
+            .lock()
+            .values()
+            .filter(|(run, _)| every_page.matches(run))
+            .count();
+        Ok(count as u64)
+    }
+
+    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
+        let mut counts = BTreeMap::new();
+        for (run, _) in self.lock().values().filter(|(run, _)| run.status() == status) {
+            *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
+        }
+        Ok(counts)
+    }
+
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        let mut due: Vec<(Timestamp, RunId)> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| run.status() == RunStatus::Suspended)
+            .filter_map(|(run, _)| run.expires_at().filter(|at| *at <= now).map(|at| (at, run.id)))
+            .collect();
+        due.sort_unstable();
+        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
+    }
+
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        let mut expired: Vec<(Option<Timestamp>, RunId)> = self
+            .lock()
+            .values()
+            .filter(|(run, _)| run.status() == RunStatus::Running)
+            .map(|(run, _)| (run.lease().map(|lease| lease.expires_at), run.id))
+            .filter(|(at, _)| at.is_none_or(|at| at <= now))
+            .collect();
+        expired.sort_unstable();
+        Ok(expired
+            .into_iter()
+            .take(limit)
+            .map(|(_, id)| Orphan::expired(id))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl ThreadStore for MemoryStore {
     async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
         let runs = self.lock();
         let threads = self.lock_threads();
@@ -296,156 +437,10 @@ impl RunStore for MemoryStore {
             .map(|(_, tenant, id)| (tenant, id))
             .collect())
     }
+}
 
-    async fn commit(
-        &self,
-        run: &RunRecord,
-        expected_version: u64,
-        events: &[Event],
-    ) -> Result<(), StoreError> {
-        let mut runs = self.lock();
-        let (stored, log) = runs.get_mut(&run.id).ok_or(StoreError::NotFound)?;
-        if stored.version != expected_version {
-            return Err(StoreError::VersionConflict {
-                expected: expected_version,
-                actual: stored.version,
-            });
-        }
-        check_new_seqs(log, events)?;
-        let before = stored.status();
-        *stored = run.clone();
-        log.extend_from_slice(events);
-        self.record_change(Some(before), run);
-        Ok(())
-    }
-
-    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        self.lock()
-            .get(&id)
-            .map(|(run, _)| run.clone())
-            .ok_or(StoreError::NotFound)
-    }
-
-    async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
-        let runs = self.lock();
-        let (_, log) = runs.get(&id).ok_or(StoreError::NotFound)?;
-        Ok(log.iter().filter(|e| e.seq > after_seq).cloned().collect())
-    }
-
-    async fn find_run_by_request_id(
-        &self,
-        tenant: &Tenant,
-        request_id: &str,
-    ) -> Result<Option<RunId>, StoreError> {
-        Ok(self
-            .lock()
-            .values()
-            .find(|(run, _)| run.tenant == *tenant && run.request_id.as_deref() == Some(request_id))
-            .map(|(run, _)| run.id))
-    }
-
-    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
-        let mut runs: Vec<RunRecord> = self
-            .lock()
-            .values()
-            .filter(|(run, _)| query.matches(run))
-            .map(|(run, _)| run.clone())
-            .collect();
-        runs.sort_unstable_by_key(|run| std::cmp::Reverse(run.id));
-        runs.truncate(query.limit);
-        Ok(runs)
-    }
-
-    async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
-        let every_page = RunQuery {
-            before: None,
-            ..query.clone()
-        };
-        let count = self
-            .lock()
-            .values()
-            .filter(|(run, _)| every_page.matches(run))
-            .count();
-        Ok(count as u64)
-    }
-
-    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        let mut due: Vec<(Timestamp, RunId)> = self
-            .lock()
-            .values()
-            .filter(|(run, _)| run.status() == RunStatus::Suspended)
-            .filter_map(|(run, _)| run.expires_at().filter(|at| *at <= now).map(|at| (at, run.id)))
-            .collect();
-        due.sort_unstable();
-        Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())
-    }
-
-    async fn append_events(
-        &self,
-        id: RunId,
-        expected_version: u64,
-        lease_expires_at: Option<Timestamp>,
-        events: &[Event],
-    ) -> Result<(), StoreError> {
-        let mut runs = self.lock();
-        let (stored, log) = runs.get_mut(&id).ok_or(StoreError::NotFound)?;
-        if stored.version != expected_version {
-            return Err(StoreError::VersionConflict {
-                expected: expected_version,
-                actual: stored.version,
-            });
-        }
-        check_new_seqs(log, events)?;
-        stored.version = expected_version + 1;
-        if let Some(last) = events.last() {
-            stored.last_seq = last.seq;
-        }
-        if let Some(at) = lease_expires_at {
-            stored.renew_lease(at);
-        }
-        log.extend_from_slice(events);
-        Ok(())
-    }
-
-    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
-        let mut expired: Vec<(Option<Timestamp>, RunId)> = self
-            .lock()
-            .values()
-            .filter(|(run, _)| run.status() == RunStatus::Running)
-            .map(|(run, _)| (run.lease().map(|lease| lease.expires_at), run.id))
-            .filter(|(at, _)| at.is_none_or(|at| at <= now))
-            .collect();
-        expired.sort_unstable();
-        Ok(expired
-            .into_iter()
-            .take(limit)
-            .map(|(_, id)| Orphan::expired(id))
-            .collect())
-    }
-
-    /// One process owns the store: nobody else looks for its orphans.
-    async fn register_replica(&self, _replica_id: &str) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// Memory is always reachable and always takes writes.
-    async fn ping(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
-        let mut counts = BTreeMap::new();
-        for (run, _) in self.lock().values().filter(|(run, _)| run.status() == status) {
-            *counts.entry(run.agent_id.clone()).or_insert(0) += 1;
-        }
-        Ok(counts)
-    }
-
-    /// Nothing outside this process can reach it.
-    fn sharing(&self) -> Sharing {
-        Sharing::Owned
-    }
-
+#[async_trait]
+impl RunEventLog for MemoryStore {
     async fn read_run_events(
         &self,
         tenant: Option<&Tenant>,
@@ -477,8 +472,11 @@ impl RunStore for MemoryStore {
     fn run_events_signal(&self) -> watch::Receiver<()> {
         self.signal.subscribe()
     }
+}
 
-    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+#[async_trait]
+impl DeliveryLedger for MemoryStore {
+    async fn ledger_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
         Ok(*self
             .lock_ledger()
             .cursors
@@ -613,7 +611,10 @@ impl RunStore for MemoryStore {
         }
         Ok(counts)
     }
+}
 
+#[async_trait]
+impl PushConfigStore for MemoryStore {
     async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
         self.lock_ledger()
             .push_configs
@@ -644,5 +645,23 @@ impl RunStore for MemoryStore {
             .push_configs
             .remove(&(run_id, id.to_owned()))
             .is_some())
+    }
+}
+
+#[async_trait]
+impl Presence for MemoryStore {
+    /// Nothing outside this process can reach it.
+    fn sharing(&self) -> Sharing {
+        Sharing::Owned
+    }
+
+    /// One process owns the store: nobody else looks for its orphans.
+    async fn register_replica(&self, _replica_id: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Memory is always reachable and always takes writes.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 }

@@ -3,7 +3,25 @@
 //! updates are POSTed and with what credentials. The store never checks a
 //! configuration's URL or tenant: the A2A layer does before it stores one.
 
+use async_trait::async_trait;
+
+use super::StoreError;
 use crate::domain::{RunId, Tenant, Timestamp};
+
+/// The push notification configurations of runs; a run's go with it
+/// ([`super::ThreadStore::delete_thread`]).
+#[async_trait]
+pub trait PushConfigStore: Send + Sync + 'static {
+    /// Stores `config`, replacing the run's configuration of the same id.
+    async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError>;
+
+    /// The configurations of the runs `run_ids`, by run and id: one read
+    /// for all of them (the push ledger asks for a page of events' runs).
+    async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, StoreError>;
+
+    /// Deletes run `run_id`'s configuration `id`: whether there was one.
+    async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError>;
+}
 
 /// One push notification configuration of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]

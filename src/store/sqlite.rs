@@ -31,8 +31,9 @@ use readers::ReaderPool;
 
 use super::record::{self, event_batch, EventBatch};
 use super::{
-    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig, RunEventPage,
-    RunQuery, RunStore, Sharing, StoreError,
+    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan, Presence,
+    PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore, Sharing,
+    StoreError, ThreadStore,
 };
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
@@ -360,6 +361,22 @@ impl RunStore for SqliteStore {
         self.write(kind, events).await
     }
 
+    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.read(move |conn| {
+            let sql = format!("SELECT {} FROM runs WHERE id = ?1", leases::RECORD_COLUMNS);
+            let record = conn
+                .prepare_cached(&sql)
+                .and_then(|mut select| {
+                    select
+                        .query_row([id.to_string()], leases::record_from_row)
+                        .optional()
+                })
+                .map_err(backend)?;
+            record.ok_or(StoreError::NotFound)?
+        })
+        .await
+    }
+
     async fn commit(
         &self,
         run: &RunRecord,
@@ -387,34 +404,6 @@ impl RunStore for SqliteStore {
             lease_expires_at: lease_expires_at.map(|at| at.0),
         };
         self.write(kind, events).await
-    }
-
-    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
-        let expired = self
-            .read(move |conn| leases::expired_leases(conn, now, limit))
-            .await?;
-        Ok(expired.into_iter().map(Orphan::expired).collect())
-    }
-
-    /// One process owns the store: its orphans are found at startup.
-    async fn register_replica(&self, _replica_id: &str) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        self.read(move |conn| {
-            let sql = format!("SELECT {} FROM runs WHERE id = ?1", leases::RECORD_COLUMNS);
-            let record = conn
-                .prepare_cached(&sql)
-                .and_then(|mut select| {
-                    select
-                        .query_row([id.to_string()], leases::record_from_row)
-                        .optional()
-                })
-                .map_err(backend)?;
-            record.ok_or(StoreError::NotFound)?
-        })
-        .await
     }
 
     async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
@@ -453,7 +442,10 @@ impl RunStore for SqliteStore {
         self.read(move |conn| queries::find_run_by_request_id(conn, &tenant, &request_id))
             .await
     }
+}
 
+#[async_trait]
+impl RunQueries for SqliteStore {
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
         let query = query.clone();
         self.read(move |conn| queries::list_runs(conn, &query)).await
@@ -464,16 +456,26 @@ impl RunStore for SqliteStore {
         self.read(move |conn| queries::count_runs(conn, &query)).await
     }
 
-    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        self.read(move |conn| queries::due_suspensions(conn, now, limit))
-            .await
-    }
-
     async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError> {
         self.read(move |conn| queries::count_runs_by_agent(conn, status))
             .await
     }
 
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        self.read(move |conn| queries::due_suspensions(conn, now, limit))
+            .await
+    }
+
+    async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        let expired = self
+            .read(move |conn| leases::expired_leases(conn, now, limit))
+            .await?;
+        Ok(expired.into_iter().map(Orphan::expired).collect())
+    }
+}
+
+#[async_trait]
+impl ThreadStore for SqliteStore {
     async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
         let (tenant, id) = (tenant.clone(), id.clone());
         self.read(move |conn| threads::load_thread(conn, &tenant, &id))
@@ -507,23 +509,10 @@ impl RunStore for SqliteStore {
         self.read(move |conn| threads::idle_threads(conn, cutoff, limit))
             .await
     }
+}
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        let probe = WriteKind::Probe {
-            at: Timestamp::now().0,
-        };
-        self.write(probe, &[]).await?;
-        let path = self.readers.path().to_path_buf();
-        tokio::task::spawn_blocking(move || queries::ping(&path))
-            .await
-            .map_err(|e| StoreError::Backend(format!("ping task failed: {e}")))?
-    }
-
-    /// The lock file keeps every other process out (see `sqlite/lock.rs`).
-    fn sharing(&self) -> Sharing {
-        Sharing::Owned
-    }
-
+#[async_trait]
+impl RunEventLog for SqliteStore {
     async fn read_run_events(
         &self,
         tenant: Option<&Tenant>,
@@ -542,8 +531,11 @@ impl RunStore for SqliteStore {
     fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
         self.run_events.clone()
     }
+}
 
-    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+#[async_trait]
+impl DeliveryLedger for SqliteStore {
+    async fn ledger_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
         let write = webhooks::LedgerWrite::Cursor {
             webhook: webhook.to_owned(),
             start,
@@ -606,7 +598,10 @@ impl RunStore for SqliteStore {
     async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.read(webhooks::pending).await
     }
+}
 
+#[async_trait]
+impl PushConfigStore for SqliteStore {
     async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
         self.ledger(webhooks::LedgerWrite::PutPushConfig(config.clone()))
             .await
@@ -629,6 +624,30 @@ impl RunStore for SqliteStore {
             id: id.to_owned(),
         };
         self.ledger(write).await?.changed()
+    }
+}
+
+#[async_trait]
+impl Presence for SqliteStore {
+    /// The lock file keeps every other process out (see `sqlite/lock.rs`).
+    fn sharing(&self) -> Sharing {
+        Sharing::Owned
+    }
+
+    /// One process owns the store: its orphans are found at startup.
+    async fn register_replica(&self, _replica_id: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let probe = WriteKind::Probe {
+            at: Timestamp::now().0,
+        };
+        self.write(probe, &[]).await?;
+        let path = self.readers.path().to_path_buf();
+        tokio::task::spawn_blocking(move || queries::ping(&path))
+            .await
+            .map_err(|e| StoreError::Backend(format!("ping task failed: {e}")))?
     }
 }
 

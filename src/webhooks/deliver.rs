@@ -20,7 +20,7 @@ use super::enqueue::sleep;
 use super::payload::{event_type, message_id};
 use crate::domain::Timestamp;
 use crate::metrics::{AttemptResult, Metrics};
-use crate::store::{AttemptOutcome, ClaimedDelivery, RunStore};
+use crate::store::{AttemptOutcome, ClaimedDelivery, Store};
 
 /// How often a shared store is asked for due deliveries without a wake.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -34,7 +34,7 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// What every attempt of one endpoint shares.
 pub(super) struct Deliverer {
-    pub(super) store: Arc<dyn RunStore>,
+    pub(super) store: Arc<dyn Store>,
     pub(super) endpoint: Arc<dyn Endpoint>,
     pub(super) owner: String,
     pub(super) client: reqwest::Client,

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderValue, CONTENT_TYPE};
 use super::payload::{message_id, Payloads};
 use super::{RetrySchedule, Webhook};
 use crate::domain::{RunEvent, Tenant, Timestamp};
-use crate::store::{ClaimedDelivery, NewDelivery, RunStore, StoreError};
+use crate::store::{ClaimedDelivery, NewDelivery, Store, StoreError};
 
 /// Where a ledger's deliveries go.
 #[async_trait]
@@ -30,7 +30,7 @@ pub trait Endpoint: Send + Sync + 'static {
     /// The deliveries `events` (in position order) make.
     async fn deliveries(
         &self,
-        store: &dyn RunStore,
+        store: &dyn Store,
         events: &[RunEvent],
     ) -> Result<Vec<NewDelivery>, StoreError>;
     /// The request of one attempt at `delivery` (the deliverer sets its
@@ -39,7 +39,7 @@ pub trait Endpoint: Send + Sync + 'static {
     async fn request(
         &self,
         client: &reqwest::Client,
-        store: &dyn RunStore,
+        store: &dyn Store,
         delivery: &ClaimedDelivery,
     ) -> Result<reqwest::RequestBuilder, String>;
 }
@@ -72,11 +72,7 @@ impl Endpoint for StandardWebhook {
         &self.webhook.retry
     }
 
-    async fn deliveries(
-        &self,
-        _: &dyn RunStore,
-        events: &[RunEvent],
-    ) -> Result<Vec<NewDelivery>, StoreError> {
+    async fn deliveries(&self, _: &dyn Store, events: &[RunEvent]) -> Result<Vec<NewDelivery>, StoreError> {
         Ok(events
             .iter()
             .filter(|event| self.webhook.wants(event))
@@ -91,7 +87,7 @@ impl Endpoint for StandardWebhook {
     async fn request(
         &self,
         client: &reqwest::Client,
-        _: &dyn RunStore,
+        _: &dyn Store,
         delivery: &ClaimedDelivery,
     ) -> Result<reqwest::RequestBuilder, String> {
         let body = self.payloads.body(&delivery.event)?;

@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 
 use super::endpoint::Endpoint;
 use crate::domain::{EventPosition, Timestamp};
-use crate::store::{RunStore, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Events read from the store at once.
 const PAGE: usize = 256;
@@ -32,7 +32,7 @@ const GATHER: Duration = Duration::from_millis(50);
 const STORE_RETRY: Duration = Duration::from_secs(1);
 
 pub(super) struct Enqueuer {
-    pub(super) store: Arc<dyn RunStore>,
+    pub(super) store: Arc<dyn Store>,
     pub(super) endpoint: Arc<dyn Endpoint>,
     /// Told when deliveries were enqueued.
     pub(super) enqueued: Arc<Notify>,
@@ -131,12 +131,9 @@ impl Enqueuer {
 
 /// `endpoint`'s stored cursor; a ledger seen for the first time is stored
 /// at the head of the events, so that it sends what happens from now on.
-pub(super) async fn start(
-    store: &dyn RunStore,
-    endpoint: &dyn Endpoint,
-) -> Result<EventPosition, StoreError> {
+pub(super) async fn start(store: &dyn Store, endpoint: &dyn Endpoint) -> Result<EventPosition, StoreError> {
     let head = store.run_events_head().await?;
-    store.webhook_cursor(endpoint.name(), head).await
+    store.ledger_cursor(endpoint.name(), head).await
 }
 
 /// Sleeps for `duration`, or forever for `Duration::MAX`.

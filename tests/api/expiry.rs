@@ -9,7 +9,7 @@ use agentd::agent::{AgentRegistry, AgentSpec};
 use agentd::domain::{RunRecord, RunStatus as Status, Timestamp};
 use agentd::pb::{self, RunStatus};
 use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::store::{RunStore, SqliteStore};
+use agentd::store::{SqliteStore, Store};
 use tonic::Code;
 
 use crate::helpers::*;
@@ -107,7 +107,7 @@ async fn the_sweeper_expires_a_run_after_its_time_to_live() {
 }
 
 /// A runtime over `store`, as one replica of several would build it.
-fn replica(store: Arc<dyn RunStore>) -> Runtime {
+fn replica(store: Arc<dyn Store>) -> Runtime {
     let agents = AgentRegistry::from_specs(&[AgentSpec::assistant()]).expect("agents");
     Runtime::new(agents, store, RuntimeConfig::default())
 }
@@ -122,8 +122,7 @@ fn expiring_in(offset_micros: i64) -> RunRecord {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_sweeping_one_store_expire_each_due_run_once() {
     let temp = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn RunStore> =
-        Arc::new(SqliteStore::open(temp.path().join("runs.sqlite3")).expect("open"));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(temp.path().join("runs.sqlite3")).expect("open"));
     // More due runs than one sweep batch reads.
     let due: Vec<RunRecord> = (0..150).map(|i| expiring_in(-10_000 - i * 1_000)).collect();
     let later = expiring_in(3_600_000_000);
@@ -160,8 +159,7 @@ async fn replicas_sweeping_one_store_expire_each_due_run_once() {
 #[tokio::test]
 async fn the_sweeper_task_runs_on_its_interval_and_ends_with_its_runtime() {
     let temp = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn RunStore> =
-        Arc::new(SqliteStore::open(temp.path().join("runs.sqlite3")).expect("open"));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(temp.path().join("runs.sqlite3")).expect("open"));
     let runtime = replica(Arc::clone(&store));
 
     // A zero interval disables the sweep.

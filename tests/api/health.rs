@@ -9,7 +9,7 @@ use std::time::Duration;
 use agentd::agent::{AgentRegistry, AgentSpec};
 use agentd::runtime::{Runtime, RuntimeConfig};
 use agentd::server;
-use agentd::store::{RunStore, SqliteStore};
+use agentd::store::{SqliteStore, Store};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -57,7 +57,7 @@ async fn health_follows_the_run_store_down_and_back_up() {
     let temp = tempfile::tempdir().expect("temp dir");
     let database = temp.path().join("agentd.sqlite3");
     let moved = temp.path().join("agentd.sqlite3.away");
-    let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&database).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&database).expect("store"));
     let agents = AgentRegistry::from_specs(&[AgentSpec::assistant()]).expect("agents");
     let config = RuntimeConfig {
         health_check_interval: Duration::from_millis(20),

@@ -1,4 +1,4 @@
-//! One conformance suite for every `RunStore` backend. Each backend is a
+//! One conformance suite for every store backend. Each backend is a
 //! `#[tokio::test]` that builds a fresh store and hands it to
 //! [`conformance`]; a new backend (Postgres, ...) needs only one more such
 //! test. Backend-specific behaviour (SQLite durability across reopen) is
@@ -13,7 +13,7 @@ use agentd::domain::{
     RunFailure, RunId, RunOptions, RunRecord, RunState, RunStatus, SelectionMode, SuspendPayload, Timestamp,
     ToolCall, Usage, Waiting,
 };
-use agentd::store::{MemoryStore, RunStore, Sharing, SqliteStore, StoreError};
+use agentd::store::{MemoryStore, Presence, RunStore, Sharing, SqliteStore, Store, StoreError};
 use serde_json::json;
 use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
@@ -28,7 +28,8 @@ mod run_events;
 mod tenants;
 mod threads;
 
-type Store = Arc<dyn RunStore>;
+/// A store of any backend, as the suite takes it.
+type AnyStore = Arc<dyn Store>;
 
 // ---------------------------------------------------------------- backends
 
@@ -65,7 +66,7 @@ async fn postgres_store_conforms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_reads_a_run_back_as_its_latest_write_stored_it() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Store = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
+    let store: AnyStore = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
     let suspended = suspended_run("assistant");
     store
         .create_run(&suspended, &suspension_events(1))
@@ -131,7 +132,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE event_batches;
              DROP TABLE health_probe;
              DROP TABLE run_events;
-             DROP TABLE webhook_cursors;
+             DROP TABLE ledger_cursors;
              DROP TABLE webhook_deliveries;
              DROP TABLE a2a_push_configs;
              CREATE TABLE events (
@@ -154,7 +155,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
             .expect("a row of one chunk");
         }
     }
-    let store: Store = Arc::new(SqliteStore::open(&path).expect("open and migrate"));
+    let store: AnyStore = Arc::new(SqliteStore::open(&path).expect("open and migrate"));
     assert_eq!(events_of(&store, suspended.id).await, first);
     let counted = store
         .count_runs_by_agent(RunStatus::Suspended)
@@ -237,7 +238,8 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
             .await
             .expect("a row of one chunk");
     }
-    let store: Store = Arc::new(agentd::store::PostgresStore::open(&schema.url()).expect("open and migrate"));
+    let store: AnyStore =
+        Arc::new(agentd::store::PostgresStore::open(&schema.url()).expect("open and migrate"));
     assert_eq!(events_of(&store, suspended.id).await, first);
     let tables: Vec<String> = client
         .query(
@@ -289,7 +291,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
 
 /// After chunks stored one row each were moved into batches: their seqs
 /// are taken, and the run goes on after them, read back from any seq.
-async fn moved_chunks_count_as_stored(store: &Store, suspended: &RunRecord, first: &[Event]) {
+async fn moved_chunks_count_as_stored(store: &AnyStore, suspended: &RunRecord, first: &[Event]) {
     let again = store
         .commit(&suspended.clone(), suspended.version, &first[1..])
         .await;
@@ -315,7 +317,7 @@ async fn moved_chunks_count_as_stored(store: &Store, suspended: &RunRecord, firs
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_refuses_a_run_stored_behind_its_events() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store: Store = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
+    let store: AnyStore = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
     let behind = |result: Result<(), StoreError>| matches!(result, Err(StoreError::Backend(ref message)) if message.contains("after the run's last_seq"));
 
     let mut run = suspended_run("assistant");
@@ -357,7 +359,7 @@ async fn sqlite_store_survives_reopen() {
     let second = resumption_events(suspended.last_seq + 1, "Pro");
     let untouched = suspended_run("assistant");
     {
-        let store: Store = Arc::new(SqliteStore::open(&path).expect("open sqlite"));
+        let store: AnyStore = Arc::new(SqliteStore::open(&path).expect("open sqlite"));
         store.create_run(&suspended, &first).await.expect("create");
         store
             .commit(&completed, suspended.version, &second)
@@ -369,7 +371,7 @@ async fn sqlite_store_survives_reopen() {
             .expect("create second run");
     }
 
-    let store: Store = Arc::new(SqliteStore::open(&path).expect("reopen sqlite"));
+    let store: AnyStore = Arc::new(SqliteStore::open(&path).expect("reopen sqlite"));
     assert_eq!(store.load_run(completed.id).await.expect("load"), completed);
     assert_eq!(events_of(&store, completed.id).await, concat(&first, &second));
     assert_eq!(store.read_events(completed.id, 5).await.expect("read"), second);
@@ -397,7 +399,7 @@ async fn sqlite_store_survives_reopen() {
 
 /// Every behaviour the `RunStore` trait promises. Uses fresh run ids only, so
 /// it can run against a store that already holds data.
-pub async fn conformance(store: Store) {
+pub async fn conformance(store: AnyStore) {
     create_then_load_is_identical(&store).await;
     create_twice_is_already_exists(&store).await;
     request_id_names_one_run(&store).await;
@@ -417,7 +419,7 @@ pub async fn conformance(store: Store) {
     push_configs::push_configs_conform(&store).await;
 }
 
-async fn create_then_load_is_identical(store: &Store) {
+async fn create_then_load_is_identical(store: &AnyStore) {
     let run = suspended_run("assistant");
     let events = suspension_events(1);
     store.create_run(&run, &events).await.expect("create");
@@ -431,7 +433,7 @@ async fn create_then_load_is_identical(store: &Store) {
     assert_eq!(events_of(store, bare.id).await, Vec::<Event>::new());
 }
 
-async fn create_twice_is_already_exists(store: &Store) {
+async fn create_twice_is_already_exists(store: &AnyStore) {
     let run = suspended_run("assistant");
     let events = suspension_events(1);
     store.create_run(&run, &events).await.expect("create");
@@ -448,7 +450,7 @@ async fn create_twice_is_already_exists(store: &Store) {
 
 /// The request id is the idempotency key of StreamAgent: the store is what
 /// makes two racing retries start one run, not two.
-async fn request_id_names_one_run(store: &Store) {
+async fn request_id_names_one_run(store: &AnyStore) {
     let run = suspended_run("assistant");
     store
         .create_run(&run, &suspension_events(1))
@@ -481,7 +483,7 @@ async fn request_id_names_one_run(store: &Store) {
     }
 }
 
-async fn unknown_runs_are_not_found(store: &Store) {
+async fn unknown_runs_are_not_found(store: &AnyStore) {
     let ghost = suspended_run("assistant");
     let result = store.load_run(ghost.id).await;
     assert!(matches!(result, Err(StoreError::NotFound)), "load: {result:?}");
@@ -506,7 +508,7 @@ async fn unknown_runs_are_not_found(store: &Store) {
     ));
 }
 
-async fn commit_replaces_record_and_appends_events(store: &Store) {
+async fn commit_replaces_record_and_appends_events(store: &AnyStore) {
     let run = suspended_run("assistant");
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
@@ -528,7 +530,7 @@ async fn commit_replaces_record_and_appends_events(store: &Store) {
     assert_eq!(events_of(store, run.id).await, concat(&first, &second));
 }
 
-async fn stale_commit_changes_nothing(store: &Store) {
+async fn stale_commit_changes_nothing(store: &AnyStore) {
     let run = suspended_run("assistant");
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
@@ -569,7 +571,7 @@ async fn stale_commit_changes_nothing(store: &Store) {
 /// A write that fails half-way (the record fits, an event repeats a stored
 /// seq) leaves no trace: the record is not replaced, no event is appended,
 /// and the version guard still expects the old version.
-async fn failed_write_is_undone_whole(store: &Store) {
+async fn failed_write_is_undone_whole(store: &AnyStore) {
     let run = suspended_run("assistant");
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
@@ -610,7 +612,7 @@ async fn failed_write_is_undone_whole(store: &Store) {
     ));
 }
 
-async fn read_events_after_seq(store: &Store) {
+async fn read_events_after_seq(store: &AnyStore) {
     let run = suspended_run("assistant");
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
@@ -643,7 +645,7 @@ async fn read_events_after_seq(store: &Store) {
 
 /// Many writers read version 1 and commit at once: exactly one wins, every
 /// other one is told of the conflict, and only the winner's write is stored.
-async fn racing_commits_have_one_winner(store: &Store) {
+async fn racing_commits_have_one_winner(store: &AnyStore) {
     const WRITERS: usize = 16;
     let run = suspended_run("assistant");
     let first = suspension_events(1);
@@ -739,7 +741,7 @@ impl Burst {
 /// One burst mixing writes that must succeed with writes that must fail, on
 /// many runs at once. A group-committing backend puts them in one
 /// transaction; a failure must not undo (or leak into) any other write.
-async fn mixed_burst_of_commits(store: &Store) {
+async fn mixed_burst_of_commits(store: &AnyStore) {
     const RUNS: usize = 12;
     let runs: Vec<RunRecord> = (0..RUNS).map(|_| suspended_run("assistant")).collect();
     let first = suspension_events(1);
@@ -859,7 +861,7 @@ fn assert_conflict(result: Result<(), StoreError>, expected: u64, actual: u64) {
     }
 }
 
-async fn events_of(store: &Store, id: RunId) -> Vec<Event> {
+async fn events_of(store: &AnyStore, id: RunId) -> Vec<Event> {
     store.read_events(id, 0).await.expect("read_events")
 }
 
@@ -991,7 +993,7 @@ pub fn suspended_phase(since: Timestamp) -> Phase {
 /// `run` answered with `answer` and completed: version + 1, pending cleared.
 /// Commits `run` answered with `answer` (see [`completed_from`]) and the
 /// chunks of its continuation; returns both.
-async fn answer(store: &Store, run: &RunRecord, answer: &str) -> (RunRecord, Vec<Event>) {
+async fn answer(store: &AnyStore, run: &RunRecord, answer: &str) -> (RunRecord, Vec<Event>) {
     let completed = completed_from(run, answer);
     let events = resumption_events(run.last_seq + 1, answer);
     store

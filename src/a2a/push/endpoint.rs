@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::a2a::task;
 use crate::domain::{RunEvent, RunEventKind, RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::timestamp;
-use crate::store::{ClaimedDelivery, NewDelivery, PushConfig, RunStore, StoreError};
+use crate::store::{ClaimedDelivery, NewDelivery, PushConfig, Store, StoreError};
 use crate::webhooks::{Endpoint, RetrySchedule};
 
 /// The ledger's name.
@@ -86,7 +86,7 @@ impl Endpoint for PushEndpoint {
 
     async fn deliveries(
         &self,
-        store: &dyn RunStore,
+        store: &dyn Store,
         events: &[RunEvent],
     ) -> Result<Vec<NewDelivery>, StoreError> {
         // The configurations of the page's runs, in one read; each run's
@@ -127,7 +127,7 @@ impl Endpoint for PushEndpoint {
     async fn request(
         &self,
         client: &reqwest::Client,
-        store: &dyn RunStore,
+        store: &dyn Store,
         delivery: &ClaimedDelivery,
     ) -> Result<reqwest::RequestBuilder, String> {
         let target: Target =
@@ -192,7 +192,7 @@ pub fn body(response: &proto::StreamResponse) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use crate::domain::{EventPosition, RunStatus};
-    use crate::store::MemoryStore;
+    use crate::store::{MemoryStore, PushConfigStore};
     use crate::webhooks::Endpoint;
 
     fn config(run_id: RunId, id: &str, created_at: i64) -> PushConfig {

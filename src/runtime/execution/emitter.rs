@@ -31,7 +31,7 @@ use crate::agent::ChunkSink;
 use crate::domain::{Chunk, Event, RunRecord, RunStatus, Timestamp};
 use crate::runtime::fanout::{ClientFeed, Delivery, LiveRun, Refusal, Signal};
 use crate::runtime::RuntimeConfig;
-use crate::store::{RunStore, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Unstored chunks a step may run ahead of the store by before it waits.
 const MAX_UNSTORED: usize = 1024;
@@ -67,7 +67,7 @@ impl Hold {
 
 /// What the emitter and its flusher share.
 struct Shared {
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn Store>,
     live: Arc<LiveRun>,
     lease: LeaseSettings,
     unstored: Mutex<Unstored>,
@@ -132,7 +132,7 @@ impl Emitter {
     /// execution's own client, which gets the chunks of each write straight
     /// from here; other clients follow the run.
     pub(super) fn start(
-        store: Arc<dyn RunStore>,
+        store: Arc<dyn Store>,
         live: Arc<LiveRun>,
         run: &RunRecord,
         config: &RuntimeConfig,
@@ -529,7 +529,7 @@ mod tests {
         let (seen, watched) = (Arc::clone(&executing_then), Arc::clone(&live));
         let hand_over = Box::new(move |_, _| *lock(&seen) = Some(watched.is_executing()));
         let feed = ClientFeed::new(client, 0, hand_over);
-        let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
         store.create_run(&run, &[]).await.expect("created");
         let config = RuntimeConfig::default();
         let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None);

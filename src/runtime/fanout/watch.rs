@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use crate::domain::{EventCursor, EventPosition, RunEvent, RunEventKind, Tenant, Timestamp};
 use crate::runtime::{Runtime, RuntimeError};
-use crate::store::RunStore;
+use crate::store::Store;
 
 /// Events read from the store at once.
 const PAGE: usize = 256;
@@ -118,7 +118,7 @@ impl Runtime {
 
 /// The task behind one [`RunEventStream`]; ends when its client goes.
 struct Follower {
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn Store>,
     tenant: Tenant,
     watch: WatchRuns,
     /// The last event read (wanted or not).

@@ -30,8 +30,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, NewDelivery, Orphan, PushConfig, RunEventPage, RunFeed,
-    RunQuery, RunStore, Sharing, StoreError,
+    AttemptOutcome, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan, Presence, PushConfig,
+    PushConfigStore, RunEventLog, RunEventPage, RunFeed, RunQueries, RunQuery, RunStore, Sharing, StoreError,
+    ThreadStore,
 };
 use crate::domain::{
     Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
@@ -220,6 +221,10 @@ impl RunStore for PostgresStore {
         write::create(self, run, events).await
     }
 
+    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        read::load_run(&self.client().await?, id).await
+    }
+
     async fn commit(
         &self,
         run: &RunRecord,
@@ -229,8 +234,14 @@ impl RunStore for PostgresStore {
         write::commit(self, run, expected_version, events).await
     }
 
-    async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        read::load_run(&self.client().await?, id).await
+    async fn append_events(
+        &self,
+        id: RunId,
+        expected_version: u64,
+        lease_expires_at: Option<Timestamp>,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        write::append(self, id, expected_version, lease_expires_at, events).await
     }
 
     async fn read_events(&self, id: RunId, after_seq: u64) -> Result<Vec<Event>, StoreError> {
@@ -244,17 +255,16 @@ impl RunStore for PostgresStore {
     ) -> Result<Option<RunId>, StoreError> {
         read::find_run_by_request_id(&self.client().await?, tenant, request_id).await
     }
+}
 
+#[async_trait]
+impl RunQueries for PostgresStore {
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
         read::list_runs(&self.client().await?, query).await
     }
 
     async fn count_runs(&self, query: &RunQuery) -> Result<u64, StoreError> {
         read::count_runs(&self.client().await?, query).await
-    }
-
-    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
-        read::due_suspensions(&self.client().await?, now, limit).await
     }
 
     async fn count_runs_by_agent(
@@ -264,43 +274,17 @@ impl RunStore for PostgresStore {
         read::count_runs_by_agent(&self.client().await?, status).await
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        let probe = "INSERT INTO health_probe (id, probed_at) VALUES (1, $1) \
-                     ON CONFLICT (id) DO UPDATE SET probed_at = EXCLUDED.probed_at";
-        self.client()
-            .await?
-            .execute(probe, &[&Timestamp::now().0])
-            .await
-            .map_err(backend)?;
-        Ok(())
-    }
-
-    async fn append_events(
-        &self,
-        id: RunId,
-        expected_version: u64,
-        lease_expires_at: Option<Timestamp>,
-        events: &[Event],
-    ) -> Result<(), StoreError> {
-        write::append(self, id, expected_version, lease_expires_at, events).await
+    async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        read::due_suspensions(&self.client().await?, now, limit).await
     }
 
     async fn orphaned_runs(&self, now: Timestamp, limit: usize) -> Result<Vec<Orphan>, StoreError> {
         read::orphaned_runs(&self.client().await?, now, limit).await
     }
+}
 
-    async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError> {
-        let mut registered = self.presence.lock().await;
-        if registered
-            .as_ref()
-            .is_some_and(|presence| presence.replica_id == replica_id)
-        {
-            return Ok(());
-        }
-        *registered = Some(presence::Presence::start(&self.config, replica_id).await?);
-        Ok(())
-    }
-
+#[async_trait]
+impl ThreadStore for PostgresStore {
     async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError> {
         threads::load_thread(&self.client().await?, tenant, id).await
     }
@@ -324,11 +308,10 @@ impl RunStore for PostgresStore {
     ) -> Result<Vec<(Tenant, ThreadId)>, StoreError> {
         threads::idle_threads(&self.client().await?, cutoff, limit).await
     }
+}
 
-    fn sharing(&self) -> Sharing {
-        Sharing::Shared(Arc::clone(&self.feed) as Arc<dyn RunFeed>)
-    }
-
+#[async_trait]
+impl RunEventLog for PostgresStore {
     async fn read_run_events(
         &self,
         tenant: Option<&Tenant>,
@@ -345,8 +328,11 @@ impl RunStore for PostgresStore {
     fn run_events_signal(&self) -> tokio::sync::watch::Receiver<()> {
         self.run_events.subscribe()
     }
+}
 
-    async fn webhook_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
+#[async_trait]
+impl DeliveryLedger for PostgresStore {
+    async fn ledger_cursor(&self, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
         webhooks::cursor(&self.client().await?, webhook, start).await
     }
 
@@ -386,7 +372,10 @@ impl RunStore for PostgresStore {
     async fn pending_deliveries(&self) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
         webhooks::pending(&self.client().await?).await
     }
+}
 
+#[async_trait]
+impl PushConfigStore for PostgresStore {
     async fn put_push_config(&self, config: &PushConfig) -> Result<(), StoreError> {
         push_configs::put(&self.client().await?, config).await
     }
@@ -400,6 +389,36 @@ impl RunStore for PostgresStore {
 
     async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
         push_configs::delete(&self.client().await?, run_id, id).await
+    }
+}
+
+#[async_trait]
+impl Presence for PostgresStore {
+    fn sharing(&self) -> Sharing {
+        Sharing::Shared(Arc::clone(&self.feed) as Arc<dyn RunFeed>)
+    }
+
+    async fn register_replica(&self, replica_id: &str) -> Result<(), StoreError> {
+        let mut registered = self.presence.lock().await;
+        if registered
+            .as_ref()
+            .is_some_and(|presence| presence.replica_id == replica_id)
+        {
+            return Ok(());
+        }
+        *registered = Some(presence::Presence::start(&self.config, replica_id).await?);
+        Ok(())
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let probe = "INSERT INTO health_probe (id, probed_at) VALUES (1, $1) \
+                     ON CONFLICT (id) DO UPDATE SET probed_at = EXCLUDED.probed_at";
+        self.client()
+            .await?
+            .execute(probe, &[&Timestamp::now().0])
+            .await
+            .map_err(backend)?;
+        Ok(())
     }
 }
 

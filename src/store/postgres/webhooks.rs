@@ -25,13 +25,13 @@ pub(super) async fn cursor(
     // Two statements: the read sees the row a concurrent insert committed.
     query(
         client,
-        "INSERT INTO webhook_cursors (webhook, major, minor) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        "INSERT INTO ledger_cursors (webhook, major, minor) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
         &[&webhook, &start.major, &start.minor],
     )
     .await?;
     let rows = query(
         client,
-        "SELECT major, minor FROM webhook_cursors WHERE webhook = $1",
+        "SELECT major, minor FROM ledger_cursors WHERE webhook = $1",
         &[&webhook],
     )
     .await?;
@@ -44,7 +44,7 @@ pub(super) async fn cursor(
     })
 }
 
-const ENQUEUE: &str = "WITH moved AS (UPDATE webhook_cursors SET major = $2, minor = $3 \
+const ENQUEUE: &str = "WITH moved AS (UPDATE ledger_cursors SET major = $2, minor = $3 \
      WHERE webhook = $1 AND major = $4 AND minor = $5 RETURNING 1), \
      inserted AS (INSERT INTO webhook_deliveries (webhook, run_id, event_major, event_minor, enqueued_at, \
      next_attempt_at, target) SELECT $1, d.run_id, d.major, d.minor, $9, $9, d.target \

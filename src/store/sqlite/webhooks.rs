@@ -137,11 +137,11 @@ pub(super) fn apply(conn: &Connection, write: &LedgerWrite) -> Applied {
 
 fn cursor(conn: &Connection, webhook: &str, start: EventPosition) -> Result<EventPosition, StoreError> {
     conn.prepare_cached(
-        "INSERT INTO webhook_cursors (webhook, major, minor) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+        "INSERT INTO ledger_cursors (webhook, major, minor) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
     )
     .and_then(|mut insert| insert.execute(params![webhook, start.major, start.minor]))
     .map_err(backend)?;
-    conn.prepare_cached("SELECT major, minor FROM webhook_cursors WHERE webhook = ?1")
+    conn.prepare_cached("SELECT major, minor FROM ledger_cursors WHERE webhook = ?1")
         .and_then(|mut select| {
             select.query_row([webhook], |row| {
                 Ok(EventPosition {
@@ -162,7 +162,7 @@ fn enqueue(
 ) -> Applied {
     let moved = conn
         .prepare_cached(
-            "UPDATE webhook_cursors SET major = ?2, minor = ?3 \
+            "UPDATE ledger_cursors SET major = ?2, minor = ?3 \
              WHERE webhook = ?1 AND major = ?4 AND minor = ?5",
         )
         .and_then(|mut update| update.execute(params![webhook, to.major, to.minor, from.major, from.minor]))

@@ -13,9 +13,9 @@ use agentd::domain::{
 use agentd::store::{AttemptOutcome, NewDelivery};
 
 use super::run_events::{all_events, fresh_tenant, next, running_run, suspended_like};
-use super::Store;
+use super::AnyStore;
 
-pub async fn deliveries_conform(store: &Store) {
+pub async fn deliveries_conform(store: &AnyStore) {
     a_cursor_starts_where_it_is_first_seen(store).await;
     enqueueing_moves_the_cursor_once(store).await;
     a_claim_leases_each_delivery_for_one_attempt(store).await;
@@ -29,7 +29,7 @@ fn webhook(label: &str) -> String {
 }
 
 /// A run of `tenant` started, suspended and expired: three events.
-pub async fn three_events(store: &Store, tenant: &Tenant) -> RunRecord {
+pub async fn three_events(store: &AnyStore, tenant: &Tenant) -> RunRecord {
     let run = running_run(tenant, "assistant");
     store.create_run(&run, &[]).await.expect("create");
     let suspended = next(&run, suspended_like(&run));
@@ -54,10 +54,10 @@ fn deliveries(events: &[RunEvent]) -> Vec<NewDelivery> {
 }
 
 /// Enqueues `events` for a new webhook, its cursor from the start.
-async fn enqueued(store: &Store, label: &str, events: &[RunEvent], now: Timestamp) -> String {
+async fn enqueued(store: &AnyStore, label: &str, events: &[RunEvent], now: Timestamp) -> String {
     let webhook = webhook(label);
     let start = store
-        .webhook_cursor(&webhook, EventPosition::default())
+        .ledger_cursor(&webhook, EventPosition::default())
         .await
         .expect("cursor");
     let last = events.last().expect("events").position;
@@ -69,25 +69,25 @@ async fn enqueued(store: &Store, label: &str, events: &[RunEvent], now: Timestam
     webhook
 }
 
-async fn a_cursor_starts_where_it_is_first_seen(store: &Store) {
+async fn a_cursor_starts_where_it_is_first_seen(store: &AnyStore) {
     let webhook = webhook("cursor");
     let start = EventPosition { major: 3, minor: 9 };
-    assert_eq!(store.webhook_cursor(&webhook, start).await.expect("first"), start);
+    assert_eq!(store.ledger_cursor(&webhook, start).await.expect("first"), start);
     let later = EventPosition { major: 4, minor: 1 };
     assert_eq!(
-        store.webhook_cursor(&webhook, later).await.expect("again"),
+        store.ledger_cursor(&webhook, later).await.expect("again"),
         start,
         "the stored cursor stays"
     );
 }
 
-async fn enqueueing_moves_the_cursor_once(store: &Store) {
+async fn enqueueing_moves_the_cursor_once(store: &AnyStore) {
     let tenant = fresh_tenant("enqueue");
     three_events(store, &tenant).await;
     let events = all_events(store, &tenant, EventPosition::default(), 100).await;
     let webhook = webhook("enqueue");
     let start = store
-        .webhook_cursor(&webhook, EventPosition::default())
+        .ledger_cursor(&webhook, EventPosition::default())
         .await
         .expect("cursor");
     let now = Timestamp::now();
@@ -103,7 +103,7 @@ async fn enqueueing_moves_the_cursor_once(store: &Store) {
         .await
         .expect("enqueue again");
     assert!(!second, "the cursor moved");
-    assert_eq!(store.webhook_cursor(&webhook, start).await.expect("cursor"), to);
+    assert_eq!(store.ledger_cursor(&webhook, start).await.expect("cursor"), to);
     let pending = store.pending_deliveries().await.expect("pending");
     assert_eq!(pending.get(&webhook), Some(&3), "{pending:?}");
     // Moving on without deliveries (events the webhook does not want).
@@ -116,12 +116,12 @@ async fn enqueueing_moves_the_cursor_once(store: &Store) {
         .await
         .expect("skip"));
     assert_eq!(
-        store.webhook_cursor(&webhook, start).await.expect("cursor"),
+        store.ledger_cursor(&webhook, start).await.expect("cursor"),
         further
     );
 }
 
-async fn a_claim_leases_each_delivery_for_one_attempt(store: &Store) {
+async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
     let tenant = fresh_tenant("claim");
     let run = running_run(&tenant, "assistant");
     store.create_run(&run, &[]).await.expect("create");
@@ -215,7 +215,7 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &Store) {
     assert!(!pending.contains_key(&webhook), "{pending:?}");
 }
 
-async fn a_run_s_events_are_delivered_in_order(store: &Store) {
+async fn a_run_s_events_are_delivered_in_order(store: &AnyStore) {
     let tenant = fresh_tenant("order");
     three_events(store, &tenant).await;
     let other = running_run(&tenant, "assistant");
@@ -293,7 +293,7 @@ async fn a_run_s_events_are_delivered_in_order(store: &Store) {
 
 /// Many callers claim at once, one delivery each: every delivery is
 /// claimed exactly once.
-async fn concurrent_claims_take_each_delivery_once(store: &Store) {
+async fn concurrent_claims_take_each_delivery_once(store: &AnyStore) {
     let tenant = fresh_tenant("concurrent-claims");
     for _ in 0..12 {
         let run = running_run(&tenant, "assistant");
@@ -336,7 +336,7 @@ async fn concurrent_claims_take_each_delivery_once(store: &Store) {
     assert!(claimed.iter().all(|d| d.attempt == 1));
 }
 
-async fn a_thread_takes_its_deliveries_along(store: &Store) {
+async fn a_thread_takes_its_deliveries_along(store: &AnyStore) {
     let tenant = fresh_tenant("thread-deliveries");
     let thread = ThreadId::new("delivered").expect("a thread id");
     let mut run = running_run(&tenant, "assistant");

@@ -8,10 +8,10 @@
 use agentd::domain::{Chunk, Event, Lease, Phase, RunId, RunRecord, Timestamp};
 use agentd::store::{Holder, StoreError};
 
-use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, Store};
+use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, AnyStore};
 
 /// The lease suite, called by [`super::conformance`].
-pub async fn leases_conform(store: &Store) {
+pub async fn leases_conform(store: &AnyStore) {
     appends_extend_a_running_run(store).await;
     refused_appends_change_nothing(store).await;
     expired_leases_soonest_first(store).await;
@@ -39,7 +39,7 @@ fn text_events(first_seq: u64, count: usize) -> Vec<Event> {
     events_from(first_seq, chunks)
 }
 
-async fn appends_extend_a_running_run(store: &Store) {
+async fn appends_extend_a_running_run(store: &AnyStore) {
     let run = running_run("replica-a", Timestamp(Timestamp::now().0 + 10_000_000));
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
@@ -100,7 +100,7 @@ async fn appends_extend_a_running_run(store: &Store) {
     assert_eq!(listed, vec![done]);
 }
 
-async fn refused_appends_change_nothing(store: &Store) {
+async fn refused_appends_change_nothing(store: &AnyStore) {
     let run = running_run("replica-a", Timestamp(Timestamp::now().0 + 10_000_000));
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
@@ -135,7 +135,7 @@ async fn refused_appends_change_nothing(store: &Store) {
     assert_eq!(events_of(store, run.id).await, concat(&first, &batch));
 }
 
-async fn expired_leases_soonest_first(store: &Store) {
+async fn expired_leases_soonest_first(store: &AnyStore) {
     // Earlier than any moment a previous suite run picked.
     let base = Timestamp(-Timestamp::now().0);
     let at = |offset: i64| Timestamp(base.0 + offset);

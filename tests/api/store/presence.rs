@@ -13,7 +13,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use agentd::domain::{RunId, Timestamp};
-use agentd::store::{Holder, Orphan, PostgresStore, RunStore, StoreError};
+use agentd::store::{Holder, Orphan, PostgresStore, Presence, RunQueries, RunStore, StoreError};
 
 use super::leases::running_run;
 use crate::pg::TestSchema;

@@ -9,9 +9,9 @@ use agentd::store::{AttemptOutcome, NewDelivery, PushConfig};
 
 use super::deliveries::three_events;
 use super::run_events::{all_events, fresh_tenant};
-use super::Store;
+use super::AnyStore;
 
-pub async fn push_configs_conform(store: &Store) {
+pub async fn push_configs_conform(store: &AnyStore) {
     configs_are_put_read_and_deleted_per_run(store).await;
     one_event_goes_to_each_target_in_order(store).await;
 }
@@ -29,7 +29,7 @@ fn config(run_id: RunId, tenant: &Tenant, id: &str, url: &str) -> PushConfig {
     }
 }
 
-async fn configs_are_put_read_and_deleted_per_run(store: &Store) {
+async fn configs_are_put_read_and_deleted_per_run(store: &AnyStore) {
     let tenant = fresh_tenant("push");
     let run = three_events(store, &tenant).await;
     let other = three_events(store, &tenant).await;
@@ -87,13 +87,13 @@ async fn configs_are_put_read_and_deleted_per_run(store: &Store) {
     );
 }
 
-async fn one_event_goes_to_each_target_in_order(store: &Store) {
+async fn one_event_goes_to_each_target_in_order(store: &AnyStore) {
     let tenant = fresh_tenant("targets");
     three_events(store, &tenant).await;
     let events = all_events(store, &tenant, EventPosition::default(), 100).await;
     let ledger = format!("a2a:push-test-{}", RunId::new().0.simple());
     let start = store
-        .webhook_cursor(&ledger, EventPosition::default())
+        .ledger_cursor(&ledger, EventPosition::default())
         .await
         .expect("cursor");
     let deliveries: Vec<NewDelivery> = events

@@ -7,10 +7,10 @@
 use agentd::domain::{Phase, RunId, RunRecord, RunStatus, Timestamp};
 use agentd::store::RunQuery;
 
-use super::{completed_from, resumption_events, suspended_run, suspension_events, Store};
+use super::{completed_from, resumption_events, suspended_run, suspension_events, AnyStore};
 
 /// The query suite, called by [`super::conformance`].
-pub async fn queries_conform(store: &Store) {
+pub async fn queries_conform(store: &AnyStore) {
     request_id_finds_its_run(store).await;
     listing_filters_newest_first(store).await;
     listing_pages_without_gaps_or_repeats(store).await;
@@ -24,7 +24,7 @@ fn fresh_agent(label: &str) -> String {
     format!("{label}-{}", RunId::new())
 }
 
-async fn create(store: &Store, run: &RunRecord) {
+async fn create(store: &AnyStore, run: &RunRecord) {
     store
         .create_run(run, &suspension_events(1))
         .await
@@ -32,14 +32,14 @@ async fn create(store: &Store, run: &RunRecord) {
 }
 
 /// Creates a suspended run of `agent` and returns it as stored.
-async fn suspended(store: &Store, agent: &str) -> RunRecord {
+async fn suspended(store: &AnyStore, agent: &str) -> RunRecord {
     let run = suspended_run(agent);
     create(store, &run).await;
     run
 }
 
 /// Creates a run of `agent` and completes it; returns it as stored.
-async fn completed(store: &Store, agent: &str) -> RunRecord {
+async fn completed(store: &AnyStore, agent: &str) -> RunRecord {
     let run = suspended(store, agent).await;
     let done = completed_from(&run, "Pro");
     store
@@ -49,7 +49,7 @@ async fn completed(store: &Store, agent: &str) -> RunRecord {
     done
 }
 
-async fn list(store: &Store, query: RunQuery) -> Vec<RunRecord> {
+async fn list(store: &AnyStore, query: RunQuery) -> Vec<RunRecord> {
     let runs = store.list_runs(&query).await.expect("list_runs");
     assert!(runs.len() <= query.limit, "{query:?}: limit not respected");
     assert!(
@@ -75,7 +75,7 @@ fn newest_first(mut runs: Vec<RunRecord>) -> Vec<RunRecord> {
     runs
 }
 
-async fn request_id_finds_its_run(store: &Store) {
+async fn request_id_finds_its_run(store: &AnyStore) {
     let run = suspended(store, "assistant").await;
     let key = run.request_id.clone().expect("the fixture has a request id");
     let tenant = &run.tenant;
@@ -107,7 +107,7 @@ async fn request_id_finds_its_run(store: &Store) {
     }
 }
 
-async fn listing_filters_newest_first(store: &Store) {
+async fn listing_filters_newest_first(store: &AnyStore) {
     let agent = fresh_agent("list");
     let neighbour = fresh_agent("neighbour");
     let mut mine = Vec::new();
@@ -174,7 +174,7 @@ async fn listing_filters_newest_first(store: &Store) {
 
 /// `updated_after` keeps the runs changed after it, page by page; a count
 /// counts every page of what the filters keep.
-async fn updated_after_filters_every_page_and_counts_count_them_all(store: &Store) {
+async fn updated_after_filters_every_page_and_counts_count_them_all(store: &AnyStore) {
     let agent = fresh_agent("changed");
     let mut runs = Vec::new();
     for i in 0..6 {
@@ -228,7 +228,7 @@ async fn updated_after_filters_every_page_and_counts_count_them_all(store: &Stor
 }
 
 /// Reads the next page of `query` after `last` (the previous page's last id).
-async fn page_after(store: &Store, query: &RunQuery, last: Option<RunId>) -> Vec<RunRecord> {
+async fn page_after(store: &AnyStore, query: &RunQuery, last: Option<RunId>) -> Vec<RunRecord> {
     let page = RunQuery {
         before: last,
         ..query.clone()
@@ -236,7 +236,7 @@ async fn page_after(store: &Store, query: &RunQuery, last: Option<RunId>) -> Vec
     list(store, page).await
 }
 
-async fn listing_pages_without_gaps_or_repeats(store: &Store) {
+async fn listing_pages_without_gaps_or_repeats(store: &AnyStore) {
     for status in [None, Some(RunStatus::Suspended)] {
         let agent = fresh_agent("pages");
         let mut before_first_page = Vec::new();
@@ -274,7 +274,7 @@ async fn listing_pages_without_gaps_or_repeats(store: &Store) {
 
 /// `count_runs_by_agent` counts the runs in one status, per agent, and
 /// `ping` answers.
-async fn counts_by_status_and_agent(store: &Store) {
+async fn counts_by_status_and_agent(store: &AnyStore) {
     let (one, two) = (fresh_agent("count-a"), fresh_agent("count-b"));
     suspended(store, &one).await;
     suspended(store, &one).await;
@@ -299,7 +299,7 @@ async fn counts_by_status_and_agent(store: &Store) {
     store.ping().await.expect("ping");
 }
 
-async fn due_suspensions_soonest_first(store: &Store) {
+async fn due_suspensions_soonest_first(store: &AnyStore) {
     // Each suite run picks a moment earlier than any earlier run picked, so
     // suspensions left over by earlier runs are never due at it.
     let base = Timestamp(-Timestamp::now().0);

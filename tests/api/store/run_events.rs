@@ -12,9 +12,9 @@ use agentd::domain::{
 };
 use agentd::store::StoreError;
 
-use super::{suspended_run, suspension_events, Store};
+use super::{suspended_run, suspension_events, AnyStore};
 
-pub async fn run_events_conform(store: &Store) {
+pub async fn run_events_conform(store: &AnyStore) {
     each_status_change_is_one_event(store).await;
     a_refused_write_stores_no_event(store).await;
     reads_continue_after_any_position(store).await;
@@ -56,7 +56,12 @@ pub fn suspended_like(run: &RunRecord) -> Phase {
 /// Every event of `tenant` after `after`, read a page of `page` at a time
 /// until the store has none settling (a shared store's concurrent writes
 /// of other tests may hold them back for a moment).
-pub async fn all_events(store: &Store, tenant: &Tenant, after: EventPosition, page: usize) -> Vec<RunEvent> {
+pub async fn all_events(
+    store: &AnyStore,
+    tenant: &Tenant,
+    after: EventPosition,
+    page: usize,
+) -> Vec<RunEvent> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut events: Vec<RunEvent> = Vec::new();
     let mut position = after;
@@ -80,7 +85,7 @@ pub async fn all_events(store: &Store, tenant: &Tenant, after: EventPosition, pa
     }
 }
 
-async fn each_status_change_is_one_event(store: &Store) {
+async fn each_status_change_is_one_event(store: &AnyStore) {
     let tenant = fresh_tenant("events");
     let mut signal = store.run_events_signal();
     signal.borrow_and_update();
@@ -197,7 +202,7 @@ async fn each_status_change_is_one_event(store: &Store) {
     assert_eq!(all_events(store, &tenant, head, 100).await, Vec::new());
 }
 
-async fn a_refused_write_stores_no_event(store: &Store) {
+async fn a_refused_write_stores_no_event(store: &AnyStore) {
     let tenant = fresh_tenant("refused");
     let run = running_run(&tenant, "assistant");
     store.create_run(&run, &[]).await.expect("create");
@@ -218,7 +223,7 @@ async fn a_refused_write_stores_no_event(store: &Store) {
     assert_eq!(kinds, [RunEventKind::Started]);
 }
 
-async fn reads_continue_after_any_position(store: &Store) {
+async fn reads_continue_after_any_position(store: &AnyStore) {
     let tenant = fresh_tenant("paged");
     let runs: Vec<RunRecord> = (0..7).map(|_| running_run(&tenant, "pager")).collect();
     for run in &runs {
@@ -238,7 +243,7 @@ async fn reads_continue_after_any_position(store: &Store) {
 
 /// Runs written at once from many tasks: each run's events in the order of
 /// its writes, every event once, positions rising.
-async fn concurrent_runs_keep_their_own_order(store: &Store) {
+async fn concurrent_runs_keep_their_own_order(store: &AnyStore) {
     let tenant = fresh_tenant("concurrent");
     let writers = (0..16).map(|_| {
         let (store, tenant) = (store.clone(), tenant.clone());
@@ -273,7 +278,7 @@ async fn concurrent_runs_keep_their_own_order(store: &Store) {
     }
 }
 
-async fn a_thread_takes_its_events_along(store: &Store) {
+async fn a_thread_takes_its_events_along(store: &AnyStore) {
     let tenant = fresh_tenant("thread-events");
     let thread = ThreadId::new("with-events").expect("a thread id");
     let mut run = running_run(&tenant, "assistant");

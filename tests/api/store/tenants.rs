@@ -4,11 +4,11 @@
 //! tenant.
 
 use agentd::domain::{Phase, RunId, RunRecord, RunStatus, Tenant};
-use agentd::store::{RunQuery, RunStore, SqliteStore, StoreError};
+use agentd::store::{RunQueries, RunQuery, RunStore, SqliteStore, StoreError};
 
-use super::{suspended_run, suspension_events, Store};
+use super::{suspended_run, suspension_events, AnyStore};
 
-pub async fn tenants_conform(store: &Store) {
+pub async fn tenants_conform(store: &AnyStore) {
     the_tenant_is_kept(store).await;
     request_ids_are_scoped_per_tenant(store).await;
     listings_filter_by_tenant(store).await;
@@ -25,7 +25,7 @@ fn run_of(tenant: &Tenant, agent: &str) -> RunRecord {
     run
 }
 
-async fn the_tenant_is_kept(store: &Store) {
+async fn the_tenant_is_kept(store: &AnyStore) {
     let tenant = fresh_tenant("kept");
     let run = run_of(&tenant, "assistant");
     store
@@ -42,7 +42,7 @@ async fn the_tenant_is_kept(store: &Store) {
     assert_eq!(store.load_run(run.id).await.expect("load"), moved);
 }
 
-async fn request_ids_are_scoped_per_tenant(store: &Store) {
+async fn request_ids_are_scoped_per_tenant(store: &AnyStore) {
     let (acme, globex) = (fresh_tenant("acme"), fresh_tenant("globex"));
     let key = format!("order-{}", RunId::new());
     let mut first = run_of(&acme, "assistant");
@@ -74,7 +74,7 @@ async fn request_ids_are_scoped_per_tenant(store: &Store) {
     assert!(matches!(refused, Err(StoreError::AlreadyExists)), "{refused:?}");
 }
 
-async fn listings_filter_by_tenant(store: &Store) {
+async fn listings_filter_by_tenant(store: &AnyStore) {
     let (acme, globex) = (fresh_tenant("acme"), fresh_tenant("globex"));
     let agent = format!("agent-{}", RunId::new());
     let mut mine = Vec::new();

@@ -13,9 +13,9 @@ use agentd::domain::{
 use agentd::store::StoreError;
 use tokio::sync::Barrier;
 
-use super::{events_of, suspended_run, suspension_events, Store};
+use super::{events_of, suspended_run, suspension_events, AnyStore};
 
-pub async fn threads_conform(store: &Store) {
+pub async fn threads_conform(store: &AnyStore) {
     a_thread_is_created_with_its_first_run(store).await;
     the_next_run_must_follow_the_latest(store).await;
     racing_starts_have_one_winner(store).await;
@@ -47,7 +47,7 @@ fn thread_run(tenant: &Tenant, thread: &ThreadId, previous: Option<RunId>) -> Ru
     run
 }
 
-async fn a_thread_is_created_with_its_first_run(store: &Store) {
+async fn a_thread_is_created_with_its_first_run(store: &AnyStore) {
     let tenant = fresh_tenant("first");
     let thread = thread_id("support:1");
     assert!(matches!(
@@ -86,7 +86,7 @@ async fn a_thread_is_created_with_its_first_run(store: &Store) {
     ));
 }
 
-async fn the_next_run_must_follow_the_latest(store: &Store) {
+async fn the_next_run_must_follow_the_latest(store: &AnyStore) {
     let tenant = fresh_tenant("next");
     let thread = thread_id("chat.next");
     let first = thread_run(&tenant, &thread, None);
@@ -146,7 +146,7 @@ async fn the_next_run_must_follow_the_latest(store: &Store) {
     assert_eq!(ids, vec![first.id, second.id]);
 }
 
-async fn racing_starts_have_one_winner(store: &Store) {
+async fn racing_starts_have_one_winner(store: &AnyStore) {
     const RACERS: usize = 8;
     let tenant = fresh_tenant("race");
     let thread = thread_id("race");
@@ -186,7 +186,7 @@ async fn racing_starts_have_one_winner(store: &Store) {
     assert_eq!(store.thread_runs(&tenant, &thread).await.expect("runs").len(), 2);
 }
 
-async fn threads_are_scoped_per_tenant(store: &Store) {
+async fn threads_are_scoped_per_tenant(store: &AnyStore) {
     let (acme, globex) = (fresh_tenant("acme"), fresh_tenant("globex"));
     let thread = thread_id("shared-name");
     let ours = thread_run(&acme, &thread, None);
@@ -221,7 +221,7 @@ async fn threads_are_scoped_per_tenant(store: &Store) {
     ));
 }
 
-async fn threads_list_newest_first_in_pages(store: &Store) {
+async fn threads_list_newest_first_in_pages(store: &AnyStore) {
     let tenant = fresh_tenant("list");
     let base = Timestamp::now().0;
     // Threads that share a creation time: the id breaks the tie, compared
@@ -261,7 +261,7 @@ async fn threads_list_newest_first_in_pages(store: &Store) {
     assert_eq!(seen, ["d.e:f", "c", "b", "C", "a"]);
 }
 
-async fn idle_threads_are_found_by_last_activity(store: &Store) {
+async fn idle_threads_are_found_by_last_activity(store: &AnyStore) {
     let tenant = fresh_tenant("idle");
     let long_ago = |micros: i64| Timestamp(1_000_000 + micros);
     // Idle: created and last changed long ago.
@@ -291,7 +291,7 @@ async fn idle_threads_are_found_by_last_activity(store: &Store) {
     assert!(store.idle_threads(cutoff, 0).await.expect("idle").is_empty());
 }
 
-async fn deleting_a_thread_deletes_its_runs(store: &Store) {
+async fn deleting_a_thread_deletes_its_runs(store: &AnyStore) {
     let tenant = fresh_tenant("delete");
     let thread = thread_id("gone");
     let first = thread_run(&tenant, &thread, None);

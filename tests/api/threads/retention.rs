@@ -8,7 +8,7 @@ use std::time::Duration;
 use agentd::agent::{AgentRegistry, AgentSpec};
 use agentd::domain::{Phase, RunId, Tenant, ThreadId, ThreadLink, Timestamp};
 use agentd::runtime::{Runtime, RuntimeConfig};
-use agentd::store::{MemoryStore, RunStore, StoreError};
+use agentd::store::{MemoryStore, Store, StoreError};
 
 use crate::store::suspended_run;
 
@@ -17,7 +17,7 @@ const DAY: i64 = 86_400 * 1_000_000;
 /// Stores a completed first run of `thread`, created `created_days_ago`
 /// and last changed `changed_days_ago`.
 async fn thread_run(
-    store: &Arc<dyn RunStore>,
+    store: &Arc<dyn Store>,
     thread: &str,
     created_days_ago: i64,
     changed_days_ago: i64,
@@ -39,7 +39,7 @@ async fn thread_run(
 
 #[tokio::test]
 async fn idle_threads_are_deleted_with_their_runs() {
-    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
     let stale = thread_run(&store, "stale", 40, 40).await;
     let recent = thread_run(&store, "recent", 2, 2).await;
     let revived = thread_run(&store, "revived", 40, 0).await;

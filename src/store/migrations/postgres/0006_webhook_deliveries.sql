@@ -7,7 +7,7 @@
 -- (due at `next_attempt_at`, perhaps claimed by one replica until
 -- `lease_expires_at`: claims take rows `FOR UPDATE SKIP LOCKED`),
 -- delivered or failed.
-CREATE TABLE webhook_cursors (
+CREATE TABLE ledger_cursors (
     webhook text PRIMARY KEY,
     major   bigint NOT NULL,
     minor   bigint NOT NULL

@@ -5,7 +5,7 @@
 -- position (`event_minor`: SQLite's positions are the run events' keys)
 -- and is pending (due at `next_attempt_at`, perhaps claimed until
 -- `lease_expires_at`), delivered or failed.
-CREATE TABLE webhook_cursors (
+CREATE TABLE ledger_cursors (
     webhook TEXT PRIMARY KEY,
     major   INTEGER NOT NULL,
     minor   INTEGER NOT NULL

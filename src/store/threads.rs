@@ -1,0 +1,40 @@
+//! Conversation threads as the store keeps them: a thread row per tenant
+//! and thread id, pointing at its latest run (a run of a thread becomes its
+//! latest in the write that creates it, see [`super::RunStore::create_run`]).
+
+use async_trait::async_trait;
+
+use super::StoreError;
+use crate::domain::{RunRecord, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
+
+/// Threads: their reads, their deletion with their runs, and the search
+/// for idle ones.
+#[async_trait]
+pub trait ThreadStore: Send + Sync + 'static {
+    /// Reads `tenant`'s thread `id`, with its latest run's status;
+    /// `NotFound` without it (another tenant's thread of the same id is a
+    /// different thread).
+    async fn load_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<ThreadRecord, StoreError>;
+
+    /// Every run of `tenant`'s thread `id`, by id ascending (empty without
+    /// the thread). Their `thread.previous` links give the thread's order.
+    async fn thread_runs(&self, tenant: &Tenant, id: &ThreadId) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// A page of threads (see [`ThreadQuery`]), with their latest runs'
+    /// status.
+    async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError>;
+
+    /// Deletes `tenant`'s thread `id` with its runs, their events, their
+    /// deliveries and their push configurations, all or nothing;
+    /// `NotFound` without the thread.
+    async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError>;
+
+    /// Threads idle since before `cutoff`: the thread and its latest run
+    /// last changed before it, and that run is not running. Least recently
+    /// changed first, at most `limit` of them.
+    async fn idle_threads(
+        &self,
+        cutoff: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Tenant, ThreadId)>, StoreError>;
+}
