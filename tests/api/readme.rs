@@ -329,7 +329,7 @@ fn blocks_are_read_between_the_markers_only() {
     assert_eq!(assigned_variables(&blocks), ["RUN_ID", "OTHER_1"]);
 }
 
-/// The README's settings table has a row for every flag of `agentd serve`,
+/// The configuration guide's settings table has a row for every flag of `agentd serve`,
 /// with its variable: a setting added to `config/server.rs` is documented.
 #[test]
 fn the_settings_table_lists_every_setting() {
@@ -338,7 +338,7 @@ fn the_settings_table_lists_every_setting() {
         #[command(flatten)]
         overrides: agentd::config::Overrides,
     }
-    let readme = include_str!("../../README.md");
+    let guide = include_str!("../../docs/configuration.md");
     let command = <Serve as clap::CommandFactory>::command();
     let mut rows = 0;
     for arg in command.get_arguments().filter(|arg| !arg.is_hide_set()) {
@@ -349,10 +349,10 @@ fn the_settings_table_lists_every_setting() {
             .nth(1)
             .and_then(|rest| rest.split(']').next())
             .expect("the help names the variable");
-        let row = readme
+        let row = guide
             .lines()
             .find(|line| line.starts_with(&format!("| `--{flag} ")))
-            .unwrap_or_else(|| panic!("no README row for --{flag}"));
+            .unwrap_or_else(|| panic!("no row for --{flag} in docs/configuration.md"));
         assert!(row.contains(&format!("`{env}`")), "{row}");
         rows += 1;
     }

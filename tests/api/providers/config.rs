@@ -7,9 +7,10 @@ use agentd::pb;
 
 use crate::helpers::*;
 
-/// The `toml` blocks of the README section titled `title`.
-pub fn toml_blocks(readme: &str, title: &str) -> Vec<String> {
-    let section = readme
+/// The `toml` blocks of the section of `guide` titled `title` (a `## `
+/// heading), up to the next such heading.
+pub fn toml_blocks(guide: &str, title: &str) -> Vec<String> {
+    let section = guide
         .split(&format!("\n## {title}\n"))
         .nth(1)
         .expect("the section exists")
