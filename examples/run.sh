@@ -32,7 +32,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "--- examples: dependencies"
-# A virtual environment, as README says: a system Python may refuse pip.
+# A virtual environment, as docs/clients.md says: a system Python may refuse pip.
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install --quiet ./clients/python -r examples/python/requirements.txt </dev/null
 "$work/venv/bin/mypy" --strict --cache-dir "$work/mypy" examples/python/ask_user_cycle.py

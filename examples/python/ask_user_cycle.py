@@ -18,7 +18,7 @@ Usage: python3 ask_user_cycle.py [HOST:PORT]  (or AGENTD_TARGET; default
 127.0.0.1:50051). AGENTD_API_KEY, if set, is sent as
 `authorization: Bearer <key>`. Exits non-zero if the server does not
 behave as the contract says. Install its packages into a virtual
-environment first (see README.md, "Clients in other languages").
+environment first (see docs/clients.md, "Clients in other languages").
 """
 
 import os

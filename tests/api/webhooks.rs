@@ -3,8 +3,8 @@
 //! checks every signature with the Standard Webhooks library. Signed
 //! deliveries of each kind with the suspended run's question; retries with
 //! the same id after failed attempts; delivery after `kill -9` of the
-//! delivering server; a bad configuration refused at start; the README's
-//! Python receiver (`python.rs`). Two replicas
+//! delivering server; a bad configuration refused at start; the Python
+//! receiver of `docs/events-and-webhooks.md` (`python.rs`). Two replicas
 //! on PostgreSQL are in `replicas/webhooks.rs`.
 
 mod crash;

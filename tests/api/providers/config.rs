@@ -1,15 +1,16 @@
-//! The README's provider examples are valid configuration: each `toml`
-//! block of its "Real models" section starts a server whose agents report
-//! the models they name.
+//! The models guide's provider examples are valid configuration: each
+//! `toml` block of the "Real models" section of `docs/models.md` starts a
+//! server whose agents report the models they name.
 
 use agentd::config::{FileConfig, Overrides};
 use agentd::pb;
 
 use crate::helpers::*;
 
-/// The `toml` blocks of the README section titled `title`.
-pub fn toml_blocks(readme: &str, title: &str) -> Vec<String> {
-    let section = readme
+/// The `toml` blocks of the section of `guide` titled `title` (a `## `
+/// heading), up to the next such heading.
+pub fn toml_blocks(guide: &str, title: &str) -> Vec<String> {
+    let section = guide
         .split(&format!("\n## {title}\n"))
         .nth(1)
         .expect("the section exists")
@@ -24,9 +25,9 @@ pub fn toml_blocks(readme: &str, title: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn readme_provider_examples_configure_a_server() {
-    let readme = include_str!("../../../README.md");
-    let blocks = toml_blocks(readme, "Real models");
+async fn guide_provider_examples_configure_a_server() {
+    let guide = include_str!("../../../docs/models.md");
+    let blocks = toml_blocks(guide, "Real models");
     assert_eq!(blocks.len(), 2, "the built-in provider and the Ollama examples");
     for block in blocks {
         let file: FileConfig = toml::from_str(&block).unwrap_or_else(|e| panic!("{e}\n{block}"));

@@ -74,12 +74,12 @@ async fn the_store_keeps_everything() {
     assert_eq!(thread.messages.len(), 6, "{:?}", super::transcript(&thread));
 }
 
-/// The README's configuration example sets the thread and duration
+/// The configuration guide's example file sets the thread and duration
 /// settings it shows.
 #[test]
-fn the_readme_configuration_example_parses() {
-    let readme = include_str!("../../../README.md");
-    let blocks = crate::providers::config::toml_blocks(readme, "Configuration");
+fn the_configuration_guide_example_parses() {
+    let guide = include_str!("../../../docs/configuration.md");
+    let blocks = crate::providers::config::toml_blocks(guide, "The configuration file");
     let file: agentd::config::FileConfig = toml::from_str(&blocks[0]).expect("the example parses");
     assert_eq!(
         file.threads.retention,

@@ -1,7 +1,8 @@
-//! The README's Python receiver, run for real against agentd: the block
-//! after "**A receiver** in Python" runs with the Standard Webhooks
-//! library (`pip install standardwebhooks`; `.ci/run` installs it),
-//! verifies agentd's requests and prints the question of a suspended run.
+//! The webhooks guide's Python receiver, run for real against agentd: the
+//! block after "**A receiver** in Python" in `docs/events-and-webhooks.md`
+//! runs with the Standard Webhooks library (`pip install standardwebhooks`;
+//! `.ci/run` installs it), verifies agentd's requests and prints the
+//! question of a suspended run.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -13,10 +14,10 @@ use super::receiver::SECRET;
 use super::{start_server, webhook_table, write_config};
 use crate::process::stream_prompt;
 
-/// The ```python block that follows `marker` in the README.
-fn readme_block(marker: &str) -> String {
-    let readme = include_str!("../../../README.md");
-    let after = &readme[readme.find(marker).expect("the README's receiver")..];
+/// The ```python block that follows `marker` in the webhooks guide.
+fn guide_block(marker: &str) -> String {
+    let guide = include_str!("../../../docs/events-and-webhooks.md");
+    let after = &guide[guide.find(marker).expect("the guide's receiver")..];
     let start = after.find("```python\n").expect("a python block") + "```python\n".len();
     let end = after[start..].find("\n```").expect("the block's end");
     after[start..start + end].to_owned()
@@ -24,10 +25,10 @@ fn readme_block(marker: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Python with standardwebhooks (pip install standardwebhooks); .ci/run runs it"]
-async fn the_readme_s_python_receiver_verifies_and_prints_the_question() {
+async fn the_guide_s_python_receiver_verifies_and_prints_the_question() {
     let dir = tempfile::tempdir().expect("temp dir");
     let script = dir.path().join("receiver.py");
-    std::fs::write(&script, readme_block("**A receiver** in Python")).expect("write the receiver");
+    std::fs::write(&script, guide_block("**A receiver** in Python")).expect("write the receiver");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
