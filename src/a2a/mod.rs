@@ -369,7 +369,7 @@ impl A2aService for A2aServiceImpl {
         // The snapshot first, then what follows it.
         let stream = self
             .runtime
-            .subscribe(&tenant, run.id, run.last_seq)
+            .subscribe(&tenant, run.id, run.last_seq())
             .await
             .map_err(|error| status_of(error, &request.id))?;
         let first = task::task(&run, Some(0));

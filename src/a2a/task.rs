@@ -129,12 +129,12 @@ pub fn input_required_message(run: &RunRecord, pending: &[PendingCall]) -> Messa
         .iter()
         .flat_map(|call| [text_part(question_text(call)), data_part(&question_data(call))])
         .collect();
-    agent_message(run, format!("{}-input-{}", run.id, run.last_seq), parts)
+    agent_message(run, format!("{}-input-{}", run.id, run.last_seq()), parts)
 }
 
 /// The task's status as `run` is now.
 pub fn status(run: &RunRecord) -> TaskStatus {
-    let message = match &run.phase {
+    let message = match run.phase() {
         Phase::Suspended { pending, .. } => Some(input_required_message(run, pending)),
         Phase::Completed { final_text } if !final_text.is_empty() => Some(agent_message(
             run,
@@ -208,7 +208,7 @@ fn answer_artifact(text: &str) -> Artifact {
 
 /// `run` as a task, with its last `history_length` messages.
 pub fn task(run: &RunRecord, history_length: Option<i32>) -> Task {
-    let artifacts = match &run.phase {
+    let artifacts = match run.phase() {
         Phase::Completed { final_text } => vec![answer_artifact(final_text)],
         _ => Vec::new(),
     };

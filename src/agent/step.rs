@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::Agent;
 use crate::domain::{
-    Chunk, Message, PendingCall, RunOptions, RunState, ToolCall, ToolOutput, Usage, Waiting,
+    Chunk, Message, PendingCall, PendingCalls, RunOptions, RunState, ToolCall, ToolOutput, Usage, Waiting,
 };
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::tools::{ToolContext, ToolOutcome};
@@ -28,8 +28,8 @@ pub enum StepEnd {
     /// The model answered without calling a tool, with this text: the run
     /// is complete.
     Stopped { final_text: String },
-    /// These calls (at least one) wait for Resume.
-    Suspended(Vec<PendingCall>),
+    /// These calls wait for Resume.
+    Suspended(PendingCalls),
 }
 
 impl Agent {
@@ -132,11 +132,7 @@ impl Agent {
         }
         sink.emit(Chunk::StepFinish { step, usage }).await;
 
-        Ok(if pending.is_empty() {
-            end
-        } else {
-            StepEnd::Suspended(pending)
-        })
+        Ok(PendingCalls::new(pending).map_or(end, StepEnd::Suspended))
     }
 
     /// Records how a tool call ended: a result goes to the conversation (and

@@ -23,8 +23,9 @@ pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 pub use message::Message;
 pub use run::{
-    AnswerRecord, AnswerVia, EditedCall, Lease, PendingCall, Phase, Resolution, ResumeRecord, RunId,
-    RunOptions, RunRecord, RunState, RunStatus, ThreadLink, Waiting,
+    AnswerRecord, AnswerVia, EditedCall, Lease, PendingCall, PendingCalls, Phase, Position, Resolution,
+    ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged, ThreadLink, Waiting,
+    WrongPhase,
 };
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};

@@ -176,6 +176,16 @@ impl From<RuntimeError> for Status {
                     &[("retention", retention.clone())],
                 ),
             ),
+            RuntimeError::WrongPhase(wrong) => (
+                Code::FailedPrecondition,
+                info(
+                    "WRONG_PHASE",
+                    &[
+                        ("status", wrong.from.as_str().to_owned()),
+                        ("transition", wrong.transition.to_owned()),
+                    ],
+                ),
+            ),
             RuntimeError::Store(store) => {
                 let code = match store {
                     StoreError::Backend(_) | StoreError::InUse(_) => Code::Unavailable,

@@ -71,6 +71,10 @@ pub enum RuntimeError {
          runs with ListRuns, then watch from now on (no after_cursor)"
     )]
     CursorExpired { cursor: String, retention: String },
+    /// A transition the run's phase does not allow (see
+    /// [`crate::domain::WrongPhase`]).
+    #[error(transparent)]
+    WrongPhase(#[from] crate::domain::WrongPhase),
     #[error(transparent)]
     Store(StoreError),
 }

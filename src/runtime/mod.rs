@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::RuntimeError;
-pub use execution::{new_replica_id, Emitter, LeaseSettings, Staging};
+pub use execution::{new_replica_id, Emitter, LeaseSettings};
 use fanout::LiveRuns;
 pub use fanout::{MapEvents, RunEventStream, RunStream, WatchRuns};
 pub use lifecycle::{ResumeRun, StartRun};

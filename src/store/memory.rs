@@ -230,10 +230,10 @@ impl RunStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let mut runs = self.lock();
         let (stored, log) = runs.get_mut(&run.id).ok_or(StoreError::NotFound)?;
-        if stored.version != expected_version {
+        if stored.version() != expected_version {
             return Err(StoreError::VersionConflict {
                 expected: expected_version,
-                actual: stored.version,
+                actual: stored.version(),
             });
         }
         check_new_seqs(log, events)?;
@@ -253,20 +253,17 @@ impl RunStore for MemoryStore {
     ) -> Result<(), StoreError> {
         let mut runs = self.lock();
         let (stored, log) = runs.get_mut(&id).ok_or(StoreError::NotFound)?;
-        if stored.version != expected_version {
+        if stored.version() != expected_version {
             return Err(StoreError::VersionConflict {
                 expected: expected_version,
-                actual: stored.version,
+                actual: stored.version(),
             });
         }
         check_new_seqs(log, events)?;
-        stored.version = expected_version + 1;
-        if let Some(last) = events.last() {
-            stored.last_seq = last.seq;
-        }
-        if let Some(at) = lease_expires_at {
-            stored.renew_lease(at);
-        }
+        let appended = stored
+            .position()
+            .after_append(events.last().map(|event| event.seq));
+        stored.restore(appended, lease_expires_at);
         log.extend_from_slice(events);
         Ok(())
     }

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{corrupt, StoreError};
 use crate::domain::{
-    AnswerRecord, Event, LatestRun, Lease, Message, PendingCall, Phase, ResumeRecord, RunFailure, RunId,
-    RunOptions, RunRecord, RunState, RunStatus, Tenant, ThreadId, ThreadLink, ThreadRecord, Timestamp,
-    ToolDefinition, Usage,
+    AnswerRecord, Event, LatestRun, Lease, Message, PendingCall, PendingCalls, Phase, Position, ResumeRecord,
+    RunFailure, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Tenant, ThreadId, ThreadLink,
+    ThreadRecord, Timestamp, ToolDefinition, Usage,
 };
 
 /// The layout of the records this build writes: `{"format": 2, "run":
@@ -75,7 +75,7 @@ pub(crate) fn decode_run(bytes: &[u8]) -> Result<RunRecord, StoreError> {
     let json = super::encoding::json(bytes)?;
     if !json.starts_with(ENVELOPE_PREFIX) {
         let layout1: Layout1 = serde_json::from_slice(&json).map_err(corrupt)?;
-        return Ok(layout1.into());
+        return layout1.try_into();
     }
     match serde_json::from_slice::<StoredEnvelope>(&json) {
         Ok(stored) if stored.format == FORMAT => Ok(stored.run),
@@ -100,11 +100,11 @@ pub(crate) fn overlay(
     lease_expires_at: Option<i64>,
 ) -> Result<RunRecord, StoreError> {
     let mut run = decode_run(record)?;
-    run.version = u64::try_from(version).map_err(corrupt)?;
-    run.last_seq = u64::try_from(last_seq).map_err(corrupt)?;
-    if let Some(at) = lease_expires_at {
-        run.renew_lease(Timestamp(at));
-    }
+    let position = Position {
+        version: u64::try_from(version).map_err(corrupt)?,
+        last_seq: u64::try_from(last_seq).map_err(corrupt)?,
+    };
+    run.restore(position, lease_expires_at.map(Timestamp));
     Ok(run)
 }
 
@@ -186,8 +186,10 @@ struct Layout1State {
     answers: Vec<AnswerRecord>,
 }
 
-impl From<Layout1> for RunRecord {
-    fn from(old: Layout1) -> Self {
+impl TryFrom<Layout1> for RunRecord {
+    type Error = StoreError;
+
+    fn try_from(old: Layout1) -> Result<Self, StoreError> {
         let state = old.state;
         let phase = match old.status {
             RunStatus::Running => Phase::Running {
@@ -196,7 +198,8 @@ impl From<Layout1> for RunRecord {
                 pending: state.pending,
             },
             RunStatus::Suspended => Phase::Suspended {
-                pending: state.pending,
+                pending: PendingCalls::new(state.pending)
+                    .ok_or_else(|| corrupt("a suspended run waits on no call"))?,
                 // Stored without an expiry: it never expires.
                 expires_at: old.expires_at.unwrap_or(Timestamp(i64::MAX)),
             },
@@ -214,7 +217,7 @@ impl From<Layout1> for RunRecord {
             },
             RunStatus::Expired => Phase::Expired,
         };
-        Self {
+        Ok(RunParts {
             id: old.id,
             tenant: old.tenant,
             agent_id: old.agent_id,
@@ -240,6 +243,7 @@ impl From<Layout1> for RunRecord {
             },
             phase,
         }
+        .into())
     }
 }
 
@@ -364,9 +368,9 @@ mod tests {
     fn a_record_stored_before_phases_reads_back_in_its_phase() {
         let run = decode_run(LAYOUT1_SUSPENDED.as_bytes()).expect("layout 1");
         assert_eq!(run.tenant.as_str(), "acme");
-        assert_eq!((run.version, run.last_seq), (3, 6));
-        let Phase::Suspended { pending, expires_at } = &run.phase else {
-            panic!("not suspended: {:?}", run.phase);
+        assert_eq!((run.version(), run.last_seq()), (3, 6));
+        let Phase::Suspended { pending, expires_at } = &run.phase() else {
+            panic!("not suspended: {:?}", run.phase());
         };
         assert_eq!(*expires_at, Timestamp(1_796_671_255_000_000));
         assert_eq!(pending.len(), 1);
@@ -392,7 +396,7 @@ mod tests {
             let json = LAYOUT1_SUSPENDED
                 .replace(r#""status":"suspended""#, &format!(r#""status":"{status}""#))
                 .replace(r#""final_text":"","failure":null"#, state_extra);
-            decode_run(json.as_bytes()).expect("layout 1").phase
+            decode_run(json.as_bytes()).expect("layout 1").phase().clone()
         };
         assert_eq!(
             with("completed", r#""final_text":"Pro it is.","failure":null"#),

@@ -140,9 +140,9 @@ async fn replicas_sweeping_one_store_expire_each_due_run_once() {
         assert_eq!(stored.status(), Status::Expired);
         // One compare-and-set won: the version moved exactly once, and
         // nothing else about the run changed.
-        assert_eq!(stored.version, run.version + 1);
+        assert_eq!(stored.version(), run.version() + 1);
         assert_eq!(stored.state, run.state);
-        assert_eq!(stored.phase, agentd::domain::Phase::Expired);
+        assert_eq!(stored.phase(), &agentd::domain::Phase::Expired);
     }
     assert_eq!(
         store.load_run(later.id).await.expect("load"),

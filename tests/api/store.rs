@@ -9,9 +9,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use agentd::domain::{
-    AskUserOption, AskUserPayload, Chunk, Event, FinishReason, Lease, Message, PendingCall, Phase,
-    RunFailure, RunId, RunOptions, RunRecord, RunState, RunStatus, SelectionMode, SuspendPayload, Timestamp,
-    ToolCall, Usage, Waiting,
+    AskUserOption, AskUserPayload, Chunk, Event, FinishReason, Lease, Message, PendingCall, PendingCalls,
+    Phase, RunFailure, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, SelectionMode,
+    SuspendPayload, Timestamp, ToolCall, Usage, Waiting,
 };
 use agentd::store::{MemoryStore, Presence, RunStore, Sharing, SqliteStore, Store, StoreError};
 use serde_json::json;
@@ -82,23 +82,28 @@ async fn sqlite_reads_a_run_back_as_its_latest_write_stored_it() {
     assert_eq!(store.load_run(completed.id).await.expect("read"), completed);
 
     // Suspended again, then moved on before anybody read it.
-    let mut again = completed.clone();
-    again.phase = suspended_phase(again.created_at);
-    again.version += 1;
+    let again = edited(&completed, |run| {
+        run.phase = suspended_phase(run.created_at);
+        run.version += 1;
+    });
     store
-        .commit(&again, completed.version, &[])
+        .commit(&again, completed.version(), &[])
         .await
         .expect("suspend");
-    let mut running = again.clone();
-    running.phase = Phase::Running {
-        lease: Lease {
-            owner: "replica-a".into(),
-            expires_at: Timestamp(running.updated_at.0 + 10_000_000),
-        },
-        pending: Vec::new(),
-    };
-    running.version += 1;
-    store.commit(&running, again.version, &[]).await.expect("resume");
+    let running = edited(&again, |run| {
+        run.phase = Phase::Running {
+            lease: Lease {
+                owner: "replica-a".into(),
+                expires_at: Timestamp(run.updated_at.0 + 10_000_000),
+            },
+            pending: Vec::new(),
+        };
+        run.version += 1;
+    });
+    store
+        .commit(&running, again.version(), &[])
+        .await
+        .expect("resume");
     assert_eq!(store.load_run(running.id).await.expect("read"), running);
 }
 
@@ -293,7 +298,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
 /// are taken, and the run goes on after them, read back from any seq.
 async fn moved_chunks_count_as_stored(store: &AnyStore, suspended: &RunRecord, first: &[Event]) {
     let again = store
-        .commit(&suspended.clone(), suspended.version, &first[1..])
+        .commit(&suspended.clone(), suspended.version(), &first[1..])
         .await;
     assert!(
         matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
@@ -320,29 +325,28 @@ async fn sqlite_refuses_a_run_stored_behind_its_events() {
     let store: AnyStore = Arc::new(SqliteStore::open(dir.path().join("x.sqlite3")).expect("open"));
     let behind = |result: Result<(), StoreError>| matches!(result, Err(StoreError::Backend(ref message)) if message.contains("after the run's last_seq"));
 
-    let mut run = suspended_run("assistant");
+    let run = suspended_run("assistant");
     let first = suspension_events(1);
-    run.last_seq = first.len() as u64 - 1;
-    assert!(behind(store.create_run(&run, &first).await));
+    let short = edited(&run, |run| run.last_seq = first.len() as u64 - 1);
+    assert!(behind(store.create_run(&short, &first).await));
     assert!(matches!(store.load_run(run.id).await, Err(StoreError::NotFound)));
 
-    run.last_seq = first.len() as u64;
+    assert_eq!(run.last_seq(), first.len() as u64);
     store.create_run(&run, &first).await.expect("create");
-    let mut completed = completed_from(&run, "Pro");
-    let second = resumption_events(run.last_seq + 1, "Pro");
-    completed.last_seq -= 1;
-    assert!(behind(store.commit(&completed, run.version, &second).await));
+    let completed = completed_from(&run, "Pro");
+    let second = resumption_events(run.last_seq() + 1, "Pro");
+    let short = edited(&completed, |run| run.last_seq -= 1);
+    assert!(behind(store.commit(&short, run.version(), &second).await));
     assert_conflict(
-        store.commit(&completed, run.version + 1, &second).await,
-        run.version + 1,
-        run.version,
+        store.commit(&short, run.version() + 1, &second).await,
+        run.version() + 1,
+        run.version(),
     );
     assert_eq!(store.load_run(run.id).await.expect("load"), run);
     assert_eq!(events_of(&store, run.id).await, first);
 
-    completed.last_seq += 1;
     store
-        .commit(&completed, run.version, &second)
+        .commit(&completed, run.version(), &second)
         .await
         .expect("commit");
     assert_eq!(events_of(&store, run.id).await, concat(&first, &second));
@@ -356,13 +360,13 @@ async fn sqlite_store_survives_reopen() {
     let suspended = suspended_run("assistant");
     let first = suspension_events(1);
     let completed = completed_from(&suspended, "Pro");
-    let second = resumption_events(suspended.last_seq + 1, "Pro");
+    let second = resumption_events(suspended.last_seq() + 1, "Pro");
     let untouched = suspended_run("assistant");
     {
         let store: AnyStore = Arc::new(SqliteStore::open(&path).expect("open sqlite"));
         store.create_run(&suspended, &first).await.expect("create");
         store
-            .commit(&completed, suspended.version, &second)
+            .commit(&completed, suspended.version(), &second)
             .await
             .expect("commit");
         store
@@ -379,13 +383,12 @@ async fn sqlite_store_survives_reopen() {
     assert_eq!(events_of(&store, untouched.id).await, first);
 
     // The version guard survives too.
-    let stale = store.commit(&completed, suspended.version, &[]).await;
-    assert_conflict(stale, suspended.version, completed.version);
-    let mut next = completed.clone();
-    next.version += 1;
+    let stale = store.commit(&completed, suspended.version(), &[]).await;
+    assert_conflict(stale, suspended.version(), completed.version());
+    let mut next = edited(&completed, |run| run.version += 1);
     next.metadata.insert("reopened".into(), "yes".into());
     store
-        .commit(&next, completed.version, &[])
+        .commit(&next, completed.version(), &[])
         .await
         .expect("commit after reopen");
     assert_eq!(store.load_run(next.id).await.expect("load"), next);
@@ -439,8 +442,7 @@ async fn create_twice_is_already_exists(store: &AnyStore) {
     store.create_run(&run, &events).await.expect("create");
 
     // Same id, different content: refused, and the first stays as it was.
-    let mut impostor = completed_from(&run, "Basic");
-    impostor.version = 1;
+    let mut impostor = edited(&completed_from(&run, "Basic"), |run| run.version = 1);
     impostor.request_id = Some(format!("other-{}", run.id));
     let result = store.create_run(&impostor, &resumption_events(1, "Basic")).await;
     assert!(matches!(result, Err(StoreError::AlreadyExists)), "got {result:?}");
@@ -495,7 +497,7 @@ async fn unknown_runs_are_not_found(store: &AnyStore) {
 
     let result = store.commit(&ghost, 0, &suspension_events(1)).await;
     assert!(matches!(result, Err(StoreError::NotFound)), "commit: {result:?}");
-    let result = store.commit(&ghost, ghost.version, &[]).await;
+    let result = store.commit(&ghost, ghost.version(), &[]).await;
     assert!(matches!(result, Err(StoreError::NotFound)), "commit: {result:?}");
     // A failed commit does not create the run.
     assert!(matches!(
@@ -518,12 +520,11 @@ async fn commit_replaces_record_and_appends_events(store: &AnyStore) {
     assert_eq!(events_of(store, run.id).await, concat(&first, &second));
 
     // A commit with no events changes the record only.
-    let mut touched = completed.clone();
-    touched.version += 1;
+    let mut touched = edited(&completed, |run| run.version += 1);
     touched.updated_at = Timestamp(touched.updated_at.0 + 1);
     touched.metadata.insert("reviewed".into(), "true".into());
     store
-        .commit(&touched, completed.version, &[])
+        .commit(&touched, completed.version(), &[])
         .await
         .expect("commit without events");
     assert_eq!(store.load_run(run.id).await.expect("load"), touched);
@@ -538,30 +539,30 @@ async fn stale_commit_changes_nothing(store: &AnyStore) {
     let log = concat(&first, &second);
 
     // Someone who read version 1 writes after the run moved to version 2.
-    let mut late = completed_from(&run, "Enterprise");
-    late.phase = Phase::Cancelled {
-        reason: "late".into(),
-    };
-    let late_events = resumption_events(run.last_seq + 1, "Enterprise");
+    let late = edited(&completed_from(&run, "Enterprise"), |run| {
+        run.phase = Phase::Cancelled {
+            reason: "late".into(),
+        };
+    });
+    let late_events = resumption_events(run.last_seq() + 1, "Enterprise");
     assert_conflict(
-        store.commit(&late, run.version, &late_events).await,
-        run.version,
-        completed.version,
+        store.commit(&late, run.version(), &late_events).await,
+        run.version(),
+        completed.version(),
     );
     // A version from the future conflicts too.
     assert_conflict(
-        store.commit(&late, completed.version + 5, &late_events).await,
-        completed.version + 5,
-        completed.version,
+        store.commit(&late, completed.version() + 5, &late_events).await,
+        completed.version() + 5,
+        completed.version(),
     );
     // Events that would not even collide with stored seqs are not appended.
-    let mut ahead = late.clone();
-    ahead.version = completed.version + 1;
-    let ahead_events = resumption_events(completed.last_seq + 1, "Enterprise");
+    let ahead = edited(&late, |run| run.version = completed.version() + 1);
+    let ahead_events = resumption_events(completed.last_seq() + 1, "Enterprise");
     assert_conflict(
-        store.commit(&ahead, run.version, &ahead_events).await,
-        run.version,
-        completed.version,
+        store.commit(&ahead, run.version(), &ahead_events).await,
+        run.version(),
+        completed.version(),
     );
 
     assert_eq!(store.load_run(run.id).await.expect("load"), completed);
@@ -578,24 +579,24 @@ async fn failed_write_is_undone_whole(store: &AnyStore) {
 
     let completed = completed_from(&run, "Pro");
     // Starts at seq 5, which is stored already.
-    let overlapping = resumption_events(run.last_seq, "Pro");
-    let result = store.commit(&completed, run.version, &overlapping).await;
+    let overlapping = resumption_events(run.last_seq(), "Pro");
+    let result = store.commit(&completed, run.version(), &overlapping).await;
     assert!(result.is_err(), "a commit repeating a stored seq must fail");
     assert!(
         !matches!(result, Err(StoreError::NotFound | StoreError::AlreadyExists)),
         "got {result:?}"
     );
     // The same seq twice in one write.
-    let mut repeated = resumption_events(run.last_seq + 1, "Pro");
+    let mut repeated = resumption_events(run.last_seq() + 1, "Pro");
     repeated[2].seq = repeated[1].seq;
-    assert!(store.commit(&completed, run.version, &repeated).await.is_err());
+    assert!(store.commit(&completed, run.version(), &repeated).await.is_err());
     assert_eq!(store.load_run(run.id).await.expect("load"), run);
     assert_eq!(events_of(store, run.id).await, first);
 
     // Nothing moved: the right write still goes through.
-    let second = resumption_events(run.last_seq + 1, "Pro");
+    let second = resumption_events(run.last_seq() + 1, "Pro");
     store
-        .commit(&completed, run.version, &second)
+        .commit(&completed, run.version(), &second)
         .await
         .expect("commit");
     assert_eq!(store.load_run(run.id).await.expect("load"), completed);
@@ -618,7 +619,7 @@ async fn read_events_after_seq(store: &AnyStore) {
     store.create_run(&run, &first).await.expect("create");
     let (completed, second) = answer(store, &run, "Pro").await;
     let log = concat(&first, &second);
-    assert_eq!(log.last().map(|e| e.seq), Some(completed.last_seq));
+    assert_eq!(log.last().map(|e| e.seq), Some(completed.last_seq()));
 
     // A neighbour with the same seqs must not leak into this run's log.
     let neighbour = suspended_run("assistant");
@@ -628,12 +629,12 @@ async fn read_events_after_seq(store: &AnyStore) {
         .await
         .expect("create neighbour");
 
-    for after in 0..=completed.last_seq + 2 {
+    for after in 0..=completed.last_seq() + 2 {
         let expected: Vec<Event> = log.iter().filter(|e| e.seq > after).cloned().collect();
         let got = store.read_events(run.id, after).await.expect("read_events");
         assert_eq!(got, expected, "read_events(after_seq = {after})");
         let seqs: Vec<u64> = got.iter().map(|e| e.seq).collect();
-        let contiguous: Vec<u64> = (after + 1..=completed.last_seq).collect();
+        let contiguous: Vec<u64> = (after + 1..=completed.last_seq()).collect();
         assert_eq!(seqs, contiguous, "seqs after {after}");
     }
     assert_eq!(
@@ -658,7 +659,7 @@ async fn racing_commits_have_one_winner(store: &AnyStore) {
             let barrier = Arc::clone(&barrier);
             let answer = format!("writer {writer}");
             let record = completed_from(&run, &answer);
-            let events = resumption_events(run.last_seq + 1, &answer);
+            let events = resumption_events(run.last_seq() + 1, &answer);
             tokio::spawn(async move {
                 barrier.wait().await;
                 let outcome = store.commit(&record, 1, &events).await;
@@ -755,7 +756,7 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
     for (i, run) in runs.iter().enumerate() {
         // The write that must succeed.
         let good = completed_from(run, &format!("good {i}"));
-        let good_events = resumption_events(run.last_seq + 1, &format!("good {i}"));
+        let good_events = resumption_events(run.last_seq() + 1, &format!("good {i}"));
         final_state.push((good.clone(), concat(&first, &good_events)));
         let s = Arc::clone(store);
         let (record, events) = (good.clone(), good_events.clone());
@@ -766,14 +767,15 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
         // A write from a reader that saw a version that never was (stale
         // whichever order the burst is applied in): it must fail and leave
         // no trace, even with events whose seqs do not collide.
-        let mut stale = completed_from(run, &format!("stale {i}"));
-        stale.phase = Phase::Failed {
-            failure: RunFailure {
-                code: "stale".into(),
-                message: "never was".into(),
-            },
-        };
-        let stale_events = resumption_events(good.last_seq + 1, &format!("stale {i}"));
+        let stale = edited(&completed_from(run, &format!("stale {i}")), |run| {
+            run.phase = Phase::Failed {
+                failure: RunFailure {
+                    code: "stale".into(),
+                    message: "never was".into(),
+                },
+            };
+        });
+        let stale_events = resumption_events(good.last_seq() + 1, &format!("stale {i}"));
         let s = Arc::clone(store);
         burst.add(
             format!("stale commit on run {i}"),
@@ -800,7 +802,7 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
         store.create_run(&run, &first).await.expect("create");
         final_state.push((run.clone(), first.clone()));
         let broken = completed_from(&run, &format!("broken {i}"));
-        let events = resumption_events(run.last_seq, &format!("broken {i}"));
+        let events = resumption_events(run.last_seq(), &format!("broken {i}"));
         let s = Arc::clone(store);
         burst.add(
             format!("half-failing commit on run {i}"),
@@ -900,7 +902,7 @@ fn ask_user_call() -> ToolCall {
 pub fn suspended_run(agent_id: &str) -> RunRecord {
     let id = RunId::new();
     let created = Timestamp::now();
-    RunRecord {
+    RunParts {
         id,
         tenant: agentd::domain::Tenant::default(),
         agent_id: agent_id.into(),
@@ -944,6 +946,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
         trace: None,
         phase: suspended_phase(created),
     }
+    .into()
 }
 
 /// `run` as records were stored before phases existed (layout 1): its
@@ -957,7 +960,7 @@ pub fn layout1(run: &RunRecord) -> serde_json::Value {
     object.insert("lease".into(), serde_json::json!(run.lease()));
     let state = object["state"].as_object_mut().expect("the state");
     state.insert("pending".into(), serde_json::json!(run.pending()));
-    let (final_text, failure, cancel_reason) = match &run.phase {
+    let (final_text, failure, cancel_reason) = match run.phase() {
         Phase::Completed { final_text } => (final_text.clone(), None, None),
         Phase::Failed { failure } => (String::new(), Some(failure.clone()), None),
         Phase::Cancelled { reason } => (String::new(), None, Some(reason.clone())),
@@ -969,23 +972,33 @@ pub fn layout1(run: &RunRecord) -> serde_json::Value {
     json
 }
 
+/// `run` with `edit` made to it, field by field: a store keeps whatever it
+/// is given, so its tests store records no transition would make.
+pub fn edited(run: &RunRecord, edit: impl FnOnce(&mut RunParts)) -> RunRecord {
+    let mut parts = RunParts::from(run.clone());
+    edit(&mut parts);
+    parts.into()
+}
+
 /// Moves the expiry of suspended `run` to `at`.
 pub fn expire_at(run: &mut RunRecord, at: Timestamp) {
-    if let Phase::Suspended { expires_at, .. } = &mut run.phase {
-        *expires_at = at;
-    }
+    *run = edited(run, |run| {
+        if let Phase::Suspended { expires_at, .. } = &mut run.phase {
+            *expires_at = at;
+        }
+    });
 }
 
 /// Suspended on the ask_user call of [`suspended_run`], for a week from
 /// `since`.
 pub fn suspended_phase(since: Timestamp) -> Phase {
     Phase::Suspended {
-        pending: vec![PendingCall {
+        pending: PendingCalls::one(PendingCall {
             call: ask_user_call(),
             waiting: Waiting::Suspended {
                 payload: plan_question(),
             },
-        }],
+        }),
         expires_at: Timestamp(since.0 + 7 * 24 * 3600 * 1_000_000),
     }
 }
@@ -995,18 +1008,18 @@ pub fn suspended_phase(since: Timestamp) -> Phase {
 /// chunks of its continuation; returns both.
 async fn answer(store: &AnyStore, run: &RunRecord, answer: &str) -> (RunRecord, Vec<Event>) {
     let completed = completed_from(run, answer);
-    let events = resumption_events(run.last_seq + 1, answer);
+    let events = resumption_events(run.last_seq() + 1, answer);
     store
-        .commit(&completed, run.version, &events)
+        .commit(&completed, run.version(), &events)
         .await
         .expect("commit");
     (completed, events)
 }
 
 fn completed_from(run: &RunRecord, answer: &str) -> RunRecord {
-    let mut next = run.clone();
-    next.version = run.version + 1;
-    next.last_seq = run.last_seq + resumption_events(1, answer).len() as u64;
+    let mut next = RunParts::from(run.clone());
+    next.version = run.version() + 1;
+    next.last_seq = run.last_seq() + resumption_events(1, answer).len() as u64;
     next.updated_at = Timestamp(run.updated_at.0 + 10_000);
     next.state.messages.push(Message::tool(
         "call_01",
@@ -1025,7 +1038,7 @@ fn completed_from(run: &RunRecord, answer: &str) -> RunRecord {
         output_tokens: 12,
     };
     next.phase = Phase::Completed { final_text };
-    next
+    next.into()
 }
 
 pub(crate) fn events_from(first_seq: u64, chunks: Vec<Chunk>) -> Vec<Event> {

@@ -35,8 +35,8 @@ pub(super) fn pending_to_proto(pending: &PendingCall, expires_at: Option<Timesta
 }
 
 pub fn run_to_proto(run: &RunRecord) -> pb::Run {
-    let (pending, final_text, error, cancel_reason) = match &run.phase {
-        Phase::Suspended { pending, .. } => (pending.as_slice(), "", None, ""),
+    let (pending, final_text, error, cancel_reason) = match run.phase() {
+        Phase::Suspended { pending, .. } => (&pending[..], "", None, ""),
         Phase::Completed { final_text } => (&[][..], final_text.as_str(), None, ""),
         Phase::Failed { failure } => (&[][..], "", Some(failure_to_proto(failure.clone())), ""),
         Phase::Cancelled { reason } => (&[][..], "", None, reason.as_str()),
@@ -53,7 +53,7 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
         usage: Some(usage_to_proto(run.state.usage)),
         final_text: final_text.to_owned(),
         steps: run.state.steps,
-        last_seq: run.last_seq,
+        last_seq: run.last_seq(),
         created_at: Some(timestamp(run.created_at)),
         updated_at: Some(timestamp(run.updated_at)),
         expires_at: run.expires_at().map(timestamp),

@@ -12,7 +12,9 @@ use tracing::Instrument;
 
 use super::Emitter;
 use crate::agent::{Agent, StepEnd};
-use crate::domain::{Chunk, FinishReason, PendingCall, Phase, RunFailure, RunRecord, Timestamp, ToolCall};
+use crate::domain::{
+    Chunk, FinishReason, PendingCalls, RunFailure, RunRecord, Timestamp, ToolCall, WrongPhase,
+};
 use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
 use crate::runtime::{lifecycle_log, Inner};
 use crate::store::StoreError;
@@ -35,6 +37,29 @@ enum Interrupted {
     /// write), or cancelled.
     Live(Interruption),
     ClientLeft,
+}
+
+/// Why an execution stopped before it stored its run's next suspension or
+/// finish.
+enum Halt {
+    /// The store refused a write, or the run moved on elsewhere (see
+    /// `Execution::settle`).
+    Store(StoreError),
+    /// The run left RUNNING under its execution: a transition found it in
+    /// another phase, and nothing was written.
+    Phase(WrongPhase),
+}
+
+impl From<StoreError> for Halt {
+    fn from(error: StoreError) -> Self {
+        Halt::Store(error)
+    }
+}
+
+impl From<WrongPhase> for Halt {
+    fn from(wrong: WrongPhase) -> Self {
+        Halt::Phase(wrong)
+    }
 }
 
 /// Resolves when the client's stream is gone (at once if there is none).
@@ -69,10 +94,12 @@ impl Execution {
     /// runs the calls that were approved and have not run yet, then suspends
     /// again while calls are pending, or steps on.
     pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
-        let mut pending = match &mut self.run.phase {
-            Phase::Running { pending, .. } => std::mem::take(pending),
-            _ => Vec::new(),
-        };
+        let outcome = self.continue_with(approved).await;
+        self.settle(outcome).await;
+    }
+
+    async fn continue_with(&mut self, approved: Vec<ToolCall>) -> Result<(), Halt> {
+        let mut pending = self.run.take_still_pending()?;
         for call in approved {
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
             let outcome = self
@@ -86,12 +113,10 @@ impl Execution {
                 .await;
             pending.extend(suspended);
         }
-        let outcome = if pending.is_empty() {
-            self.step_loop().await
-        } else {
-            self.suspend(pending).await
-        };
-        self.settle(outcome).await;
+        match PendingCalls::new(pending) {
+            None => self.step_loop().await,
+            Some(pending) => self.suspend(pending).await,
+        }
     }
 
     /// Ends the execution. Nothing unstored was ever released, so an
@@ -102,34 +127,45 @@ impl Execution {
     /// (here or on another replica) to continue from its last stored step
     /// once the store accepts writes, and its streams here end with an
     /// `error` and a `finish` that say so (see `stream::Refusal`).
-    async fn settle(&mut self, outcome: Result<(), StoreError>) {
-        let outcome = match outcome {
-            // Fenced by the flusher, which the store refused for a lease.
-            Err(StoreError::VersionConflict { .. }) => match self.emitter.refusal().await {
-                Some(refused) => Err(refused),
-                None => outcome,
-            },
-            other => other,
-        };
-        match outcome {
-            Ok(()) => {}
-            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
-                tracing::info!("the run moved on elsewhere; this execution stopped");
-                self.emitter.hand_over_client();
-            }
-            Err(error) => {
-                tracing::error!(%error, "the store refused the run; its streams here end, and recovery continues it");
-                self.emitter.end_streams(Refusal {
-                    error: error.to_string(),
-                    usage: self.run.state.usage,
-                });
+    /// A run that left RUNNING under its execution (a transition refused
+    /// by its phase) is left as stored, as one that moved on is.
+    async fn settle(&mut self, outcome: Result<(), Halt>) {
+        if let Err(halt) = outcome {
+            match self.refusal(halt).await {
+                None => {
+                    tracing::info!("the run moved on elsewhere; this execution stopped");
+                    self.emitter.hand_over_client();
+                }
+                Some(error) => {
+                    tracing::error!(%error, "the store refused the run; its streams here end, and recovery continues it");
+                    self.emitter.end_streams(Refusal {
+                        error: error.to_string(),
+                        usage: self.run.state.usage,
+                    });
+                }
             }
         }
         self.emitter.release_hold();
         self.inner.live.release(self.run.id);
     }
 
-    async fn step_loop(&mut self) -> Result<(), StoreError> {
+    /// The store's refusal that halted the execution, if that is what did;
+    /// `None` if the run moved on elsewhere or left RUNNING under it.
+    async fn refusal(&self, halt: Halt) -> Option<StoreError> {
+        match halt {
+            // Fenced: by the run moving on, or by the flusher, which the
+            // store refused for a whole lease.
+            Halt::Store(StoreError::VersionConflict { .. }) => self.emitter.refusal().await,
+            Halt::Store(StoreError::NotFound) => None,
+            Halt::Store(error) => Some(error),
+            Halt::Phase(wrong) => {
+                tracing::error!(%wrong, "the run left RUNNING under its execution");
+                None
+            }
+        }
+    }
+
+    async fn step_loop(&mut self) -> Result<(), Halt> {
         let earlier = match self.earlier.take() {
             Some(earlier) => earlier,
             None => self.inner.thread_history(&self.run).await?,
@@ -139,7 +175,7 @@ impl Execution {
         outcome
     }
 
-    async fn steps(&mut self, earlier: &[crate::domain::Message]) -> Result<(), StoreError> {
+    async fn steps(&mut self, earlier: &[crate::domain::Message]) -> Result<(), Halt> {
         loop {
             if self.run.state.steps >= self.run.options.max_steps {
                 return self.complete(FinishReason::MaxSteps, String::new()).await;
@@ -178,10 +214,10 @@ impl Execution {
                 }
                 Err(Interrupted::Live(Interruption::Cancelled(reason))) => return self.cancel(reason).await,
                 Err(Interrupted::Live(Interruption::Fenced)) => {
-                    return Err(StoreError::VersionConflict {
-                        expected: self.run.version,
-                        actual: self.run.version + 1,
-                    })
+                    return Err(Halt::Store(StoreError::VersionConflict {
+                        expected: self.run.version(),
+                        actual: self.run.version() + 1,
+                    }))
                 }
                 Err(Interrupted::ClientLeft) => {
                     return self
@@ -195,7 +231,7 @@ impl Execution {
     /// Stores the run as it stands with the events since the last commit
     /// and then `held` (the chunks of a transition), then releases what was
     /// held back.
-    async fn commit(&mut self, held: Vec<Chunk>) -> Result<(), StoreError> {
+    async fn commit(&mut self, held: Vec<Chunk>) -> Result<(), Halt> {
         self.commit_counted(held, |_, _| {}).await
     }
 
@@ -205,7 +241,7 @@ impl Execution {
         &mut self,
         held: Vec<Chunk>,
         count: impl FnOnce(&crate::metrics::Metrics, &str),
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Halt> {
         for chunk in held {
             self.emitter.hold(chunk);
         }
@@ -214,31 +250,31 @@ impl Execution {
         self.emitter
             .commit(&mut self.run, || count(metrics, &agent))
             .await?;
-        tracing::debug!(status = %self.run.status(), last_seq = self.run.last_seq, "run stored");
+        tracing::debug!(status = %self.run.status(), last_seq = self.run.last_seq(), "run stored");
         Ok(())
     }
 
     /// Pending calls wait for Resume: the suspension is stored before any
     /// `tool_call_suspended` chunk is released.
-    async fn suspend(&mut self, pending: Vec<PendingCall>) -> Result<(), StoreError> {
-        let chunks = self.run.suspend(pending, Timestamp::now());
+    async fn suspend(&mut self, pending: PendingCalls) -> Result<(), Halt> {
+        let chunks = self.run.suspend(pending, Timestamp::now())?;
         self.commit_counted(chunks, |metrics, agent| metrics.run_suspended(agent))
             .await?;
         lifecycle_log::suspended(&self.run, self.run.pending());
         Ok(())
     }
 
-    async fn complete(&mut self, reason: FinishReason, final_text: String) -> Result<(), StoreError> {
-        let chunks = self.run.complete(reason, final_text, Timestamp::now());
+    async fn complete(&mut self, reason: FinishReason, final_text: String) -> Result<(), Halt> {
+        let chunks = self.run.complete(reason, final_text, Timestamp::now())?;
         self.commit_counted(chunks, |metrics, agent| metrics.run_completed(agent))
             .await?;
         lifecycle_log::finished(&self.run, reason);
         Ok(())
     }
 
-    async fn fail(&mut self, failure: RunFailure) -> Result<(), StoreError> {
+    async fn fail(&mut self, failure: RunFailure) -> Result<(), Halt> {
         tracing::warn!(code = %failure.code, message = %failure.message, "run failed");
-        let chunks = self.run.fail(failure, Timestamp::now());
+        let chunks = self.run.fail(failure, Timestamp::now())?;
         self.commit_counted(chunks, |metrics, agent| metrics.run_failed(agent))
             .await?;
         lifecycle_log::finished(&self.run, FinishReason::Error);
@@ -247,9 +283,9 @@ impl Execution {
 
     /// Stops the run where it is: whatever the interrupted step was doing
     /// (an in-flight model call included) has been dropped.
-    async fn cancel(&mut self, reason: String) -> Result<(), StoreError> {
+    async fn cancel(&mut self, reason: String) -> Result<(), Halt> {
         tracing::info!(%reason, "run cancelled");
-        let chunks = self.run.cancel(reason, Timestamp::now());
+        let chunks = self.run.cancel(reason, Timestamp::now())?;
         self.commit_counted(chunks, |metrics, agent| metrics.run_cancelled(agent, None))
             .await?;
         lifecycle_log::finished(&self.run, FinishReason::Cancelled);

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use super::lease::LeaseSettings;
 use super::tenant_runs::RunSlot;
 use crate::agent::ChunkSink;
-use crate::domain::{Chunk, Event, RunRecord, RunStatus, Timestamp};
+use crate::domain::{Chunk, Event, Position, RunRecord, RunStatus, Timestamp};
 use crate::runtime::fanout::{ClientFeed, Delivery, LiveRun, Refusal, Signal};
 use crate::runtime::RuntimeConfig;
 use crate::store::{Store, StoreError};
@@ -108,8 +108,8 @@ impl Unstored {
 }
 
 struct Writer {
-    /// The stored version of the run, as this execution last wrote it.
-    version: u64,
+    /// Where the run stands in the store, as this execution last wrote it.
+    stored: Position,
     /// When the lease needs renewing at the latest.
     renew_at: Instant,
     /// When the last write succeeded (the lease holds until `ttl` after).
@@ -146,7 +146,7 @@ impl Emitter {
             store,
             live: Arc::clone(&live),
             writer: tokio::sync::Mutex::new(Writer {
-                version: run.version,
+                stored: run.position(),
                 renew_at: now + lease.renew_every,
                 stored_at: now,
                 stopped: false,
@@ -161,7 +161,7 @@ impl Emitter {
         let flusher = tokio::spawn(Arc::clone(&shared).flush_loop());
         Self {
             live,
-            last_seq: run.last_seq,
+            last_seq: run.last_seq(),
             client,
             hold: Hold { held: true, slot },
             shared,
@@ -283,20 +283,20 @@ impl Emitter {
         let shared = &self.shared;
         let mut writer = shared.writer.lock().await;
         if writer.stopped {
-            return Err(fenced_error(writer.version));
+            return Err(fenced_error(writer.stored.version));
         }
         // The flusher is not writing (this holds the writer), so every
         // unstored chunk is in the buffer; on failure the execution stops,
         // and nothing is retried.
         let events = std::mem::take(&mut *lock(&shared.unstored)).events;
-        run.last_seq = self.last_seq;
         // A running run's lease runs from now (the stored one ran from its
-        // last renewal); a run this commit suspends or ends has none.
-        run.renew_lease(shared.lease.expiry());
-        run.version = writer.version + 1;
-        match shared.store.commit(run, writer.version, &events).await {
+        // last renewal); a run this commit suspends or ends has none, and
+        // its renewal is refused.
+        run.renew_lease(shared.lease.expiry()).ok();
+        let expected = run.commit_after(writer.stored, &events);
+        match shared.store.commit(run, expected, &events).await {
             Ok(()) => {
-                writer.version = run.version;
+                writer.stored = run.position();
                 writer.stored(&shared.lease);
                 // Only a running run has a lease to renew or chunks to add.
                 writer.stopped = run.status() != RunStatus::Running;
@@ -412,11 +412,11 @@ impl Shared {
             unstored.events.drain(..flushable).collect()
         };
         let id = self.live.id();
-        let version = writer.version;
+        let version = writer.stored.version;
         let expiry = Some(self.lease.expiry());
         match self.store.append_events(id, version, expiry, &batch).await {
             Ok(()) => {
-                writer.version = version + 1;
+                writer.stored = writer.stored.after_append(batch.last().map(|event| event.seq));
                 writer.stored(&self.lease);
                 lock(&self.unstored).in_flight = 0;
                 self.release(batch);
@@ -448,40 +448,6 @@ impl Shared {
     }
 }
 
-/// Chunks numbered and kept for a commit that has not happened yet, before
-/// anything is released: the first chunks of a start or a Resume, which only
-/// count if the commit that carries them succeeds.
-pub struct Staging {
-    pub last_seq: u64,
-    pub events: Vec<Event>,
-}
-
-impl Staging {
-    pub fn after(last_seq: u64) -> Self {
-        Self {
-            last_seq,
-            events: Vec::new(),
-        }
-    }
-
-    pub fn push(&mut self, chunk: Chunk) {
-        self.events.push(next_event(&mut self.last_seq, chunk));
-    }
-
-    /// Numbers `chunks` after what is staged (a transition's chunks).
-    pub fn extend(&mut self, chunks: impl IntoIterator<Item = Chunk>) {
-        for chunk in chunks {
-            self.push(chunk);
-        }
-    }
-}
-
-impl ChunkSink for Staging {
-    async fn emit(&mut self, chunk: Chunk) {
-        self.push(chunk);
-    }
-}
-
 impl ChunkSink for Emitter {
     async fn emit(&mut self, chunk: Chunk) {
         self.emit_now(chunk).await;
@@ -491,19 +457,20 @@ impl ChunkSink for Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Staged;
     use crate::runtime::fanout::{ClientFeed, LiveRuns};
     use crate::store::MemoryStore;
 
-    /// A run that an execution starts, with two chunks before it (from a
-    /// stream its client did not see).
-    fn new_run() -> RunRecord {
+    /// A run that an execution starts, and its first chunk (from a stream
+    /// the execution's client did not see).
+    fn new_run() -> (RunRecord, Staged) {
         let options = crate::domain::RunOptions {
             max_steps: 1,
             suspend_ttl: Duration::from_secs(1),
             ..Default::default()
         };
         let lease = crate::domain::Lease::vacant();
-        let (mut run, _) = RunRecord::start(
+        RunRecord::start(
             crate::domain::RunId::new(),
             Default::default(),
             "a".into(),
@@ -511,18 +478,16 @@ mod tests {
             Default::default(),
             lease,
             Timestamp(0),
-        );
-        run.last_seq = 2;
-        run
+        )
     }
 
     #[tokio::test]
     async fn the_write_that_suspends_a_run_ends_its_hold_before_releasing_its_chunks() {
         let runs = LiveRuns::default();
-        let mut run = new_run();
+        let (mut run, first) = new_run();
         let live = runs.start_execution(run.id);
         // A client that saw nothing of the run cannot take the chunks after
-        // seq 2: the feed hands it over in the middle of their release, and
+        // seq 1: the feed hands it over in the middle of their release, and
         // the hand-over looks at the run then.
         let (client, _stream) = mpsc::channel(4);
         let executing_then = Arc::new(Mutex::new(None));
@@ -530,10 +495,19 @@ mod tests {
         let hand_over = Box::new(move |_, _| *lock(&seen) = Some(watched.is_executing()));
         let feed = ClientFeed::new(client, 0, hand_over);
         let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
-        store.create_run(&run, &[]).await.expect("created");
+        store.create_run(&run, &first.events).await.expect("created");
         let config = RuntimeConfig::default();
         let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None);
-        for chunk in run.suspend(Vec::new(), Timestamp::now()) {
+        let question = crate::domain::PendingCall {
+            call: crate::domain::ToolCall {
+                id: "call_1".into(),
+                name: "human_review".into(),
+                args: serde_json::json!({}).into(),
+            },
+            waiting: crate::domain::Waiting::Approval,
+        };
+        let pending = crate::domain::PendingCalls::one(question);
+        for chunk in run.suspend(pending, Timestamp::now()).expect("running") {
             emitter.hold(chunk);
         }
         emitter.commit(&mut run, || {}).await.expect("stored");

@@ -82,7 +82,7 @@ impl Runtime {
         slot: RunSlot,
         trace: Option<TraceContext>,
     ) -> RunStream {
-        let after_seq = first.first().map_or(run.last_seq, |event| event.seq - 1);
+        let after_seq = first.first().map_or(run.last_seq(), |event| event.seq - 1);
         let live = self.inner.live.start_execution(run.id);
         // Whoever waits on the run (a subscriber of a suspended run) gets
         // the first chunks too (copied only for them); this stream starts

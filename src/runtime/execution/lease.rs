@@ -92,7 +92,9 @@ pub(crate) fn lease_expired(run: &RunRecord, now: Timestamp) -> bool {
 mod tests {
     use super::*;
     use crate::domain::Message;
-    use crate::domain::{PendingCall, Phase, RunState, Waiting};
+    use crate::domain::{
+        Answer, AnswerRecord, AnswerVia, PendingCall, PendingCalls, Resolution, RunState, Waiting,
+    };
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -132,12 +134,28 @@ mod tests {
         run.state
             .messages
             .push(Message::tool("a", "human_review", "done", false));
-        if let Phase::Running { pending, .. } = &mut run.phase {
-            pending.push(PendingCall {
-                call: call("c"),
-                waiting: Waiting::Approval,
-            });
-        }
+        // b and c waited for approval; b is approved, and c still waits.
+        let approval = |id: &str| PendingCall {
+            call: call(id),
+            waiting: Waiting::Approval,
+        };
+        let both = PendingCalls::new(vec![approval("b"), approval("c")]).expect("two calls");
+        run.suspend(both, Timestamp::now()).expect("running");
+        let approved = AnswerRecord {
+            tool_call_id: "b".into(),
+            answer: Answer::Approval {
+                approved: true,
+                reason: String::new(),
+                edited_args: None,
+            },
+            answered_at: Timestamp::now(),
+            answered_by: Default::default(),
+            via: AnswerVia::Resume,
+        };
+        let execute = Resolution::Execute { edited_args: None };
+        run.answer(0, approved, None, execute, Lease::vacant())
+            .expect("suspended");
+        assert_eq!(run.pending(), &[approval("c")]);
         assert_eq!(approved_unexecuted(&run), vec![call("b")]);
     }
 

@@ -28,7 +28,7 @@ mod run_agent;
 mod standalone_tool;
 mod tenant_runs;
 
-pub use emitter::{Emitter, Staging};
+pub use emitter::Emitter;
 pub(super) use execute::Work;
 pub(super) use lease::{approved_unexecuted, lease_expired};
 pub use lease::{new_replica_id, LeaseSettings};

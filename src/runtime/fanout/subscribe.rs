@@ -170,7 +170,7 @@ async fn plan(
         Wanted::Subscription { after_seq } => after_seq,
         Wanted::Segment { first_seq } => first_seq.saturating_sub(1),
     };
-    let last_known = run.last_seq;
+    let last_known = run.last_seq();
     if after_seq > last_known {
         return Err(RuntimeError::InvalidRequest {
             field: "after_seq",
@@ -181,8 +181,8 @@ async fn plan(
     let replay = contiguous(stored, after_seq);
     let follow = match (wanted, run.status()) {
         (Wanted::Segment { .. }, _) => Follow::UntilFinishAfter(after_seq),
-        (_, RunStatus::Running) => Follow::UntilFinishAfter(run.last_seq),
-        (_, RunStatus::Suspended) if replay.is_empty() => Follow::UntilFinishAfter(run.last_seq),
+        (_, RunStatus::Running) => Follow::UntilFinishAfter(run.last_seq()),
+        (_, RunStatus::Suspended) if replay.is_empty() => Follow::UntilFinishAfter(run.last_seq()),
         _ => Follow::ReplayOnly,
     };
     Ok(Plan {
@@ -314,7 +314,7 @@ impl Forwarder {
         }
         match self.inner.store.load_run(run_id).await {
             Ok(run) if matches!(run.status(), RunStatus::Running | RunStatus::Suspended) => Next::More,
-            Ok(run) if run.last_seq > *last => Next::More,
+            Ok(run) if run.last_seq() > *last => Next::More,
             Ok(_) => Next::Done,
             Err(error) => {
                 tracing::warn!(%error, "subscriber could not read the run");

@@ -9,7 +9,6 @@ use std::time::Duration;
 use tracing::instrument;
 
 use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
-use crate::runtime::execution::Staging;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
@@ -55,8 +54,8 @@ impl Runtime {
             match outcome {
                 Ok(run) => return Ok(run),
                 // Changed under us (resumed, or it moved on): look again.
-                Err(StoreError::VersionConflict { .. }) => continue,
-                Err(other) => return Err(other.into()),
+                Err(RuntimeError::Store(StoreError::VersionConflict { .. })) => continue,
+                Err(other) => return Err(other),
             }
         }
         Err(RuntimeError::Busy)
@@ -64,16 +63,18 @@ impl Runtime {
 
     /// Cancels a run nobody executes here, in the store: its pending calls
     /// are answered as declined, and the chunks go to anyone waiting on it.
-    async fn cancel_stored(&self, mut run: RunRecord, reason: &str) -> Result<RunRecord, StoreError> {
+    async fn cancel_stored(&self, mut run: RunRecord, reason: &str) -> Result<RunRecord, RuntimeError> {
         let suspended_since = (run.status() == RunStatus::Suspended).then_some(run.updated_at);
-        let mut staging = Staging::after(run.last_seq);
         // A lease still held belongs to an execution elsewhere that did not
         // stop: the version guard fences it at its next write.
-        staging.extend(run.cancel(reason.to_owned(), Timestamp::now()));
-        let expected = run.version;
-        run.version += 1;
-        run.last_seq = staging.last_seq;
-        self.inner.store.commit(&run, expected, &staging.events).await?;
+        let chunks = run
+            .cancel(reason.to_owned(), Timestamp::now())
+            .map_err(|wrong| RuntimeError::NotCancellable(wrong.from))?;
+        let staged = run.stage(chunks);
+        self.inner
+            .store
+            .commit(&run, staged.expected_version, &staged.events)
+            .await?;
         crate::runtime::lifecycle_log::finished(&run, crate::domain::FinishReason::Cancelled);
         self.inner
             .config
@@ -81,7 +82,7 @@ impl Runtime {
             .run_cancelled(&run.agent_id, suspended_since);
 
         if let Some(live) = self.inner.live.get(run.id) {
-            live.release_stored(staging.events);
+            live.release_stored(staged.events);
         }
         Ok(run)
     }

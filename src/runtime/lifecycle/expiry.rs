@@ -15,7 +15,6 @@ use tokio::task::JoinHandle;
 use tracing::instrument;
 
 use crate::domain::{RunId, RunRecord, RunStatus, Timestamp};
-use crate::runtime::execution::Staging;
 use crate::runtime::periodic::spawn_periodic;
 use crate::runtime::{Inner, Runtime, RuntimeError};
 use crate::store::StoreError;
@@ -109,13 +108,14 @@ impl Inner {
 
     /// Stores a suspended run past its time to live as expired.
     async fn store_expiry(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
-        let expected = run.version;
         let suspended_since = run.updated_at;
-        let mut staging = Staging::after(run.last_seq);
-        staging.extend(run.expire(Timestamp::now()));
-        run.version += 1;
-        run.last_seq = staging.last_seq;
-        match self.store.commit(run, expected, &staging.events).await {
+        let chunks = run.expire(Timestamp::now())?;
+        let staged = run.stage(chunks);
+        match self
+            .store
+            .commit(run, staged.expected_version, &staged.events)
+            .await
+        {
             Ok(()) => {
                 crate::runtime::lifecycle_log::expired(run, suspended_since);
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);

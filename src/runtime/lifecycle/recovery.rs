@@ -21,8 +21,8 @@
 
 use tokio::task::JoinHandle;
 
-use crate::domain::{Chunk, RunFailure, RunRecord, RunStatus, Timestamp};
-use crate::runtime::execution::{approved_unexecuted, lease_expired, Staging, Work};
+use crate::domain::{RunFailure, RunRecord, RunStatus, Staged, Timestamp};
+use crate::runtime::execution::{approved_unexecuted, lease_expired, Work};
 use crate::runtime::periodic::spawn_periodic;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::{Holder, Orphan, StoreError};
@@ -109,16 +109,11 @@ impl Runtime {
             owner: run.lease().map(|lease| lease.owner.clone()).unwrap_or_default(),
             holder: &orphan.holder,
         };
-        let agent = self.inner.agent_for_run(&run);
-        let mut first = Staging::after(run.last_seq);
-        first.push(Chunk::Start {
-            agent_id: run.agent_id.clone(),
-            resumed: true,
-        });
-        let expected = run.version;
-        run.version += 1;
-        run.updated_at = Timestamp::now();
-        let agent = match agent {
+        // Still orphaned, so running: nothing else is taken over.
+        let Ok(start) = run.take_over(self.inner.new_lease(), Timestamp::now()) else {
+            return Ok(false);
+        };
+        let agent = match self.inner.agent_for_run(&run) {
             Ok(agent) => agent,
             Err(error) => {
                 // Nothing here can continue it: end it, so that nobody
@@ -127,14 +122,14 @@ impl Runtime {
                     code: "agent_gone".into(),
                     message: error.to_string(),
                 };
-                first.extend(run.fail(failure, Timestamp::now()));
-                run.last_seq = first.last_seq;
-                return self.commit_takeover(&run, expected, &first, &previous).await;
+                let mut chunks = vec![start];
+                chunks.extend(run.fail(failure, Timestamp::now())?);
+                let first = run.stage(chunks);
+                return self.commit_takeover(&run, &first, &previous).await;
             }
         };
-        run.take_over(self.inner.new_lease());
-        run.last_seq = first.last_seq;
-        if !self.commit_takeover(&run, expected, &first, &previous).await? {
+        let first = run.stage([start]);
+        if !self.commit_takeover(&run, &first, &previous).await? {
             return Ok(false);
         }
         let approved = approved_unexecuted(&run);
@@ -150,11 +145,15 @@ impl Runtime {
     async fn commit_takeover(
         &self,
         run: &RunRecord,
-        expected: u64,
-        first: &Staging,
+        first: &Staged,
         previous: &Previous<'_>,
     ) -> Result<bool, RuntimeError> {
-        match self.inner.store.commit(run, expected, &first.events).await {
+        match self
+            .inner
+            .store
+            .commit(run, first.expected_version, &first.events)
+            .await
+        {
             Ok(()) => {
                 previous.log(run);
                 self.metrics().run_taken_over(previous.holder.as_str());
@@ -182,7 +181,7 @@ struct Previous<'a> {
 
 impl Previous<'_> {
     fn log(&self, run: &RunRecord) {
-        let (run_id, last_seq, owner, holder) = (run.id, run.last_seq, &self.owner, self.holder.as_str());
+        let (run_id, last_seq, owner, holder) = (run.id, run.last_seq(), &self.owner, self.holder.as_str());
         match self.holder {
             Holder::Gone { .. } => tracing::info!(
                 %run_id, last_seq, previous_owner = %owner, holder,

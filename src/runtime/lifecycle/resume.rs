@@ -13,7 +13,7 @@ use crate::domain::{
     Answer, AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
     Timestamp, TraceContext,
 };
-use crate::runtime::execution::{Staging, Work};
+use crate::runtime::execution::Work;
 use crate::runtime::fanout::Wanted;
 use crate::runtime::{RunStream, Runtime, RuntimeError};
 use crate::store::StoreError;
@@ -114,13 +114,14 @@ impl Runtime {
         let lease = self.inner.new_lease();
         let (chunks, approved) = run
             .answer(index, answer, request.request_id, resolution, lease)
-            .ok_or_else(|| RuntimeError::NotSuspended(run.status()))?;
-        let mut first = Staging::after(run.last_seq);
-        first.extend(chunks);
-        run.last_seq = first.last_seq;
-        let expected = run.version;
-        run.version += 1;
-        match self.inner.store.commit(&run, expected, &first.events).await {
+            .map_err(|wrong| RuntimeError::NotSuspended(wrong.from))?;
+        let first = run.stage(chunks);
+        match self
+            .inner
+            .store
+            .commit(&run, first.expected_version, &first.events)
+            .await
+        {
             Ok(()) => {}
             Err(StoreError::VersionConflict { .. }) => {
                 return Err(self.lost_claim(tenant, run.id).await);

@@ -10,10 +10,10 @@ use std::time::Duration;
 use super::thread_turn::Turn;
 use crate::agent::Agent;
 use crate::domain::{
-    AnswerVia, Chunk, Lease, Message, RunId, RunOptions, RunRecord, RunState, Tenant, ThreadId, ThreadLink,
+    AnswerVia, Lease, Message, RunId, RunOptions, RunRecord, RunState, Staged, Tenant, ThreadId, ThreadLink,
     Timestamp, ToolDefinition, TraceContext,
 };
-use crate::runtime::execution::{with_run_tools, Staging, Work};
+use crate::runtime::execution::{with_run_tools, Work};
 use crate::runtime::fanout::Wanted;
 use crate::runtime::{RunStream, Runtime, RuntimeConfig, RuntimeError};
 use crate::store::StoreError;
@@ -115,11 +115,8 @@ impl Runtime {
             .acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
         let thread_id = request.thread_id.clone();
         let lease = self.inner.new_lease();
-        let (mut run, start) = new_run(tenant, &agent, request, lease, &self.inner.config);
+        let (mut run, first) = new_run(tenant, &agent, request, lease, &self.inner.config);
         run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
-        let mut first = Staging::after(0);
-        first.push(start);
-        run.last_seq = first.last_seq;
         match self.inner.store.create_run(&run, &first.events).await {
             Ok(()) => self.inner.config.metrics.run_started(&run.agent_id),
             // A retry racing its original: follow the run that won.
@@ -152,14 +149,14 @@ impl Runtime {
 }
 
 /// A new run of `agent` for `tenant` as `request` asks, held by `lease`,
-/// and its first chunk; not yet stored.
+/// and its first commit; not yet stored.
 fn new_run(
     tenant: &Tenant,
     agent: &Agent,
     request: StartRun,
     lease: Lease,
     config: &RuntimeConfig,
-) -> (RunRecord, Chunk) {
+) -> (RunRecord, Staged) {
     let mut state = RunState::default();
     let has_system = request
         .messages
@@ -184,7 +181,7 @@ fn new_run(
             .or(agent.suspend_ttl)
             .unwrap_or(config.suspend_ttl),
     };
-    let (mut run, start) = RunRecord::start(
+    let (mut run, first) = RunRecord::start(
         request.run_id.unwrap_or_default(),
         tenant.clone(),
         agent.id.clone(),
@@ -197,5 +194,5 @@ fn new_run(
     run.metadata = request.metadata;
     run.run_tools = request.tools;
     run.trace = request.trace;
-    (run, start)
+    (run, first)
 }

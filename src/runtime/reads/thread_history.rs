@@ -100,7 +100,7 @@ mod tests {
             lease,
             Timestamp(0),
         );
-        run.expire(Timestamp(0));
+        run.cancel(String::new(), Timestamp(0)).expect("running");
         run.thread = Some(crate::domain::ThreadLink {
             id: ThreadId::new("t").unwrap(),
             previous,

@@ -244,7 +244,7 @@ pub(super) async fn create(
     events: &[Event],
 ) -> Result<(), StoreError> {
     let batch = event_row(events)?;
-    if let Some(error) = batch.behind(run.last_seq) {
+    if let Some(error) = batch.behind(run.last_seq()) {
         return Err(error);
     }
     let record = crate::store::record::encode_run_plain(run)?;
@@ -259,8 +259,8 @@ pub(super) async fn create(
         &batch.events,
         &run.agent_id,
         &run.status().as_str(),
-        &to_i64(run.version),
-        &to_i64(run.last_seq),
+        &to_i64(run.version()),
+        &to_i64(run.last_seq()),
         &run.created_at.0,
         &run.updated_at.0,
         &run.expires_at().map(|at| at.0),
@@ -288,7 +288,7 @@ pub(super) async fn commit(
     events: &[Event],
 ) -> Result<(), StoreError> {
     let batch = event_row(events)?;
-    if let Some(error) = batch.behind(run.last_seq) {
+    if let Some(error) = batch.behind(run.last_seq()) {
         // A wrong version (or no such run) is reported first.
         return Err(match refusal(store, run.id, expected_version, None).await {
             refused @ (StoreError::NotFound | StoreError::VersionConflict { .. }) => refused,
@@ -301,7 +301,7 @@ pub(super) async fn commit(
     let announcement = Announcement {
         run_id: run.id,
         status: run.status(),
-        last_seq: run.last_seq,
+        last_seq: run.last_seq(),
         events,
     };
     let kind = RunEventKind::entering(run.status()).as_str();
@@ -316,8 +316,8 @@ pub(super) async fn commit(
         &batch.last_seq,
         &batch.events,
         &run.status().as_str(),
-        &to_i64(run.version),
-        &to_i64(run.last_seq),
+        &to_i64(run.version()),
+        &to_i64(run.last_seq()),
         &run.updated_at.0,
         &run.expires_at().map(|at| at.0),
         &lease_owner,

@@ -33,10 +33,13 @@ pub async fn three_events(store: &AnyStore, tenant: &Tenant) -> RunRecord {
     let run = running_run(tenant, "assistant");
     store.create_run(&run, &[]).await.expect("create");
     let suspended = next(&run, suspended_like(&run));
-    store.commit(&suspended, run.version, &[]).await.expect("suspend");
+    store
+        .commit(&suspended, run.version(), &[])
+        .await
+        .expect("suspend");
     let expired = next(&suspended, Phase::Expired);
     store
-        .commit(&expired, suspended.version, &[])
+        .commit(&expired, suspended.version(), &[])
         .await
         .expect("expire");
     expired

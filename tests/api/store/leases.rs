@@ -19,15 +19,15 @@ pub async fn leases_conform(store: &AnyStore) {
 
 /// A run that executes on `owner` until `expires_at`, with 5 events stored.
 pub(super) fn running_run(owner: &str, expires_at: Timestamp) -> RunRecord {
-    let mut run = suspended_run("assistant");
-    run.phase = Phase::Running {
-        lease: Lease {
-            owner: owner.into(),
-            expires_at,
-        },
-        pending: Vec::new(),
-    };
-    run
+    super::edited(&suspended_run("assistant"), |run| {
+        run.phase = Phase::Running {
+            lease: Lease {
+                owner: owner.into(),
+                expires_at,
+            },
+            pending: Vec::new(),
+        };
+    })
 }
 
 fn text_events(first_seq: u64, count: usize) -> Vec<Event> {
@@ -45,16 +45,15 @@ async fn appends_extend_a_running_run(store: &AnyStore) {
     store.create_run(&run, &first).await.expect("create");
 
     let later = Timestamp(Timestamp::now().0 + 20_000_000);
-    let batch = text_events(run.last_seq + 1, 3);
+    let batch = text_events(run.last_seq() + 1, 3);
     store
-        .append_events(run.id, run.version, Some(later), &batch)
+        .append_events(run.id, run.version(), Some(later), &batch)
         .await
         .expect("append");
     let stored = store.load_run(run.id).await.expect("load");
     let mut expected = run.clone();
-    expected.version = run.version + 1;
-    expected.last_seq = run.last_seq + 3;
-    expected.renew_lease(later);
+    let appended = run.position().after_append(Some(run.last_seq() + 3));
+    expected.restore(appended, Some(later));
     assert_eq!(
         stored, expected,
         "version, last_seq and lease moved; the state did not"
@@ -64,23 +63,23 @@ async fn appends_extend_a_running_run(store: &AnyStore) {
     // A renewal: no events, only the version and the lease move.
     let renewed = Timestamp(later.0 + 1);
     store
-        .append_events(run.id, expected.version, Some(renewed), &[])
+        .append_events(run.id, expected.version(), Some(renewed), &[])
         .await
         .expect("renew");
-    expected.version += 1;
-    expected.renew_lease(renewed);
+    expected.restore(expected.position().after_append(None), Some(renewed));
     assert_eq!(store.load_run(run.id).await.expect("load"), expected);
 
     // The step's commit follows the appends, with the version they left.
-    let mut done = expected.clone();
-    done.version += 1;
-    done.phase = Phase::Completed {
-        final_text: "token0 token1 token2 done".into(),
-    };
-    done.last_seq += 2;
-    let tail = text_events(expected.last_seq + 1, 2);
+    let done = super::edited(&expected, |run| {
+        run.version += 1;
+        run.phase = Phase::Completed {
+            final_text: "token0 token1 token2 done".into(),
+        };
+        run.last_seq += 2;
+    });
+    let tail = text_events(expected.last_seq() + 1, 2);
     store
-        .commit(&done, expected.version, &tail)
+        .commit(&done, expected.version(), &tail)
         .await
         .expect("commit after appends");
     assert_eq!(store.load_run(run.id).await.expect("load"), done);
@@ -105,16 +104,18 @@ async fn refused_appends_change_nothing(store: &AnyStore) {
     let first = suspension_events(1);
     store.create_run(&run, &first).await.expect("create");
 
-    let batch = text_events(run.last_seq + 1, 2);
+    let batch = text_events(run.last_seq() + 1, 2);
     // A writer that lost the run (another replica took it over).
     assert_conflict(
-        store.append_events(run.id, run.version + 1, None, &batch).await,
-        run.version + 1,
-        run.version,
+        store.append_events(run.id, run.version() + 1, None, &batch).await,
+        run.version() + 1,
+        run.version(),
     );
     // An event that repeats a stored seq: refused whole.
-    let overlapping = text_events(run.last_seq, 2);
-    let result = store.append_events(run.id, run.version, None, &overlapping).await;
+    let overlapping = text_events(run.last_seq(), 2);
+    let result = store
+        .append_events(run.id, run.version(), None, &overlapping)
+        .await;
     assert!(
         matches!(result, Err(StoreError::Backend(_))),
         "an append repeating a stored seq must fail, and not as a conflict: {result:?}"
@@ -128,8 +129,8 @@ async fn refused_appends_change_nothing(store: &AnyStore) {
 
     // Two writers with the same version: exactly one wins.
     let (a, b) = tokio::join!(
-        store.append_events(run.id, run.version, None, &batch),
-        store.append_events(run.id, run.version, None, &batch),
+        store.append_events(run.id, run.version(), None, &batch),
+        store.append_events(run.id, run.version(), None, &batch),
     );
     assert!(a.is_ok() != b.is_ok(), "one append wins: {a:?} {b:?}");
     assert_eq!(events_of(store, run.id).await, concat(&first, &batch));
@@ -146,18 +147,20 @@ async fn expired_leases_soonest_first(store: &AnyStore) {
         store.create_run(&run, &[]).await.expect("create");
         mine.push((offset, run.id));
     }
-    let mut leaseless = running_run("nobody", at(0));
     // Stored before leases: it reads back with a vacant one.
-    leaseless.phase = Phase::Running {
-        lease: Lease::vacant(),
-        pending: Vec::new(),
-    };
+    let leaseless = super::edited(&running_run("nobody", at(0)), |run| {
+        run.phase = Phase::Running {
+            lease: Lease::vacant(),
+            pending: Vec::new(),
+        };
+    });
     store.create_run(&leaseless, &[]).await.expect("create");
     let alive = running_run("replica-alive", at(100));
     store.create_run(&alive, &[]).await.expect("create");
     // Not running: never listed, whatever its lease says.
-    let mut suspended = running_run("replica-gone", at(5));
-    suspended.phase = super::suspended_phase(suspended.created_at);
+    let suspended = super::edited(&running_run("replica-gone", at(5)), |run| {
+        run.phase = super::suspended_phase(run.created_at);
+    });
     store.create_run(&suspended, &[]).await.expect("create");
 
     let ours: Vec<RunId> = mine
@@ -192,18 +195,25 @@ async fn expired_leases_soonest_first(store: &AnyStore) {
 
     // Once taken over (a commit with a fresh lease), it is no longer listed.
     let mut taken = store.load_run(id(10)).await.expect("load");
-    let expected = taken.version;
-    taken.version += 1;
-    taken.take_over(Lease {
-        owner: "replica-b".into(),
-        expires_at: at(1_000),
-    });
-    store.commit(&taken, expected, &[]).await.expect("take over");
+    let start = taken
+        .take_over(
+            Lease {
+                owner: "replica-b".into(),
+                expires_at: at(1_000),
+            },
+            Timestamp::now(),
+        )
+        .expect("running");
+    let first = taken.stage([start]);
+    store
+        .commit(&taken, first.expected_version, &first.events)
+        .await
+        .expect("take over");
     assert_eq!(expired_at(30, 10_000).await, vec![leaseless.id, id(20), id(30)]);
     // A renewal pushes the expiry out too.
     let run = store.load_run(id(20)).await.expect("load");
     store
-        .append_events(run.id, run.version, Some(at(1_000)), &[])
+        .append_events(run.id, run.version(), Some(at(1_000)), &[])
         .await
         .expect("renew");
     assert_eq!(expired_at(30, 10_000).await, vec![leaseless.id, id(30)]);

@@ -111,8 +111,8 @@ async fn a_write_is_announced_only_while_another_server_listens() {
     let far = Timestamp(Timestamp::now().0 + 3_600_000_000);
     let run = running_run("replica-a", far);
     writer.create_run(&run, &[]).await.expect("create");
-    let mut version = run.version;
-    let mut seq = run.last_seq;
+    let mut version = run.version();
+    let mut seq = run.last_seq();
 
     // Alone: its writes stand, and nobody is told.
     writer
@@ -120,7 +120,7 @@ async fn a_write_is_announced_only_while_another_server_listens() {
         .await
         .expect("append alone");
     (version, seq) = (version + 1, seq + 1);
-    assert_eq!(writer.load_run(run.id).await.expect("load").last_seq, seq);
+    assert_eq!(writer.load_run(run.id).await.expect("load").last_seq(), seq);
     assert_eq!(
         ear.heard_so_far().await,
         Vec::<String>::new(),

@@ -43,7 +43,11 @@ async fn completed(store: &AnyStore, agent: &str) -> RunRecord {
     let run = suspended(store, agent).await;
     let done = completed_from(&run, "Pro");
     store
-        .commit(&done, run.version, &resumption_events(run.last_seq + 1, "Pro"))
+        .commit(
+            &done,
+            run.version(),
+            &resumption_events(run.last_seq() + 1, "Pro"),
+        )
         .await
         .expect("complete");
     done
@@ -87,7 +91,11 @@ async fn request_id_finds_its_run(store: &AnyStore) {
     // Still found once the run has moved on.
     let done = completed_from(&run, "Pro");
     store
-        .commit(&done, run.version, &resumption_events(run.last_seq + 1, "Pro"))
+        .commit(
+            &done,
+            run.version(),
+            &resumption_events(run.last_seq() + 1, "Pro"),
+        )
         .await
         .expect("commit");
     assert_eq!(
@@ -326,8 +334,8 @@ async fn due_suspensions_soonest_first(store: &AnyStore) {
     super::expire_at(&mut later, at(100));
     create(store, &later).await;
     let mut finished = completed(store, &agent).await;
-    let previous = finished.version;
-    finished.version += 1;
+    let previous = finished.version();
+    finished = super::edited(&finished, |run| run.version += 1);
     store
         .commit(&finished, previous, &[])
         .await
@@ -350,10 +358,14 @@ async fn due_suspensions_soonest_first(store: &AnyStore) {
 
     // Once expired (by whoever wins the compare-and-set) it is no longer due.
     let (_, first) = &due[0];
-    let mut expired = first.clone();
-    expired.version += 1;
-    expired.phase = Phase::Expired;
-    store.commit(&expired, first.version, &[]).await.expect("expire");
+    let expired = super::edited(first, |run| {
+        run.version += 1;
+        run.phase = Phase::Expired;
+    });
+    store
+        .commit(&expired, first.version(), &[])
+        .await
+        .expect("expire");
     assert_eq!(
         due_at(100, 100).await,
         ids(&[20, 30, 40])

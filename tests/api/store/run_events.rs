@@ -27,26 +27,26 @@ pub fn fresh_tenant(label: &str) -> Tenant {
 }
 
 pub fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
-    let mut run = suspended_run(agent);
-    run.tenant = tenant.clone();
-    run.request_id = None;
-    run.phase = Phase::Running {
-        lease: Lease {
-            owner: "replica-a".into(),
-            expires_at: Timestamp(run.created_at.0 + 10_000_000),
-        },
-        pending: Vec::new(),
-    };
-    run
+    super::edited(&suspended_run(agent), |run| {
+        run.tenant = tenant.clone();
+        run.request_id = None;
+        run.phase = Phase::Running {
+            lease: Lease {
+                owner: "replica-a".into(),
+                expires_at: Timestamp(run.created_at.0 + 10_000_000),
+            },
+            pending: Vec::new(),
+        };
+    })
 }
 
 /// `run` at its next version, in `phase`, a little later.
 pub fn next(run: &RunRecord, phase: Phase) -> RunRecord {
-    let mut next = run.clone();
-    next.version += 1;
-    next.updated_at = Timestamp(run.updated_at.0 + 1_000);
-    next.phase = phase;
-    next
+    super::edited(run, |next| {
+        next.version += 1;
+        next.updated_at = Timestamp(run.updated_at.0 + 1_000);
+        next.phase = phase;
+    })
 }
 
 pub fn suspended_like(run: &RunRecord) -> Phase {
@@ -99,27 +99,31 @@ async fn each_status_change_is_one_event(store: &AnyStore) {
     signal.borrow_and_update();
 
     // A write that keeps the status (a step, a renewed lease) is no event.
-    let step = next(&run, run.phase.clone());
-    store.commit(&step, run.version, &[]).await.expect("a step");
+    let step = next(&run, run.phase().clone());
+    store.commit(&step, run.version(), &[]).await.expect("a step");
     store
-        .append_events(run.id, step.version, Some(Timestamp(step.updated_at.0 + 5)), &[])
+        .append_events(
+            run.id,
+            step.version(),
+            Some(Timestamp(step.updated_at.0 + 5)),
+            &[],
+        )
         .await
         .expect("a renewal");
     assert!(
         !signal.has_changed().expect("the store lives"),
         "no event, no signal"
     );
-    let mut step = step;
-    step.version += 1;
+    let step = super::edited(&step, |run| run.version += 1);
 
     let suspended = next(&step, suspended_like(&step));
     store
-        .commit(&suspended, step.version, &[])
+        .commit(&suspended, step.version(), &[])
         .await
         .expect("suspend");
-    let resumed = next(&suspended, run.phase.clone());
+    let resumed = next(&suspended, run.phase().clone());
     store
-        .commit(&resumed, suspended.version, &[])
+        .commit(&resumed, suspended.version(), &[])
         .await
         .expect("resume");
     let completed = next(
@@ -129,7 +133,7 @@ async fn each_status_change_is_one_event(store: &AnyStore) {
         },
     );
     store
-        .commit(&completed, resumed.version, &[])
+        .commit(&completed, resumed.version(), &[])
         .await
         .expect("complete");
     assert!(
@@ -210,7 +214,9 @@ async fn a_refused_write_stores_no_event(store: &AnyStore) {
     let again = store.create_run(&run, &[]).await;
     assert!(matches!(again, Err(StoreError::AlreadyExists)), "{again:?}");
     let stale = next(&run, suspended_like(&run));
-    let refused = store.commit(&stale, run.version + 7, &suspension_events(6)).await;
+    let refused = store
+        .commit(&stale, run.version() + 7, &suspension_events(6))
+        .await;
     assert!(
         matches!(refused, Err(StoreError::VersionConflict { .. })),
         "{refused:?}"
@@ -251,9 +257,15 @@ async fn concurrent_runs_keep_their_own_order(store: &AnyStore) {
             let run = running_run(&tenant, "busy");
             store.create_run(&run, &[]).await.expect("create");
             let suspended = next(&run, suspended_like(&run));
-            store.commit(&suspended, run.version, &[]).await.expect("suspend");
+            store
+                .commit(&suspended, run.version(), &[])
+                .await
+                .expect("suspend");
             let done = next(&suspended, Phase::Expired);
-            store.commit(&done, suspended.version, &[]).await.expect("expire");
+            store
+                .commit(&done, suspended.version(), &[])
+                .await
+                .expect("expire");
             run.id
         })
     });

@@ -33,12 +33,13 @@ async fn the_tenant_is_kept(store: &AnyStore) {
         .await
         .expect("create");
     assert_eq!(store.load_run(run.id).await.expect("load").tenant, tenant);
-    let mut moved = run.clone();
-    moved.version += 1;
-    moved.phase = Phase::Completed {
-        final_text: "done".into(),
-    };
-    store.commit(&moved, run.version, &[]).await.expect("commit");
+    let moved = super::edited(&run, |run| {
+        run.version += 1;
+        run.phase = Phase::Completed {
+            final_text: "done".into(),
+        };
+    });
+    store.commit(&moved, run.version(), &[]).await.expect("commit");
     assert_eq!(store.load_run(run.id).await.expect("load"), moved);
 }
 
@@ -87,12 +88,13 @@ async fn listings_filter_by_tenant(store: &AnyStore) {
             .await
             .expect("create");
         if index == 0 {
-            let mut done = mine[0].clone();
-            done.version += 1;
-            done.phase = Phase::Completed {
-                final_text: "done".into(),
-            };
-            store.commit(&done, mine[0].version, &[]).await.expect("commit");
+            let done = super::edited(&mine[0], |run| {
+                run.version += 1;
+                run.phase = Phase::Completed {
+                    final_text: "done".into(),
+                };
+            });
+            store.commit(&done, mine[0].version(), &[]).await.expect("commit");
             mine[0] = done;
         }
     }
@@ -158,8 +160,8 @@ async fn runs_stored_before_tenants_belong_to_the_default_tenant() {
             rusqlite::params![
                 old.id.to_string(),
                 old.agent_id,
-                old.version as i64,
-                old.last_seq as i64,
+                old.version() as i64,
+                old.last_seq() as i64,
                 old.created_at.0,
                 old.updated_at.0,
                 old.expires_at().map(|at| at.0),

@@ -35,11 +35,12 @@ fn thread_id(label: &str) -> ThreadId {
 
 /// A completed run of `tenant`'s thread, after `previous`.
 fn thread_run(tenant: &Tenant, thread: &ThreadId, previous: Option<RunId>) -> RunRecord {
-    let mut run = suspended_run("assistant");
+    let mut run = super::edited(&suspended_run("assistant"), |run| {
+        run.phase = Phase::Completed {
+            final_text: "done".into(),
+        };
+    });
     run.tenant = tenant.clone();
-    run.phase = Phase::Completed {
-        final_text: "done".into(),
-    };
     run.thread = Some(ThreadLink {
         id: thread.clone(),
         previous,
@@ -275,10 +276,12 @@ async fn idle_threads_are_found_by_last_activity(store: &AnyStore) {
     let mut running = thread_run(&tenant, &thread_id("running"), None);
     running.created_at = long_ago(0);
     running.updated_at = long_ago(1);
-    running.phase = Phase::Running {
-        lease: Lease::vacant(),
-        pending: Vec::new(),
-    };
+    running = super::edited(&running, |run| {
+        run.phase = Phase::Running {
+            lease: Lease::vacant(),
+            pending: Vec::new(),
+        };
+    });
     for run in [&idle, &active, &running] {
         store.create_run(run, &[]).await.expect("create");
     }

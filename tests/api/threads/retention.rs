@@ -23,10 +23,11 @@ async fn thread_run(
     changed_days_ago: i64,
 ) -> RunId {
     let now = Timestamp::now().0;
-    let mut run = suspended_run("assistant");
-    run.phase = Phase::Completed {
-        final_text: "done".into(),
-    };
+    let mut run = crate::store::edited(&suspended_run("assistant"), |run| {
+        run.phase = Phase::Completed {
+            final_text: "done".into(),
+        };
+    });
     run.created_at = Timestamp(now - created_days_ago * DAY);
     run.updated_at = Timestamp(now - changed_days_ago * DAY);
     run.thread = Some(ThreadLink {

@@ -1,0 +1,321 @@
+//! The transitions of a run, one method each. Each checks the phase it
+//! starts from and changes nothing when that is not the run's
+//! ([`WrongPhase`]); on success it changes the record and returns the
+//! chunks that tell the run's streams of it. The commit that stores them
+//! is prepared here too ([`RunRecord::stage`], [`RunRecord::commit_after`]):
+//! the only place a run's version and last seq move.
+
+use std::collections::BTreeMap;
+
+use crate::domain::{Chunk, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolCall, ToolOutput};
+
+use super::{
+    AnswerRecord, Lease, PendingCall, PendingCalls, Phase, Position, Resolution, ResumeRecord, RunId,
+    RunOptions, RunRecord, RunState, RunStatus, Waiting,
+};
+
+/// A transition asked of a run whose phase does not allow it. Nothing
+/// changed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {transition} a {from} run")]
+pub struct WrongPhase {
+    /// What was asked: `suspend`, `answer`, `cancel`...
+    pub transition: &'static str,
+    /// The run's status, which does not allow it.
+    pub from: RunStatus,
+}
+
+/// A change of a run, ready for the store's compare-and-set: the version
+/// the store must still hold, and the chunks the change stores, numbered
+/// after the last stored one.
+#[derive(Debug)]
+#[must_use = "a staged change is stored by a commit"]
+pub struct Staged {
+    pub expected_version: u64,
+    pub events: Vec<Event>,
+}
+
+impl RunRecord {
+    /// A new running run, held by `lease`, and its first commit: the record
+    /// at version 1 with its `start` chunk.
+    pub fn start(
+        id: RunId,
+        tenant: Tenant,
+        agent_id: String,
+        options: RunOptions,
+        state: RunState,
+        lease: Lease,
+        now: Timestamp,
+    ) -> (Self, Staged) {
+        let start = Chunk::Start {
+            agent_id: agent_id.clone(),
+            resumed: false,
+        };
+        let mut run = Self {
+            id,
+            tenant,
+            agent_id,
+            version: 0,
+            last_seq: 0,
+            created_at: now,
+            updated_at: now,
+            request_id: None,
+            metadata: BTreeMap::new(),
+            options,
+            run_tools: Vec::new(),
+            thread: None,
+            trace: None,
+            state,
+            phase: Phase::Running {
+                lease,
+                pending: Vec::new(),
+            },
+        };
+        let first = run.stage([start]);
+        (run, first)
+    }
+
+    /// Makes the record the next commit after `stored` (the version and
+    /// last seq the store holds now), storing `events`, which continue the
+    /// seqs after `stored.last_seq`: the version moves to the next, the
+    /// last seq to the last of `events`. Returns the version the store must
+    /// still hold.
+    pub fn commit_after(&mut self, stored: Position, events: &[Event]) -> u64 {
+        debug_assert!(
+            events
+                .iter()
+                .zip(stored.last_seq + 1..)
+                .all(|(event, seq)| event.seq == seq),
+            "events continue the stored seqs"
+        );
+        self.version = stored.version + 1;
+        self.last_seq = events.last().map_or(stored.last_seq, |event| event.seq);
+        stored.version
+    }
+
+    /// Numbers `chunks` after the run's last stored chunk, and makes the
+    /// record the commit that stores them (see [`RunRecord::commit_after`]).
+    pub fn stage(&mut self, chunks: impl IntoIterator<Item = Chunk>) -> Staged {
+        let events: Vec<Event> = (self.last_seq + 1..)
+            .zip(chunks)
+            .map(|(seq, chunk)| Event {
+                seq,
+                time: Timestamp::now(),
+                chunk,
+            })
+            .collect();
+        let expected_version = self.commit_after(self.position(), &events);
+        Staged {
+            expected_version,
+            events,
+        }
+    }
+
+    fn wrong(&self, transition: &'static str) -> WrongPhase {
+        WrongPhase {
+            transition,
+            from: self.status(),
+        }
+    }
+
+    /// Suspends a running run on `pending` for its options' time to live:
+    /// a `tool_call_suspended` or `tool_call_approval` chunk per call, then
+    /// `finish{SUSPENDED}`.
+    pub fn suspend(&mut self, pending: PendingCalls, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
+        if !matches!(self.phase, Phase::Running { .. }) {
+            return Err(self.wrong("suspend"));
+        }
+        let expires_at = now.after(self.options.suspend_ttl);
+        let mut chunks: Vec<Chunk> = pending
+            .iter()
+            .map(|waiting| {
+                let call = waiting.call.clone();
+                match &waiting.waiting {
+                    Waiting::Suspended { payload } => Chunk::ToolCallSuspended {
+                        call,
+                        payload: payload.clone(),
+                        expires_at: Some(expires_at),
+                    },
+                    Waiting::Approval => Chunk::ToolCallApproval { call },
+                }
+            })
+            .collect();
+        chunks.push(self.finish_chunk(FinishReason::Suspended, String::new()));
+        self.updated_at = now;
+        self.phase = Phase::Suspended { pending, expires_at };
+        Ok(chunks)
+    }
+
+    /// Answers the pending call at `index` of a suspended run with
+    /// `record`'s answer, resolved as `resolution`, and gives the run to
+    /// `lease`: the continuation's `start`, then the call's result if the
+    /// answer is it. Returns the chunks, and the call to run now if the
+    /// answer approved it. The other pending calls keep waiting.
+    pub fn answer(
+        &mut self,
+        index: usize,
+        record: AnswerRecord,
+        request_id: Option<String>,
+        resolution: Resolution,
+        lease: Lease,
+    ) -> Result<(Vec<Chunk>, Option<ToolCall>), WrongPhase> {
+        let Phase::Suspended { pending, .. } = &self.phase else {
+            return Err(self.wrong("answer"));
+        };
+        let mut pending = pending.to_vec();
+        let now = record.answered_at;
+        let answered = pending.remove(index);
+        let mut chunks = vec![Chunk::Start {
+            agent_id: self.agent_id.clone(),
+            resumed: true,
+        }];
+        if let Some(request_id) = request_id {
+            self.state.resumes.push(ResumeRecord {
+                request_id,
+                tool_call_id: answered.call.id.clone(),
+                answer: record.answer.clone(),
+                first_seq: self.last_seq + 1,
+            });
+        }
+        self.state.answers.push(record);
+        let approved = match resolution {
+            Resolution::Output(output) => {
+                chunks.push(self.state.record_result(&answered.call, output));
+                None
+            }
+            Resolution::Execute { edited_args: None } => Some(answered.call),
+            Resolution::Execute {
+                edited_args: Some(args),
+            } => {
+                let (call, original_args) = self.state.edit_call(answered.call, args);
+                chunks.push(Chunk::ToolCall {
+                    call: call.clone(),
+                    original_args: Some(original_args),
+                });
+                Some(call)
+            }
+        };
+        self.updated_at = now;
+        self.phase = Phase::Running { lease, pending };
+        Ok((chunks, approved))
+    }
+
+    /// Gives a running run whose holder is gone to `lease`: the `start` of
+    /// the segment the new holder streams. The calls that still wait stay
+    /// pending.
+    pub fn take_over(&mut self, lease: Lease, now: Timestamp) -> Result<Chunk, WrongPhase> {
+        let Phase::Running { lease: held, .. } = &mut self.phase else {
+            return Err(self.wrong("take over"));
+        };
+        *held = lease;
+        self.updated_at = now;
+        Ok(Chunk::Start {
+            agent_id: self.agent_id.clone(),
+            resumed: true,
+        })
+    }
+
+    /// Moves a running run's lease expiry to `expires_at` (a renewal by its
+    /// holder).
+    pub fn renew_lease(&mut self, expires_at: Timestamp) -> Result<(), WrongPhase> {
+        let Phase::Running { lease, .. } = &mut self.phase else {
+            return Err(self.wrong("renew the lease of"));
+        };
+        lease.expires_at = expires_at;
+        Ok(())
+    }
+
+    /// Takes the calls of a running run's last suspension that still wait
+    /// (after a Resume answered another), so that its execution runs the
+    /// answered call first and then suspends on them again.
+    pub fn take_still_pending(&mut self) -> Result<Vec<PendingCall>, WrongPhase> {
+        let Phase::Running { pending, .. } = &mut self.phase else {
+            return Err(self.wrong("continue"));
+        };
+        Ok(std::mem::take(pending))
+    }
+
+    /// Completes a running run (`reason` stop or max steps) with the text
+    /// of its last step: `finish` with that text.
+    pub fn complete(
+        &mut self,
+        reason: FinishReason,
+        final_text: String,
+        now: Timestamp,
+    ) -> Result<Vec<Chunk>, WrongPhase> {
+        if !matches!(self.phase, Phase::Running { .. }) {
+            return Err(self.wrong("complete"));
+        }
+        let finish = self.finish_chunk(reason, final_text.clone());
+        self.updated_at = now;
+        self.phase = Phase::Completed { final_text };
+        Ok(vec![finish])
+    }
+
+    /// Fails a running run: `error`, then `finish{ERROR}`.
+    pub fn fail(&mut self, failure: RunFailure, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
+        if !matches!(self.phase, Phase::Running { .. }) {
+            return Err(self.wrong("fail"));
+        }
+        let chunks = vec![
+            Chunk::Error(failure.clone()),
+            self.finish_chunk(FinishReason::Error, String::new()),
+        ];
+        self.updated_at = now;
+        self.phase = Phase::Failed { failure };
+        Ok(chunks)
+    }
+
+    /// Cancels a running or suspended run: each call still pending is
+    /// answered as declined because the run was cancelled (after a
+    /// `start` that opens the segment, for a suspended run), then
+    /// `finish{CANCELLED}`.
+    pub fn cancel(&mut self, reason: String, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
+        let pending = match &mut self.phase {
+            Phase::Suspended { pending, .. } => pending.to_vec(),
+            Phase::Running { pending, .. } => std::mem::take(pending),
+            _ => return Err(self.wrong("cancel")),
+        };
+        let mut chunks = Vec::new();
+        if self.status() == RunStatus::Suspended {
+            chunks.push(Chunk::Start {
+                agent_id: self.agent_id.clone(),
+                resumed: true,
+            });
+        }
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        };
+        for waiting in pending {
+            let declined = ToolOutput::error(format!(
+                "The run was cancelled before this call was answered{why}"
+            ));
+            chunks.push(self.state.record_result(&waiting.call, declined));
+        }
+        chunks.push(self.finish_chunk(FinishReason::Cancelled, String::new()));
+        self.updated_at = now;
+        self.phase = Phase::Cancelled { reason };
+        Ok(chunks)
+    }
+
+    /// Expires a suspended run nobody answered in time; it streams nothing
+    /// (its last segment ended with the suspension's `finish`).
+    pub fn expire(&mut self, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
+        if !matches!(self.phase, Phase::Suspended { .. }) {
+            return Err(self.wrong("expire"));
+        }
+        self.updated_at = now;
+        self.phase = Phase::Expired;
+        Ok(Vec::new())
+    }
+
+    fn finish_chunk(&self, reason: FinishReason, text: String) -> Chunk {
+        Chunk::Finish {
+            reason,
+            usage: self.state.usage,
+            text,
+        }
+    }
+}
