@@ -13,6 +13,7 @@ pub mod chat;
 pub mod config;
 pub mod domain;
 pub mod grpc;
+pub mod inbox;
 pub mod limits;
 pub mod metrics;
 pub mod model;

@@ -12,8 +12,6 @@
 mod drain;
 mod grpc_metrics;
 mod health;
-mod http;
-mod inbox;
 pub mod metrics_endpoint;
 mod options;
 mod tls;
@@ -55,8 +53,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("invalid limits: {0}")]
     Limits(#[from] crate::limits::InvalidLimits),
-    #[error(transparent)]
-    Webhooks(#[from] crate::webhooks::WebhookStartError),
+    #[error("starting deliveries: {0}")]
+    Deliveries(#[from] crate::runtime::DeliveryStartError),
 }
 
 /// Builds the runtime the settings describe: tools (connecting the MCP
@@ -194,11 +192,11 @@ pub async fn serve_with(
     let reflection_v1alpha = meter.wrap(reflection_v1alpha);
     let agent_service = meter.wrap(agent_service);
     let a2a_service = meter.wrap(a2a_service);
-    let site = http::Site {
-        runtime: runtime.clone(),
-        secured: !options.authenticator.is_open(),
-        tls: options.tls.is_some(),
-    };
+    let cards = crate::a2a::card::routes(
+        runtime.clone(),
+        !options.authenticator.is_open(),
+        options.tls.is_some(),
+    );
 
     let store_watch = AbortOnDrop(health::spawn_store_watch(runtime.clone(), health.clone()));
     let (closed, streams_closed) = tokio::sync::oneshot::channel();
@@ -224,8 +222,9 @@ pub async fn serve_with(
     let _recovery = AbortOnDrop(runtime.spawn_recovery());
     // Before serving: a new webhook sends every event from then on. Stopped
     // when serving ends, like the chores above.
-    let mut _webhooks = crate::webhooks::spawn(&runtime, &options.webhooks).await?;
-    crate::a2a::push::spawn(&runtime, options.a2a_push_allow_private, &mut _webhooks).await?;
+    let mut _deliveries = crate::runtime::DeliveryTasks::default();
+    crate::webhooks::spawn(&runtime, &options.webhooks, &mut _deliveries).await?;
+    crate::a2a::push::spawn(&runtime, options.a2a_push_allow_private, &mut _deliveries).await?;
     // HTTP/1.1 too: browsers call over gRPC-Web, which HTTP/1.1 carries,
     // and ordinary HTTP clients read the agent cards.
     let mut builder = Server::builder()
@@ -240,7 +239,8 @@ pub async fn serve_with(
         .add_service(web::grpc_web(reflection_v1alpha))
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
-    let routes = web::with_pages(grpc.routes(), http::routes(site), options.cors.as_ref());
+    let pages = cards.merge(crate::inbox::routes());
+    let routes = web::with_pages(grpc.routes(), pages, options.cors.as_ref());
     let serving = builder
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, shutdown);

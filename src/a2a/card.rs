@@ -3,12 +3,18 @@
 //! agent's at `/agents/{agent_id}/.well-known/agent-card.json`. A card names
 //! the gRPC interface (this server, as the request reached it) with the
 //! agent's id as its A2A tenant, the agent's tools as skills, what it can
-//! do, and the bearer scheme when API keys are configured.
+//! do, and the bearer scheme when API keys are configured. They are plain
+//! HTTP routes ([`routes`]) beside the gRPC services.
 
 use a2a_pb::proto;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use prost::Message;
 
 use crate::agent::Agent;
+use crate::runtime::Runtime;
 
 /// The path of `agent_id`'s card.
 pub fn path_of(agent_id: &str) -> String {
@@ -83,4 +89,51 @@ pub fn json(card: &proto::AgentCard) -> String {
         // Both types come from one proto file: the bytes always decode.
         Err(error) => format!("{{\"error\": \"{error}\"}}"),
     }
+}
+
+/// What the routes read.
+#[derive(Clone)]
+struct Site {
+    pub runtime: Runtime,
+    /// API keys are required (the cards then name the bearer scheme).
+    pub secured: bool,
+    /// The port speaks TLS.
+    pub tls: bool,
+}
+
+/// The routes of every agent's card, served from `runtime`: `secured`
+/// when API keys are required (the cards then name the bearer scheme),
+/// `tls` when the port speaks TLS.
+pub fn routes(runtime: Runtime, secured: bool, tls: bool) -> axum::Router {
+    let site = Site {
+        runtime,
+        secured,
+        tls,
+    };
+    axum::Router::new()
+        .route(DEFAULT_PATH, get(default_card))
+        .route("/agents/{agent_id}/.well-known/agent-card.json", get(agent_card))
+        .with_state(site)
+}
+
+async fn default_card(State(site): State<Site>, headers: HeaderMap) -> Response {
+    card_of(&site, "", &headers)
+}
+
+async fn agent_card(State(site): State<Site>, Path(agent_id): Path<String>, headers: HeaderMap) -> Response {
+    card_of(&site, &agent_id, &headers)
+}
+
+/// `agent_id`'s card (empty: the default agent's), naming this server as
+/// the request reached it.
+fn card_of(site: &Site, agent_id: &str, headers: &HeaderMap) -> Response {
+    let Some(agent) = site.runtime.agents().get(agent_id) else {
+        return (StatusCode::NOT_FOUND, format!("no agent {agent_id:?}\n")).into_response();
+    };
+    let Some(host) = headers.get(header::HOST).and_then(|host| host.to_str().ok()) else {
+        return (StatusCode::BAD_REQUEST, "a Host header is required\n").into_response();
+    };
+    let scheme = if site.tls { "https" } else { "http" };
+    let card = card(agent, &format!("{scheme}://{host}"), site.secured);
+    ([(header::CONTENT_TYPE, "application/json")], json(&card)).into_response()
 }

@@ -167,7 +167,7 @@ impl A2aServiceImpl {
         &self,
         run: &RunRecord,
         request: proto::TaskPushNotificationConfig,
-    ) -> Result<crate::store::PushConfig, Status> {
+    ) -> Result<crate::runtime::PushConfig, Status> {
         let config = push::new_config(run.id, &run.tenant, request, self.push_allow_private).await?;
         push::store(&self.runtime, &config).await?;
         Ok(config)

@@ -7,7 +7,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::runtime::RuntimeError;
-use crate::store::StoreError;
+use crate::runtime::StoreError;
 
 /// The ErrorInfo domain of every agentd error.
 const DOMAIN: &str = "agentd.v1";

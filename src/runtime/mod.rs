@@ -1,45 +1,60 @@
 //! The runtime starts, resumes and reads runs. It owns every state change of
-//! a run and persists each one through the [`RunStore`] before the client can
-//! depend on it. It knows nothing of gRPC.
+//! a run and makes each one durable in the [`Store`] before any client can
+//! see it. It knows nothing of gRPC or of any other protocol.
 //!
-//! It is one handle, [`Runtime`] (on the shared `Inner`), whose methods come
-//! in four parts, a folder each:
+//! One handle, [`Runtime`] (on the shared `Inner`). Its API, every
+//! operation a surface calls, is `api.rs`, one screen; what the server
+//! hosting it does with it (chores, health, shutdown) is `host.rs`. Behind
+//! them, four parts, a folder each:
 //!
 //! - `lifecycle/`: the transitions clients and sweeps ask for: start,
-//!   resume, cancel, expiry, the takeover of runs whose holder is gone, a
-//!   turn on a thread, deleting threads. It decides and stores each one,
-//!   then hands the run to the execution and the client to the fan-out.
+//!   resume (`resume.rs` validates the answer, claims the suspension and
+//!   commits the claim), cancel, expiry, the takeover of runs whose holder
+//!   is gone, a turn on a thread, deleting threads. It decides and stores
+//!   each one, then hands the run to the execution and the client to the
+//!   fan-out.
 //! - `execution/`: executing a run here, from the commit that gave it to
-//!   this replica to its next suspension or finish: the step loop, the
-//!   emitter that numbers, stores and releases its chunks, its lease, its
-//!   tenant's slot.
+//!   this replica to its next suspension or finish: the step loop
+//!   (`drive.rs`), the emitter that numbers, stores and releases its chunks
+//!   (`emitter.rs`), its lease, its tenant's slot.
 //! - `fanout/`: delivering stored chunks to clients: the registry of live
-//!   runs, the stream a client reads, following a run (replay, then live),
-//!   the feed of changes from other replicas.
+//!   runs, the stream a client reads (`stream.rs`), following a run
+//!   (replay, then live), the feed of changes from other replicas.
 //! - `reads/`: GetRun, ListRuns, GetThread, ListThreads and a thread's
 //!   history; never a write.
 //!
 //! The lifecycle calls on the execution and the fan-out, the execution on
 //! the fan-out, and every part may use the reads. Only the lifecycle and
 //! the execution write runs. Each part's module says what it owns and what it
-//! must not touch. At the root: the handle and its settings, its errors
+//! must not touch. Beside them: the deliveries made from the run events
+//! (`delivery/`: webhooks and A2A push are its endpoints), A2A push
+//! configurations (`push_configs.rs`), the handle's settings, its errors
 //! (`error.rs`), the layer every store call goes through (`store_layer.rs`)
 //! and the ticking of the periodic chores (`periodic.rs`).
 
+mod api;
+mod delivery;
 mod error;
 mod execution;
 mod fanout;
+mod host;
 mod lifecycle;
 mod lifecycle_log;
 mod periodic;
+mod push_configs;
 mod reads;
 mod store_layer;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::store::StoreError;
+pub use delivery::{
+    ClaimedDelivery, DeliveryStartError, DeliveryTasks, Endpoint, LedgerReads, NewDelivery, PushConfig,
+    RetrySchedule,
+};
 pub use error::RuntimeError;
-pub use execution::{new_replica_id, Emitter, LeaseSettings};
+pub use execution::{new_replica_id, LeaseSettings};
 use fanout::LiveRuns;
 pub use fanout::{MapEvents, RunEventStream, RunStream, WatchRuns};
 pub use lifecycle::{ResumeRun, StartRun};
@@ -138,52 +153,5 @@ impl Runtime {
                 tenant_runs: Arc::default(),
             }),
         }
-    }
-
-    /// The limits requests and runs are held to.
-    pub fn limits(&self) -> &Limits {
-        &self.inner.config.limits
-    }
-
-    /// For shutdown only: from now on this runtime changes no run in the
-    /// store (writes wait forever), so that the runs still executing here
-    /// stay as last committed, RUNNING, for another process to take over.
-    pub fn fence(&self) {
-        self.inner.fence.raise();
-    }
-
-    pub fn agents(&self) -> &AgentRegistry {
-        &self.inner.agents
-    }
-
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
-    }
-
-    /// This replica's id among the replicas sharing the store.
-    pub fn replica_id(&self) -> &str {
-        &self.inner.config.replica_id
-    }
-
-    /// What this runtime counts and times.
-    pub fn metrics(&self) -> &Metrics {
-        &self.inner.config.metrics
-    }
-
-    /// How often the server checks the store's health.
-    pub fn health_check_interval(&self) -> Duration {
-        self.inner.config.health_check_interval
-    }
-
-    /// Resolves once a write of this runtime was refused by the store
-    /// (unavailable, or full) since the last call: for the health watch,
-    /// which checks the store then instead of at its next tick.
-    pub async fn write_refused(&self) {
-        self.inner.fence.write_refused().await;
-    }
-
-    /// Runs executing in this process right now.
-    pub fn executing_runs(&self) -> usize {
-        self.inner.live.executing()
     }
 }

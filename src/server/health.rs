@@ -56,7 +56,7 @@ pub(super) fn spawn_store_watch(runtime: Runtime, health: HealthReporter) -> Joi
                 () = runtime.write_refused(), if serving => {}
                 () = tokio::time::sleep(DOWN_RECHECK), if !serving => {}
             }
-            let reachable = match tokio::time::timeout(PING_TIMEOUT, runtime.store().ping()).await {
+            let reachable = match tokio::time::timeout(PING_TIMEOUT, runtime.check_store()).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(error)) => Err(error.to_string()),
                 Err(_) => Err(format!("no answer within {PING_TIMEOUT:?}")),

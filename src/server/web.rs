@@ -4,7 +4,7 @@
 //! browser call meets the same authentication, limits and draining as a
 //! gRPC one; CORS for the origins `--cors-allow-origin` allows (none by
 //! default: a page served from this port needs none); and the routes of
-//! plain HTTP requests, which are the inbox's pages (`inbox.rs`). It only
+//! plain HTTP requests, which are the surfaces' pages (the inbox, the agent cards). It only
 //! routes: what a request does is the services' business.
 
 use std::convert::Infallible;
@@ -47,11 +47,11 @@ pub(super) fn grpc_web<S: NamedService>(service: S) -> GrpcWebService<S> {
     GrpcWebLayer::new().layer(service)
 }
 
-/// The gRPC services' routes with `pages` (the agent cards) and the
-/// inbox's beside them, all behind
-/// CORS when `cors` allows other origins.
+/// The gRPC services' routes with `pages` (the plain-HTTP routes of the
+/// surfaces: the agent cards, the inbox) beside them, all behind CORS when
+/// `cors` allows other origins.
 pub(super) fn with_pages(grpc: Routes, pages: axum::Router, cors: Option<&AllowedOrigins>) -> Routes {
-    let router = super::inbox::routes(grpc.into_axum_router().merge(pages)).fallback(not_found);
+    let router = grpc.into_axum_router().merge(pages).fallback(not_found);
     match cors {
         Some(origins) => Routes::from(router.layer(cors_layer(origins))),
         None => Routes::from(router),

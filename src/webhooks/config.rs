@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::payload::{event_type, parse_event_type};
-use super::schedule::RetrySchedule;
 use super::signature::Secret;
 use crate::domain::{RunEvent, RunEventKind, Tenant};
+use crate::runtime::RetrySchedule;
 use crate::tools::expand_env;
 
 /// How long one attempt may take when not configured (the specification

@@ -1,8 +1,6 @@
-//! What a delivery ledger delivers to: an [`Endpoint`] names its ledger,
-//! turns run events into deliveries and makes each attempt's request; the
-//! enqueuer and the deliverer do the rest (cursor, leases, retries, order
-//! per run) the same for every endpoint. [`StandardWebhook`] is an
-//! operator's `[[webhooks]]` entry; the A2A push endpoint is in `a2a/push/`.
+//! A webhook as an endpoint of the runtime's deliveries: an operator's
+//! `[[webhooks]]` entry, each event it wants one delivery, each attempt a
+//! request in the Standard Webhooks format, signed.
 
 use std::time::Duration;
 
@@ -10,39 +8,9 @@ use async_trait::async_trait;
 use reqwest::header::{HeaderValue, CONTENT_TYPE};
 
 use super::payload::{message_id, Payloads};
-use super::{RetrySchedule, Webhook};
+use super::Webhook;
 use crate::domain::{RunEvent, Tenant, Timestamp};
-use crate::store::{ClaimedDelivery, NewDelivery, Store, StoreError};
-
-/// Where a ledger's deliveries go.
-#[async_trait]
-pub trait Endpoint: Send + Sync + 'static {
-    /// The ledger's name (its cursor's and its deliveries'), in logs and
-    /// metrics too.
-    fn name(&self) -> &str;
-    /// Only this tenant's run events are read (`None`: every tenant's).
-    fn tenant(&self) -> Option<&Tenant>;
-    /// How long one attempt may take.
-    fn timeout(&self) -> Duration;
-    /// Attempts in flight at once, per replica.
-    fn concurrency(&self) -> usize;
-    fn retry(&self) -> &RetrySchedule;
-    /// The deliveries `events` (in position order) make.
-    async fn deliveries(
-        &self,
-        store: &dyn Store,
-        events: &[RunEvent],
-    ) -> Result<Vec<NewDelivery>, StoreError>;
-    /// The request of one attempt at `delivery` (the deliverer sets its
-    /// timeout and sends it); `Err` names why none can be made, and the
-    /// attempt fails.
-    async fn request(
-        &self,
-        client: &reqwest::Client,
-        store: &dyn Store,
-        delivery: &ClaimedDelivery,
-    ) -> Result<reqwest::RequestBuilder, String>;
-}
+use crate::runtime::{ClaimedDelivery, Endpoint, LedgerReads, NewDelivery, RetrySchedule, RuntimeError};
 
 /// A webhook of the operator's: the Standard Webhooks format, signed.
 pub struct StandardWebhook {
@@ -72,7 +40,11 @@ impl Endpoint for StandardWebhook {
         &self.webhook.retry
     }
 
-    async fn deliveries(&self, _: &dyn Store, events: &[RunEvent]) -> Result<Vec<NewDelivery>, StoreError> {
+    async fn deliveries(
+        &self,
+        _: &LedgerReads<'_>,
+        events: &[RunEvent],
+    ) -> Result<Vec<NewDelivery>, RuntimeError> {
         Ok(events
             .iter()
             .filter(|event| self.webhook.wants(event))
@@ -87,7 +59,7 @@ impl Endpoint for StandardWebhook {
     async fn request(
         &self,
         client: &reqwest::Client,
-        _: &dyn Store,
+        _: &LedgerReads<'_>,
         delivery: &ClaimedDelivery,
     ) -> Result<reqwest::RequestBuilder, String> {
         let body = self.payloads.body(&delivery.event)?;

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::a2a::task;
 use crate::domain::{RunEvent, RunEventKind, RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::timestamp;
-use crate::store::{ClaimedDelivery, NewDelivery, PushConfig, Store, StoreError};
-use crate::webhooks::{Endpoint, RetrySchedule};
+use crate::runtime::{
+    ClaimedDelivery, Endpoint, LedgerReads, NewDelivery, PushConfig, RetrySchedule, RuntimeError,
+};
 
 /// The ledger's name.
 pub const LEDGER: &str = "a2a:push";
@@ -86,16 +87,16 @@ impl Endpoint for PushEndpoint {
 
     async fn deliveries(
         &self,
-        store: &dyn Store,
+        reads: &LedgerReads<'_>,
         events: &[RunEvent],
-    ) -> Result<Vec<NewDelivery>, StoreError> {
+    ) -> Result<Vec<NewDelivery>, RuntimeError> {
         // The configurations of the page's runs, in one read; each run's
         // own tenant's only.
         let tenants: HashMap<RunId, &Tenant> =
             events.iter().map(|event| (event.run_id, &event.tenant)).collect();
         let run_ids: Vec<RunId> = tenants.keys().copied().collect();
         let mut targets: HashMap<RunId, Vec<(Timestamp, String)>> = HashMap::new();
-        for config in store.push_configs(&run_ids).await? {
+        for config in reads.push_configs(&run_ids).await? {
             if tenants.get(&config.run_id) != Some(&&config.tenant) {
                 continue;
             }
@@ -127,7 +128,7 @@ impl Endpoint for PushEndpoint {
     async fn request(
         &self,
         client: &reqwest::Client,
-        store: &dyn Store,
+        reads: &LedgerReads<'_>,
         delivery: &ClaimedDelivery,
     ) -> Result<reqwest::RequestBuilder, String> {
         let target: Target =
@@ -138,8 +139,8 @@ impl Endpoint for PushEndpoint {
             // non-public answers; literal addresses never reach it.
             super::ssrf::check_literal(&url)?;
         }
-        let run = store
-            .load_run(delivery.event.run_id)
+        let run = reads
+            .run(delivery.event.run_id)
             .await
             .map_err(|error| format!("reading the task: {error}"))?;
         let body = body(&update(&run, &delivery.event))?;
@@ -193,7 +194,6 @@ mod tests {
     use super::*;
     use crate::domain::{EventPosition, RunStatus};
     use crate::store::{MemoryStore, PushConfigStore};
-    use crate::webhooks::Endpoint;
 
     fn config(run_id: RunId, id: &str, created_at: i64) -> PushConfig {
         PushConfig {
@@ -247,7 +247,8 @@ mod tests {
             allow_private: false,
             retry: RetrySchedule::default(),
         };
-        let deliveries = endpoint.deliveries(&store, &events).await.unwrap();
+        let reads = LedgerReads::new(&store);
+        let deliveries = endpoint.deliveries(&reads, &events).await.unwrap();
         let sent: Vec<(i64, String)> = deliveries
             .iter()
             .map(|delivery| {

@@ -14,9 +14,7 @@ use tonic::Status;
 
 use crate::domain::{RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::invalid;
-use crate::runtime::Runtime;
-use crate::store::PushConfig;
-use crate::webhooks::{RetrySchedule, WebhookStartError, WebhookTasks};
+use crate::runtime::{DeliveryStartError, DeliveryTasks, PushConfig, RetrySchedule, Runtime};
 
 pub use endpoint::{body, update, LEDGER};
 
@@ -29,14 +27,14 @@ const DEFAULT_PAGE: usize = 20;
 pub async fn spawn(
     runtime: &Runtime,
     allow_private: bool,
-    tasks: &mut WebhookTasks,
-) -> Result<(), WebhookStartError> {
-    let client = ssrf::client(allow_private).map_err(WebhookStartError::new)?;
+    tasks: &mut DeliveryTasks,
+) -> Result<(), DeliveryStartError> {
+    let client = ssrf::client(allow_private).map_err(DeliveryStartError::new)?;
     let endpoint = endpoint::PushEndpoint {
         allow_private,
         retry: RetrySchedule::default(),
     };
-    tasks.deliver(runtime, Arc::new(endpoint), client).await
+    runtime.deliver(tasks, Arc::new(endpoint), client).await
 }
 
 fn bad(field: &'static str, reason: impl std::fmt::Display) -> Status {
@@ -99,21 +97,16 @@ pub async fn new_config(
 /// Stores `config`, unless its task has too many already.
 pub async fn store(runtime: &Runtime, config: &PushConfig) -> Result<(), Status> {
     let existing = runtime
-        .store()
-        .push_configs(&[config.run_id])
+        .push_configs(&config.tenant, config.run_id)
         .await
-        .map_err(store_error)?;
+        .map_err(Status::from)?;
     if existing.len() >= MAX_CONFIGS && !existing.iter().any(|stored| stored.id == config.id) {
         return Err(bad(
             "id",
             format!("a task has at most {MAX_CONFIGS} push notification configs"),
         ));
     }
-    runtime.store().put_push_config(config).await.map_err(store_error)
-}
-
-fn store_error(error: crate::store::StoreError) -> Status {
-    Status::from(crate::runtime::RuntimeError::from(error))
+    runtime.put_push_config(config).await.map_err(Status::from)
 }
 
 /// `config` as A2A spells it, for the A2A tenant `a2a_tenant`.
@@ -138,12 +131,11 @@ pub fn config_not_found(task_id: &str, id: &str) -> Status {
 /// Run `run`'s configuration `id`.
 pub async fn get(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<PushConfig, Status> {
     runtime
-        .store()
-        .push_configs(&[run.id])
+        .push_configs(&run.tenant, run.id)
         .await
-        .map_err(store_error)?
+        .map_err(Status::from)?
         .into_iter()
-        .find(|config| config.id == id && config.tenant == run.tenant)
+        .find(|config| config.id == id)
         .ok_or_else(|| config_not_found(&run.id.to_string(), id))
 }
 
@@ -163,14 +155,11 @@ pub async fn list(
         Ok(size) => size.min(100),
     };
     let mut configs: Vec<PushConfig> = runtime
-        .store()
-        .push_configs(&[run.id])
+        .push_configs(&run.tenant, run.id)
         .await
-        .map_err(store_error)?
+        .map_err(Status::from)?
         .into_iter()
-        .filter(|config| {
-            config.tenant == run.tenant && (page_token.is_empty() || config.id.as_str() > page_token)
-        })
+        .filter(|config| page_token.is_empty() || config.id.as_str() > page_token)
         .collect();
     let more = configs.len() > size;
     configs.truncate(size);
@@ -184,12 +173,10 @@ pub async fn list(
 
 /// Deletes `run`'s configuration `id`; NOT_FOUND without it.
 pub async fn delete(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<(), Status> {
-    get(runtime, run, id).await?;
     match runtime
-        .store()
-        .delete_push_config(run.id, id)
+        .delete_push_config(&run.tenant, run.id, id)
         .await
-        .map_err(store_error)?
+        .map_err(Status::from)?
     {
         true => Ok(()),
         false => Err(config_not_found(&run.id.to_string(), id)),

@@ -173,10 +173,6 @@ impl Emitter {
         &self.live
     }
 
-    pub fn last_seq(&self) -> u64 {
-        self.last_seq
-    }
-
     /// Ends the execution's hold on the run here, unless the write that
     /// took the run out of RUNNING ended it already.
     pub(crate) fn release_hold(&mut self) {

@@ -14,7 +14,7 @@ impl Runtime {
     /// Runs one tool outside any run, for `tenant`: no suspension is
     /// available, so a tool such as ask_user answers with its fallback text.
     /// The call continues the trace of `trace`, the request's context.
-    pub async fn execute_tool(
+    pub(in crate::runtime) async fn execute_tool_alone(
         &self,
         tenant: &Tenant,
         agent_id: &str,

@@ -11,20 +11,20 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use super::live::Signal;
-use crate::runtime::{Inner, Runtime};
+use crate::runtime::Inner;
 use crate::store::{FeedItem, FeedMessage, Sharing};
 
-impl Runtime {
+impl Inner {
     /// Starts the bridge, if the store is shared (and so has a feed).
     /// Subscribes before it returns, so nothing sent after this call is
     /// missed. The task ends once every handle of this runtime is dropped;
     /// abort it to stop it sooner.
-    pub fn spawn_feed_bridge(&self) -> Option<JoinHandle<()>> {
-        let Sharing::Shared(feed) = self.inner.store.sharing() else {
+    pub(in crate::runtime) fn bridge_feed(self: &Arc<Self>) -> Option<JoinHandle<()>> {
+        let Sharing::Shared(feed) = self.store.sharing() else {
             return None;
         };
         let mut items = feed.subscribe();
-        let inner: Weak<Inner> = Arc::downgrade(&self.inner);
+        let inner: Weak<Inner> = Arc::downgrade(self);
         Some(tokio::spawn(async move {
             loop {
                 let item = items.recv().await;

@@ -58,7 +58,7 @@ impl Runtime {
     /// continuation if it is suspended and nothing was replayed. Only
     /// `tenant`'s runs can be followed; another tenant's is not found.
     #[tracing::instrument(skip_all, fields(%tenant, %run_id, after_seq))]
-    pub async fn subscribe(
+    pub(in crate::runtime) async fn subscribe_run(
         &self,
         tenant: &Tenant,
         run_id: RunId,

@@ -73,7 +73,7 @@ impl Runtime {
     /// they happen. Refuses a cursor after every event the store has given
     /// (no server made it), and one older than what the store keeps (the
     /// thread retention: events after it may be gone with their runs).
-    pub async fn watch_runs(
+    pub(in crate::runtime) async fn watch_run_events(
         &self,
         tenant: &Tenant,
         watch: WatchRuns,

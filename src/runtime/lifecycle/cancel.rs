@@ -22,7 +22,7 @@ impl Runtime {
     /// Cancels a running or suspended run of `tenant` and returns it as
     /// stored; another tenant's run is not found.
     #[instrument(skip_all, fields(%tenant, run_id = %run_id))]
-    pub async fn cancel(
+    pub(in crate::runtime) async fn cancel_run(
         &self,
         tenant: &Tenant,
         run_id: RunId,

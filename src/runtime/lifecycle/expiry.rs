@@ -9,14 +9,10 @@
 //! yet due. With a thread retention configured, the same task deletes the
 //! threads idle for longer than it (see `retention.rs`).
 
-use std::time::Duration;
-
-use tokio::task::JoinHandle;
 use tracing::instrument;
 
 use crate::domain::{RunId, RunRecord, RunStatus, Timestamp};
-use crate::runtime::periodic::spawn_periodic;
-use crate::runtime::{Inner, Runtime, RuntimeError};
+use crate::runtime::{Inner, RuntimeError};
 use crate::store::StoreError;
 
 /// Due runs read from the store at a time.
@@ -25,41 +21,11 @@ const SWEEP_BATCH: usize = 100;
 /// one sweep cannot spin however many runs are due.
 const MAX_BATCHES: usize = 100;
 
-impl Runtime {
-    /// The sweep interval this runtime was configured with.
-    pub fn sweep_interval(&self) -> Duration {
-        self.inner.config.sweep_interval
-    }
-
-    /// Starts a task that sweeps every `interval` (the first sweep at once).
-    /// A zero interval disables the sweep: the task ends at once, and runs
-    /// expire only lazily, when GetRun or Resume reads them. The task ends
-    /// by itself once every handle of this runtime is dropped; abort it to
-    /// stop it sooner. A failed sweep is logged and retried at the next tick.
-    pub fn spawn_expiry_sweeper(&self, interval: Duration) -> JoinHandle<()> {
-        spawn_periodic(&self.inner, interval, |runtime| async move {
-            let inner = &runtime.inner;
-            if let Err(error) = inner.sweep_expired().await {
-                tracing::warn!(%error, "expiry sweep failed; retrying at the next tick");
-            }
-            if let Some(retention) = inner.config.thread_retention {
-                if let Err(error) = inner.sweep_idle_threads(retention).await {
-                    tracing::warn!(%error, "thread retention sweep failed; retrying at the next tick");
-                }
-            }
-        })
-    }
-
+impl Inner {
     /// Expires every suspended run that is due now (up to a bound per call)
     /// and returns how many runs this call found due and now expired.
-    pub async fn sweep_expired(&self) -> Result<usize, RuntimeError> {
-        self.inner.sweep_expired().await
-    }
-}
-
-impl Inner {
     #[instrument(skip_all)]
-    async fn sweep_expired(&self) -> Result<usize, RuntimeError> {
+    pub(in crate::runtime) async fn sweep_expired(&self) -> Result<usize, RuntimeError> {
         let mut expired = 0;
         for _ in 0..MAX_BATCHES {
             let due = self.store.due_suspensions(Timestamp::now(), SWEEP_BATCH).await?;

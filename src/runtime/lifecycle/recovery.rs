@@ -19,11 +19,8 @@
 //! with the claim), nor a suspension a client saw (it is stored before it
 //! is sent).
 
-use tokio::task::JoinHandle;
-
 use crate::domain::{RunFailure, RunRecord, RunStatus, Staged, Timestamp};
 use crate::runtime::execution::{approved_unexecuted, lease_expired, Work};
-use crate::runtime::periodic::spawn_periodic;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::{Holder, Orphan, StoreError};
 
@@ -31,40 +28,9 @@ use crate::store::{Holder, Orphan, StoreError};
 const BATCH: usize = 100;
 
 impl Runtime {
-    /// Takes over every running run that no process can be executing: with
-    /// a store that only this process uses, every one of them (call it
-    /// before serving); with a shared store, none (leases decide). Returns
-    /// how many runs this replica took over.
-    pub async fn recover_at_startup(&self) -> Result<usize, RuntimeError> {
-        if self.inner.store.sharing().is_shared() {
-            return Ok(0);
-        }
-        self.recover(Timestamp(i64::MAX)).await
-    }
-
-    /// Tells the store that this process executes runs as its replica id,
-    /// so that the other replicas take its runs over as soon as it is gone
-    /// rather than once their leases expire (see
-    /// `RunStore::register_replica`). Call it once, before serving.
-    pub async fn register_replica(&self) -> Result<(), StoreError> {
-        self.inner.store.register_replica(self.replica_id()).await
-    }
-
-    /// Starts the task that takes over orphaned runs, every
-    /// `LeaseSettings::recovery_interval` (zero disables it). The task ends
-    /// once every handle of this runtime is dropped.
-    pub fn spawn_recovery(&self) -> JoinHandle<()> {
-        let interval = self.inner.config.lease.recovery_interval;
-        spawn_periodic(&self.inner, interval, |runtime| async move {
-            if let Err(error) = runtime.recover(Timestamp::now()).await {
-                tracing::warn!(%error, "recovery failed; retrying at the next tick");
-            }
-        })
-    }
-
     /// Takes over the running runs orphaned at `now`: their lease expired,
     /// or their holder is gone.
-    pub async fn recover(&self, now: Timestamp) -> Result<usize, RuntimeError> {
+    pub(in crate::runtime) async fn take_over_orphans(&self, now: Timestamp) -> Result<usize, RuntimeError> {
         let orphans = self.inner.store.orphaned_runs(now, BATCH).await?;
         let mut taken = 0;
         for orphan in orphans {

@@ -50,18 +50,10 @@ fn pick_pending(pending: &[PendingCall], tool_call_id: Option<&str>) -> Result<u
 }
 
 impl Runtime {
-    /// Answers a suspended call and streams the run's continuation. With a
-    /// `request_id` used before, replays that Resume's continuation instead
-    /// (or refuses, if the answer differs).
-    /// Only `tenant`'s runs can be resumed; another tenant's is not found.
-    pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
-        self.resume_via(tenant, request, None, AnswerVia::Resume).await
-    }
-
     /// [`Runtime::resume`], recording that the answer came `via` Resume or
     /// auto-resume; `loaded` is the run if the caller just read it (as
     /// `tenant`'s), so that it is not read again.
-    pub(super) async fn resume_via(
+    pub(in crate::runtime) async fn resume_via(
         &self,
         tenant: &Tenant,
         request: ResumeRun,

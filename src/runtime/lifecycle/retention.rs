@@ -11,32 +11,20 @@ use tracing::instrument;
 
 use crate::domain::{RunId, Tenant, ThreadId, Timestamp};
 use crate::runtime::reads::{in_thread_order, thread_not_found};
-use crate::runtime::{Inner, Runtime, RuntimeError};
+use crate::runtime::{Inner, RuntimeError};
 
 /// Idle threads deleted per sweep at most; the rest wait for the next.
 const RETENTION_BATCH: usize = 100;
 
-impl Runtime {
+impl Inner {
     /// Deletes `tenant`'s thread with its runs; returns their ids, oldest
     /// first.
     #[instrument(skip_all, fields(%tenant, %thread_id))]
-    pub async fn delete_thread(
+    pub(in crate::runtime) async fn delete_thread(
         &self,
         tenant: &Tenant,
         thread_id: &ThreadId,
     ) -> Result<Vec<RunId>, RuntimeError> {
-        self.inner.delete_thread(tenant, thread_id).await
-    }
-
-    /// Deletes the threads idle for longer than `retention` (up to a bound
-    /// per call) and returns how many.
-    pub async fn sweep_idle_threads(&self, retention: Duration) -> Result<usize, RuntimeError> {
-        self.inner.sweep_idle_threads(retention).await
-    }
-}
-
-impl Inner {
-    async fn delete_thread(&self, tenant: &Tenant, thread_id: &ThreadId) -> Result<Vec<RunId>, RuntimeError> {
         let thread = self
             .store
             .load_thread(tenant, thread_id)
@@ -63,7 +51,10 @@ impl Inner {
     }
 
     #[instrument(skip_all)]
-    pub(super) async fn sweep_idle_threads(&self, retention: Duration) -> Result<usize, RuntimeError> {
+    pub(in crate::runtime) async fn sweep_idle_threads(
+        &self,
+        retention: Duration,
+    ) -> Result<usize, RuntimeError> {
         let cutoff = Timestamp::now().before(retention);
         let idle = self.store.idle_threads(cutoff, RETENTION_BATCH).await?;
         let mut deleted = 0;

@@ -62,7 +62,11 @@ impl Runtime {
     /// refused while the thread's latest run is running or suspended,
     /// unless `auto_resume` answers that run's question, which streams its
     /// continuation instead.
-    pub async fn start(&self, tenant: &Tenant, request: StartRun) -> Result<RunStream, RuntimeError> {
+    pub(in crate::runtime) async fn start_run(
+        &self,
+        tenant: &Tenant,
+        request: StartRun,
+    ) -> Result<RunStream, RuntimeError> {
         let agent = self
             .inner
             .agents

@@ -11,7 +11,11 @@ impl Runtime {
     /// Reads a run of `tenant` (a suspended run past its time to live reads
     /// as expired); another tenant's run is not found.
     #[instrument(skip_all, fields(%tenant, run_id = %id))]
-    pub async fn get_run(&self, tenant: &Tenant, id: RunId) -> Result<RunRecord, RuntimeError> {
+    pub(in crate::runtime) async fn read_run(
+        &self,
+        tenant: &Tenant,
+        id: RunId,
+    ) -> Result<RunRecord, RuntimeError> {
         let mut run = self.inner.load_run_of(tenant, id).await?;
         self.inner.expire_if_due(&mut run).await?;
         Ok(run)

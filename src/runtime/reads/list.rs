@@ -53,7 +53,11 @@ pub fn effective_page_size(page_size: u32) -> usize {
 impl Runtime {
     /// Lists one page of `tenant`'s runs (never another tenant's).
     #[instrument(skip_all, fields(%tenant, status = ?request.status, agent = ?request.agent_id))]
-    pub async fn list_runs(&self, tenant: &Tenant, request: ListRuns) -> Result<RunPage, RuntimeError> {
+    pub(in crate::runtime) async fn list_run_page(
+        &self,
+        tenant: &Tenant,
+        request: ListRuns,
+    ) -> Result<RunPage, RuntimeError> {
         let page_size = effective_page_size(request.page_size);
         // One run more than the page holds tells whether another page follows.
         let query = RunQuery {
@@ -77,7 +81,11 @@ impl Runtime {
     /// How many of `tenant`'s runs pass `request`'s filters, on every page
     /// (its page bounds are left out).
     #[instrument(skip_all, fields(%tenant, status = ?request.status, agent = ?request.agent_id))]
-    pub async fn count_runs(&self, tenant: &Tenant, request: &ListRuns) -> Result<u64, RuntimeError> {
+    pub(in crate::runtime) async fn count_matching_runs(
+        &self,
+        tenant: &Tenant,
+        request: &ListRuns,
+    ) -> Result<u64, RuntimeError> {
         let query = RunQuery {
             tenant: Some(tenant.clone()),
             status: request.status,

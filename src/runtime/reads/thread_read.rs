@@ -46,7 +46,7 @@ pub(in crate::runtime) fn thread_not_found(error: StoreError) -> RuntimeError {
 impl Runtime {
     /// Reads `tenant`'s thread with its runs.
     #[instrument(skip_all, fields(%tenant, %thread_id))]
-    pub async fn get_thread(
+    pub(in crate::runtime) async fn read_thread(
         &self,
         tenant: &Tenant,
         thread_id: &ThreadId,
@@ -67,7 +67,7 @@ impl Runtime {
 
     /// Lists one page of `tenant`'s threads.
     #[instrument(skip_all, fields(%tenant))]
-    pub async fn list_threads(
+    pub(in crate::runtime) async fn list_thread_page(
         &self,
         tenant: &Tenant,
         request: ListThreads,

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 pub use routes::serve_http;
 
-use crate::domain::RunStatus;
 use crate::metrics::Format;
 use crate::runtime::Runtime;
 
@@ -24,13 +23,13 @@ const COUNT_TIMEOUT: Duration = Duration::from_secs(2);
 /// the store does not answer in time, the gauge keeps its last value (and
 /// the health check reports the store).
 pub async fn scrape(runtime: &Runtime, format: Format) -> Result<String, prometheus::Error> {
-    let count = runtime.store().count_runs_by_agent(RunStatus::Suspended);
+    let count = runtime.suspended_runs_by_agent();
     match tokio::time::timeout(COUNT_TIMEOUT, count).await {
         Ok(Ok(counts)) => runtime.metrics().set_suspended_runs(&counts),
         Ok(Err(error)) => tracing::warn!(%error, "metrics: could not count the suspended runs"),
         Err(_) => tracing::warn!("metrics: counting the suspended runs timed out"),
     }
-    let pending = runtime.store().pending_deliveries();
+    let pending = runtime.pending_deliveries();
     match tokio::time::timeout(COUNT_TIMEOUT, pending).await {
         Ok(Ok(counts)) => runtime.metrics().set_pending_deliveries(&counts),
         Ok(Err(error)) => tracing::warn!(%error, "metrics: could not count the pending webhook deliveries"),

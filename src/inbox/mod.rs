@@ -1,5 +1,6 @@
-//! The web inbox's pages, built into `web/dist/` (committed, so that a
-//! build needs no Node) and embedded in the binary: `GET /` is the page,
+//! The web inbox, where a person answers what agents ask: its pages, built
+//! from `web/` into `web/dist/` (committed, so that a build needs no Node)
+//! and embedded in the binary: `GET /` is the page,
 //! `/inbox.js` and `/inbox.css` its script and style. The page talks to
 //! the agent service over gRPC-Web on this same port, with the API key a
 //! person gives it; these routes serve files and nothing else, so they
@@ -18,9 +19,9 @@ const STYLE: &[u8] = include_bytes!("../../web/dist/inbox.css");
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// `router` with the inbox's routes added.
-pub(super) fn routes(router: Router) -> Router {
-    router
+/// The inbox's routes.
+pub fn routes() -> Router {
+    Router::new()
         .route("/", get(|| async { asset(INDEX, "text/html; charset=utf-8") }))
         .route(
             "/index.html",

@@ -2,7 +2,7 @@
 //! (stored at the head of the events when the ledger is first seen) and
 //! turns them into the pending deliveries its endpoint makes of them, moving the cursor
 //! past every event it read in the same write (a compare-and-set). Every
-//! replica runs one per webhook; when two read the same events, the first
+//! replica runs one per endpoint; when two read the same events, the first
 //! write wins and the other, refused, continues from the stored cursor, so
 //! an event is enqueued once. It reads again after each signal of the
 //! store, like a WatchRuns follower (`runtime/fanout/watch.rs`). It never
@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::endpoint::Endpoint;
+use super::{Endpoint, LedgerReads};
 use crate::domain::{EventPosition, Timestamp};
+use crate::runtime::RuntimeError;
 use crate::store::{Store, StoreError};
 
 /// Events read from the store at once.
@@ -94,11 +95,11 @@ impl Enqueuer {
         }
     }
 
-    async fn start(&self) -> Result<EventPosition, StoreError> {
-        start(self.store.as_ref(), self.endpoint.as_ref()).await
+    async fn start(&self) -> Result<EventPosition, RuntimeError> {
+        Ok(start(self.store.as_ref(), self.endpoint.as_ref()).await?)
     }
 
-    async fn step(&self, cursor: EventPosition) -> Result<Step, StoreError> {
+    async fn step(&self, cursor: EventPosition) -> Result<Step, RuntimeError> {
         let page = self
             .store
             .read_run_events(self.endpoint.tenant(), cursor, PAGE)
@@ -108,10 +109,8 @@ impl Enqueuer {
                 settling: page.settling,
             });
         };
-        let deliveries = self
-            .endpoint
-            .deliveries(self.store.as_ref(), &page.events)
-            .await?;
+        let reads = LedgerReads::new(self.store.as_ref());
+        let deliveries = self.endpoint.deliveries(&reads, &page.events).await?;
         let moved = self
             .store
             .enqueue_deliveries(self.endpoint.name(), cursor, last, &deliveries, Timestamp::now())

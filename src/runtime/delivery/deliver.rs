@@ -15,9 +15,8 @@ use reqwest::header::{HeaderValue, RETRY_AFTER};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use super::endpoint::Endpoint;
 use super::enqueue::sleep;
-use super::payload::{event_type, message_id};
+use super::{Endpoint, LedgerReads};
 use crate::domain::Timestamp;
 use crate::metrics::{AttemptResult, Metrics};
 use crate::store::{AttemptOutcome, ClaimedDelivery, Store};
@@ -129,7 +128,7 @@ impl Deliverer {
             sent.as_ref()
                 .map_or_else(|failure| failure.result, |()| AttemptResult::Success),
         );
-        let event_id = message_id(&delivery.event);
+        let (run_id, event) = (delivery.event.run_id, delivery.event.position);
         match self
             .store
             .finish_delivery(delivery.id, delivery.attempt, &outcome, now)
@@ -140,26 +139,28 @@ impl Deliverer {
                     let latency =
                         Duration::from_micros(u64::try_from(now.0 - delivery.event.time.0).unwrap_or(0));
                     self.metrics.webhook_delivered(name, latency);
-                    tracing::debug!(webhook = %name, id = %event_id, attempt = delivery.attempt, "webhook delivered");
+                    tracing::debug!(webhook = %name, %run_id, event = ?event, attempt = delivery.attempt, "webhook delivered");
                 }
                 AttemptOutcome::Retry { error, .. } => tracing::info!(
-                    webhook = %name, id = %event_id, attempt = delivery.attempt, %error,
+                    webhook = %name, %run_id, event = ?event, attempt = delivery.attempt, %error,
                     "webhook delivery failed; it will be retried"
                 ),
                 AttemptOutcome::Failed { error } => {
                     self.metrics.webhook_failed(name);
                     tracing::warn!(
-                        webhook = %name, id = %event_id, attempts = delivery.attempt, %error,
+                        webhook = %name, %run_id, event = ?event, attempts = delivery.attempt, %error,
                         "webhook delivery failed for good: its retry schedule is over"
                     );
                 }
             },
             // Its lease ran out and a later attempt holds it, or its run
             // went: that attempt's outcome stands.
-            Ok(false) => tracing::debug!(webhook = %name, id = %event_id, "webhook attempt superseded"),
+            Ok(false) => {
+                tracing::debug!(webhook = %name, %run_id, event = ?event, "webhook attempt superseded")
+            }
             // The lease runs out and the delivery is attempted again.
             Err(error) => tracing::warn!(
-                webhook = %name, id = %event_id, %error,
+                webhook = %name, %run_id, event = ?event, %error,
                 "webhook: could not record an attempt's outcome; the delivery will be attempted again"
             ),
         }
@@ -167,9 +168,10 @@ impl Deliverer {
 
     /// Sends `delivery` once: `Ok` on a 2xx answer.
     async fn send(&self, delivery: &ClaimedDelivery) -> Result<(), Failure> {
+        let reads = LedgerReads::new(self.store.as_ref());
         let request = self
             .endpoint
-            .request(&self.client, self.store.as_ref(), delivery)
+            .request(&self.client, &reads, delivery)
             .await
             .map_err(|error| Failure {
                 result: AttemptResult::Connection,
@@ -188,9 +190,9 @@ impl Deliverer {
         Err(Failure {
             result: AttemptResult::Status,
             error: format!(
-                "{} answered HTTP {status} to {}",
+                "{} answered HTTP {status} to run.{}",
                 self.endpoint.name(),
-                event_type(delivery.event.kind)
+                delivery.event.kind.as_str()
             ),
             retry_after: response
                 .headers()
