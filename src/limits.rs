@@ -10,7 +10,22 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::tools::AskUserLimits;
+/// How big a question the model may ask the ask_user tool (`[limits]`).
+/// Input over a limit is an error result the model sees, like any other
+/// invalid input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AskUserLimits {
+    pub max_question_chars: usize,
+    pub max_options: usize,
+    pub max_label_chars: usize,
+    pub max_description_chars: usize,
+}
+
+impl Default for AskUserLimits {
+    fn default() -> Self {
+        Limits::default().ask_user()
+    }
+}
 
 /// `[limits]`: every key optional.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use agentd::config::{ConfigError, FileConfig, Overrides};
+use agentd::config::{ConfigError, Overrides};
+use agentd::server::FileConfig;
 use agentd::server::{self, ServeOptions};
 use agentd::telemetry::{self, LogFormat, TelemetryOptions};
 

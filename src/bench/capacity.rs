@@ -8,56 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentd::pb;
-use serde::Serialize;
 
 use super::args::CapacityArgs;
 use super::client::{self, Suspended};
 use super::load::connections;
 use super::process::{ScratchDir, ServerProcess};
 use super::progress;
-use super::report;
+use super::report::{self, CapacityReport, Restart};
 use super::stats::{rate, Errors, Latency, LatencySummary};
 
 /// How long a restarted server may take to answer its first call.
 const RESTART_LIMIT: Duration = Duration::from_secs(60);
-
-#[derive(Debug, Serialize)]
-pub struct CapacityReport {
-    pub scenario: &'static str,
-    pub agentd: String,
-    pub runs: u64,
-    pub concurrency: u64,
-    /// Runs that reached finish{SUSPENDED}.
-    pub suspended: u64,
-    pub create_seconds: f64,
-    pub create_runs_per_sec: f64,
-    /// Server resident memory before the first run and after the last.
-    pub rss_before: Option<u64>,
-    pub rss_after: Option<u64>,
-    pub rss_peak: Option<u64>,
-    /// The data folder's files after the runs, as they are (the WAL is not
-    /// checkpointed first).
-    pub store_files: Option<Vec<(String, u64)>>,
-    pub store_bytes: Option<u64>,
-    /// Growth of the data folder (database, WAL and WAL index) divided by
-    /// the suspended runs.
-    pub store_bytes_per_run: Option<f64>,
-    /// The database file alone divided by the suspended runs (what the WAL
-    /// still holds is missing from it).
-    pub store_db_bytes_per_run: Option<f64>,
-    /// Resume -> finish{STOP} of randomly chosen suspended runs, one at a time.
-    pub resume: LatencySummary,
-    pub restart: Option<Restart>,
-    pub errors: Errors,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Restart {
-    /// Process start -> `listening on` logged.
-    pub listening_ms: f64,
-    /// Process start -> first ListAgents answered.
-    pub first_call_ms: f64,
-}
 
 /// `agentd bench capacity`.
 pub async fn run(args: CapacityArgs) -> anyhow::Result<()> {

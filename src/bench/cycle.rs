@@ -5,95 +5,15 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use serde::Serialize;
 
 use std::time::Duration;
 
 use super::args::{CeilingArgs, CeilingOptions, CycleArgs, LoadArgs};
-use super::load::{self, LoadResult, Measured, Meter, PerCycle, Reading};
+use super::load::{self, Measured, Meter, Reading};
 use super::postgres::wire::Relay;
 use super::postgres::{Database, Schemas};
 use super::process::{ScratchDir, ServerProcess};
-use super::report;
-
-#[derive(Debug, Serialize)]
-pub struct CycleReport {
-    pub scenario: &'static str,
-    /// `spawned` or the address given with `--target`.
-    pub agentd: String,
-    /// Where both servers store: `sqlite`, or PostgreSQL and how it commits
-    /// (for `--target`, the ceiling's is SQLite and agentd's its own).
-    pub store: String,
-    /// How the ceiling service stored its writes; absent with `--no-ceiling`.
-    pub ceiling: Option<CeilingConfig>,
-    pub warmup_secs: f64,
-    pub duration_secs: f64,
-    /// agentd and the ceiling alternated this many times at each level.
-    pub rounds: u32,
-    pub per_connection: u64,
-    pub levels: Vec<Level>,
-}
-
-/// How the ceiling commits: on SQLite as `--ceiling-sync` and
-/// `--ceiling-naive` say; on PostgreSQL as the database does.
-#[derive(Clone, Debug, Serialize)]
-pub struct CeilingConfig {
-    /// SQLite's `synchronous`, or PostgreSQL's `synchronous_commit`.
-    pub synchronous: String,
-    pub group_commit: bool,
-    pub store: CeilingStore,
-}
-
-/// Where the ceiling stores its writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CeilingStore {
-    Sqlite,
-    Postgres,
-}
-
-impl From<&CeilingOptions> for CeilingConfig {
-    fn from(options: &CeilingOptions) -> Self {
-        Self {
-            synchronous: options.ceiling_sync.as_str().to_owned(),
-            group_commit: !options.ceiling_naive,
-            store: CeilingStore::Sqlite,
-        }
-    }
-}
-
-impl CeilingConfig {
-    /// The PostgreSQL ceiling: its pool commits as agentd's does, with the
-    /// database's `synchronous_commit`, PostgreSQL grouping the commits
-    /// that wait together.
-    fn postgres(synchronous_commit: &str) -> Self {
-        Self {
-            synchronous: synchronous_commit.to_owned(),
-            group_commit: true,
-            store: CeilingStore::Postgres,
-        }
-    }
-}
-
-#[derive(Debug, Serialize)]
-pub struct Level {
-    pub concurrency: usize,
-    pub agentd: Option<LoadResult>,
-    pub ceiling: Option<LoadResult>,
-    /// agentd cycles/s ÷ ceiling cycles/s.
-    pub ratio: Option<f64>,
-    /// The ratio of each round, in order, when there were several
-    /// (`--rounds`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub round_ratios: Vec<f64>,
-    /// The median of `round_ratios`: unlike `ratio`, barely moved by one
-    /// round that a burst of the machine's load fell on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub median_round_ratio: Option<f64>,
-    /// What a cycle cost agentd (and PostgreSQL), when agentd was spawned.
-    pub agentd_per_cycle: Option<PerCycle>,
-    pub ceiling_per_cycle: Option<PerCycle>,
-}
+use super::report::{self, CeilingConfig, CycleReport, Level};
 
 /// A server under test: started here (and its data folder), or remote.
 struct Server {

@@ -4,11 +4,147 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::capacity::CapacityReport;
-use super::cycle::{CeilingStore, CycleReport};
+use super::args::CeilingOptions;
 use super::load::{LoadResult, PerCycle};
-use super::stats::LatencySummary;
-use super::stream::StreamReport;
+use super::stats::{Errors, LatencySummary};
+
+#[derive(Debug, Serialize)]
+pub struct CycleReport {
+    pub scenario: &'static str,
+    /// `spawned` or the address given with `--target`.
+    pub agentd: String,
+    /// Where both servers store: `sqlite`, or PostgreSQL and how it commits
+    /// (for `--target`, the ceiling's is SQLite and agentd's its own).
+    pub store: String,
+    /// How the ceiling service stored its writes; absent with `--no-ceiling`.
+    pub ceiling: Option<CeilingConfig>,
+    pub warmup_secs: f64,
+    pub duration_secs: f64,
+    /// agentd and the ceiling alternated this many times at each level.
+    pub rounds: u32,
+    pub per_connection: u64,
+    pub levels: Vec<Level>,
+}
+
+/// How the ceiling commits: on SQLite as `--ceiling-sync` and
+/// `--ceiling-naive` say; on PostgreSQL as the database does.
+#[derive(Clone, Debug, Serialize)]
+pub struct CeilingConfig {
+    /// SQLite's `synchronous`, or PostgreSQL's `synchronous_commit`.
+    pub synchronous: String,
+    pub group_commit: bool,
+    pub store: CeilingStore,
+}
+
+/// Where the ceiling stores its writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CeilingStore {
+    Sqlite,
+    Postgres,
+}
+
+impl From<&CeilingOptions> for CeilingConfig {
+    fn from(options: &CeilingOptions) -> Self {
+        Self {
+            synchronous: options.ceiling_sync.as_str().to_owned(),
+            group_commit: !options.ceiling_naive,
+            store: CeilingStore::Sqlite,
+        }
+    }
+}
+
+impl CeilingConfig {
+    /// The PostgreSQL ceiling: its pool commits as agentd's does, with the
+    /// database's `synchronous_commit`, PostgreSQL grouping the commits
+    /// that wait together.
+    pub(super) fn postgres(synchronous_commit: &str) -> Self {
+        Self {
+            synchronous: synchronous_commit.to_owned(),
+            group_commit: true,
+            store: CeilingStore::Postgres,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Level {
+    pub concurrency: usize,
+    pub agentd: Option<LoadResult>,
+    pub ceiling: Option<LoadResult>,
+    /// agentd cycles/s ÷ ceiling cycles/s.
+    pub ratio: Option<f64>,
+    /// The ratio of each round, in order, when there were several
+    /// (`--rounds`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub round_ratios: Vec<f64>,
+    /// The median of `round_ratios`: unlike `ratio`, barely moved by one
+    /// round that a burst of the machine's load fell on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_round_ratio: Option<f64>,
+    /// What a cycle cost agentd (and PostgreSQL), when agentd was spawned.
+    pub agentd_per_cycle: Option<PerCycle>,
+    pub ceiling_per_cycle: Option<PerCycle>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StreamReport {
+    pub scenario: &'static str,
+    pub agentd: String,
+    pub deltas: u64,
+    pub run_id: String,
+    pub chunks: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub first_chunk_ms: f64,
+    pub chunks_per_sec: f64,
+    pub bytes_per_sec: f64,
+    /// Chunks SubscribeRun(run_id, 0) returned.
+    pub replayed: u64,
+    pub replay_seconds: f64,
+    pub replay_chunks_per_sec: f64,
+    /// The replay returned exactly as many chunks, with the same seqs.
+    pub all_persisted: bool,
+    pub errors: Errors,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CapacityReport {
+    pub scenario: &'static str,
+    pub agentd: String,
+    pub runs: u64,
+    pub concurrency: u64,
+    /// Runs that reached finish{SUSPENDED}.
+    pub suspended: u64,
+    pub create_seconds: f64,
+    pub create_runs_per_sec: f64,
+    /// Server resident memory before the first run and after the last.
+    pub rss_before: Option<u64>,
+    pub rss_after: Option<u64>,
+    pub rss_peak: Option<u64>,
+    /// The data folder's files after the runs, as they are (the WAL is not
+    /// checkpointed first).
+    pub store_files: Option<Vec<(String, u64)>>,
+    pub store_bytes: Option<u64>,
+    /// Growth of the data folder (database, WAL and WAL index) divided by
+    /// the suspended runs.
+    pub store_bytes_per_run: Option<f64>,
+    /// The database file alone divided by the suspended runs (what the WAL
+    /// still holds is missing from it).
+    pub store_db_bytes_per_run: Option<f64>,
+    /// Resume -> finish{STOP} of randomly chosen suspended runs, one at a time.
+    pub resume: LatencySummary,
+    pub restart: Option<Restart>,
+    pub errors: Errors,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Restart {
+    /// Process start -> `listening on` logged.
+    pub listening_ms: f64,
+    /// Process start -> first ListAgents answered.
+    pub first_call_ms: f64,
+}
 
 /// Prints `report` as pretty JSON, or as the table `table` draws.
 pub fn print<T: Serialize>(report: &T, json: bool, table: fn(&T) -> String) -> anyhow::Result<()> {

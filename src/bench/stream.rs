@@ -7,35 +7,13 @@ use std::time::{Duration, Instant};
 use agentd::pb::agent_chunk::Chunk;
 use agentd::pb::{self, FinishReason};
 use prost::Message as _;
-use serde::Serialize;
 
 use super::args::StreamArgs;
 use super::client::{self, Client, Failure};
 use super::process::{ScratchDir, ServerProcess};
 use super::progress;
-use super::report;
+use super::report::{self, StreamReport};
 use super::stats::{rate, Errors};
-
-#[derive(Debug, Serialize)]
-pub struct StreamReport {
-    pub scenario: &'static str,
-    pub agentd: String,
-    pub deltas: u64,
-    pub run_id: String,
-    pub chunks: u64,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub first_chunk_ms: f64,
-    pub chunks_per_sec: f64,
-    pub bytes_per_sec: f64,
-    /// Chunks SubscribeRun(run_id, 0) returned.
-    pub replayed: u64,
-    pub replay_seconds: f64,
-    pub replay_chunks_per_sec: f64,
-    /// The replay returned exactly as many chunks, with the same seqs.
-    pub all_persisted: bool,
-    pub errors: Errors,
-}
 
 /// What a stream carried.
 struct Received {

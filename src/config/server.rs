@@ -12,7 +12,6 @@ use super::listen::ListenAddr;
 use super::origins::AllowedOrigins;
 use super::settings::{settings, Layer};
 use super::ConfigError;
-use crate::runtime::LeaseSettings;
 
 settings! {
     /// `[server]`: where the server listens and keeps its runs, and how
@@ -186,15 +185,6 @@ impl ServerConfig {
         self.store
             .clone()
             .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("agentd.sqlite3").display()))
-    }
-
-    /// Run leases and crash recovery.
-    pub fn lease(&self) -> LeaseSettings {
-        LeaseSettings {
-            ttl: self.lease_ttl,
-            renew_every: self.lease_renew,
-            recovery_interval: self.recovery_interval,
-        }
     }
 }
 

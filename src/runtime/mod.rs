@@ -61,6 +61,7 @@ pub use lifecycle::{ResumeRun, StartRun};
 pub use reads::{ListRuns, ListThreads, RunPage, ThreadPage, ThreadView, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
 use crate::agent::AgentRegistry;
+use crate::config::ServerConfig;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -95,19 +96,29 @@ pub struct RuntimeConfig {
     pub thread_retention: Option<Duration>,
 }
 
-impl Default for RuntimeConfig {
-    fn default() -> Self {
+impl RuntimeConfig {
+    /// The settings `server` gives (`[server]`: the time to live of a
+    /// suspension, the sweep, leases, the replica id), and the defaults of
+    /// the rest.
+    pub fn of(server: &ServerConfig) -> Self {
         Self {
-            suspend_ttl: Duration::from_secs(7 * 24 * 3600),
+            suspend_ttl: server.suspend_ttl,
             stream_buffer: 256,
-            sweep_interval: Duration::from_secs(30),
+            sweep_interval: server.sweep_interval,
             health_check_interval: Duration::from_secs(5),
-            lease: LeaseSettings::default(),
-            replica_id: new_replica_id(),
+            lease: LeaseSettings::of(server),
+            replica_id: server.replica_id.clone().unwrap_or_else(new_replica_id),
             metrics: Metrics::default(),
             limits: Limits::default(),
             thread_retention: None,
         }
+    }
+}
+
+impl Default for RuntimeConfig {
+    /// As a server without any setting runs.
+    fn default() -> Self {
+        Self::of(&ServerConfig::default())
     }
 }
 

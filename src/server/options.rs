@@ -8,14 +8,12 @@ use std::time::Duration;
 
 use tonic::transport::ServerTlsConfig;
 
+use super::ServerSettings;
 use super::TlsError;
 use crate::auth::{ApiKeys, AuthConfigError};
-use crate::config::{AllowedOrigins, ServerSettings};
+use crate::config::{AllowedOrigins, ServerConfig};
 use crate::grpc::Authenticator;
 use crate::webhooks::{Known, Webhook, WebhookConfigError};
-
-/// How long open streams get to finish on shutdown by default.
-pub const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
 
 /// How a server authenticates, encrypts and shuts down.
 #[derive(Clone)]
@@ -48,7 +46,7 @@ impl Default for ServeOptions {
             authenticate_health: false,
             authenticate_reflection: false,
             tls: None,
-            drain: DEFAULT_DRAIN,
+            drain: ServerConfig::default().drain_timeout,
             webhooks: Vec::new(),
             cors: None,
             a2a_push_allow_private: false,

@@ -14,28 +14,12 @@ use crate::domain::{
 };
 
 use super::{Tool, ToolContext, ToolOutcome};
+use crate::limits::AskUserLimits;
 
 /// The `ask_user` tool.
 pub struct AskUser {
     spec: ToolSpec,
     limits: AskUserLimits,
-}
-
-/// How big a question the model may ask (`[limits]` in `agentd.toml`).
-/// Input over a limit is an error result the model sees, like any other
-/// invalid input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AskUserLimits {
-    pub max_question_chars: usize,
-    pub max_options: usize,
-    pub max_label_chars: usize,
-    pub max_description_chars: usize,
-}
-
-impl Default for AskUserLimits {
-    fn default() -> Self {
-        crate::limits::Limits::default().ask_user()
-    }
 }
 
 impl Default for AskUser {

@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::client::{check_input_schema, check_tool_name, ClientTool};
 use super::http::{HttpTool, HttpToolConfig};
 use super::mcp::{McpServer, McpServerConfig};
-use super::{AskUser, AskUserLimits, HumanReview, Tool};
+use super::{AskUser, HumanReview, Tool};
 use crate::domain::{any_object, ToolDefinition};
+use crate::limits::AskUserLimits;
 
 /// How long an HTTP tool waits to connect before it counts as unreachable.
 const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::domain::{Answer, AnswerError, SuspendPayload, ToolOutput, ToolSpec};
 
-pub use ask_user::{AskUser, AskUserLimits};
+pub use ask_user::AskUser;
 pub use catalog::{mcp_reference, CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
 pub use client::ClientTool;
 pub use human_review::HumanReview;

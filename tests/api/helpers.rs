@@ -4,11 +4,12 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use agentd::config::{FileConfig, Overrides, ServerSettings};
+use agentd::config::Overrides;
 use agentd::pb::agent_chunk::Chunk;
 use agentd::pb::agent_service_client::AgentServiceClient;
 use agentd::pb::{self, AgentChunk};
 use agentd::server;
+use agentd::server::{FileConfig, ServerSettings};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::transport::Channel;

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::config::ServerConfig;
 use crate::domain::{Lease, RunRecord, Timestamp, ToolCall};
 
 /// How leases are held and how orphaned runs are found.
@@ -27,16 +28,23 @@ pub struct LeaseSettings {
 }
 
 impl Default for LeaseSettings {
+    /// As `[server]` sets them by default.
     fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(10),
-            renew_every: Duration::from_secs(2),
-            recovery_interval: Duration::from_secs(1),
-        }
+        Self::of(&ServerConfig::default())
     }
 }
 
 impl LeaseSettings {
+    /// As `server` sets them (`lease_ttl`, `lease_renew`,
+    /// `recovery_interval`).
+    pub fn of(server: &ServerConfig) -> Self {
+        Self {
+            ttl: server.lease_ttl,
+            renew_every: server.lease_renew,
+            recovery_interval: server.recovery_interval,
+        }
+    }
+
     /// A lease for `owner` from now.
     pub(crate) fn lease(&self, owner: &str) -> Lease {
         Lease {

@@ -13,18 +13,18 @@ use crate::store::{corrupt, StoreError};
 
 /// Schema migrations, in order; their number is their version.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/postgres/0001_runs.sql"),
-    include_str!("../migrations/postgres/0002_tenants.sql"),
-    include_str!("../migrations/postgres/0003_threads.sql"),
-    include_str!("../migrations/postgres/0004_health_probe.sql"),
-    include_str!("../migrations/postgres/0005_run_events.sql"),
-    include_str!("../migrations/postgres/0006_webhook_deliveries.sql"),
-    include_str!("../migrations/postgres/0007_event_batches.sql"),
-    include_str!("../migrations/postgres/0008_live_run_indexes.sql"),
-    include_str!("../migrations/postgres/0009_replicas.sql"),
-    include_str!("../migrations/postgres/0010_listeners.sql"),
-    include_str!("../migrations/postgres/0011_run_events_unindexed_by_run.sql"),
-    include_str!("../migrations/postgres/0012_a2a_push_configs.sql"),
+    include_str!("migrations/0001_runs.sql"),
+    include_str!("migrations/0002_tenants.sql"),
+    include_str!("migrations/0003_threads.sql"),
+    include_str!("migrations/0004_health_probe.sql"),
+    include_str!("migrations/0005_run_events.sql"),
+    include_str!("migrations/0006_webhook_deliveries.sql"),
+    include_str!("migrations/0007_event_batches.sql"),
+    include_str!("migrations/0008_live_run_indexes.sql"),
+    include_str!("migrations/0009_replicas.sql"),
+    include_str!("migrations/0010_listeners.sql"),
+    include_str!("migrations/0011_run_events_unindexed_by_run.sql"),
+    include_str!("migrations/0012_a2a_push_configs.sql"),
 ];
 
 /// The migration that stores a write's events as one row.

@@ -12,6 +12,7 @@
 //! connection, and no compile-time SQL checking that would need a database
 //! at build time.
 
+mod create;
 mod listen;
 mod migrate;
 mod presence;
@@ -218,7 +219,7 @@ impl PostgresStore {
 #[async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
-        write::create(self, run, events).await
+        create::create(self, run, events).await
     }
 
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError> {

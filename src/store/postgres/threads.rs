@@ -1,67 +1,15 @@
-//! The PostgreSQL store's threads. Creating a run of a thread is one
-//! transaction: the compare-and-set on the thread row (insert it, or move
-//! its latest run from the one the new run follows), then the run's create
-//! statement; concurrent starts on one thread serialise on the thread row,
-//! so exactly one of them commits. Deleting a thread removes its row, its
-//! runs and their events in one transaction.
+//! The PostgreSQL store's threads: their reads, and the deletion of a
+//! thread with its runs and their events in one transaction. A run of a
+//! thread is created with its thread's compare-and-set in `create.rs`.
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::read::{query, record, Client, RECORD_COLUMNS};
-use super::{backend, to_i64, PostgresStore};
+use super::{backend, to_i64};
 use crate::domain::{RunRecord, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
 use crate::store::StoreError;
-
-/// Creates `run` (a run of a thread) with the create statement's `params`.
-pub(super) async fn create_in_thread(
-    store: &PostgresStore,
-    run: &RunRecord,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<(), StoreError> {
-    let Some(link) = &run.thread else {
-        return Err(StoreError::Corrupt("a thread run without its thread".into()));
-    };
-    let mut client = store.client().await?;
-    let tx = client.transaction().await.map_err(backend)?;
-    let tenant = run.tenant.as_str();
-    let thread_id = link.id.as_str();
-    let advanced = match link.previous {
-        None => {
-            tx.execute(
-                "INSERT INTO threads (tenant, thread_id, created_at, updated_at, latest_run) \
-                 VALUES ($1, $2, $3, $3, $4) ON CONFLICT DO NOTHING",
-                &[&tenant, &thread_id, &run.created_at.0, &run.id.0],
-            )
-            .await
-        }
-        Some(previous) => {
-            tx.execute(
-                "UPDATE threads SET latest_run = $3, updated_at = $4 \
-                 WHERE tenant = $1 AND thread_id = $2 AND latest_run = $5",
-                &[&tenant, &thread_id, &run.id.0, &run.created_at.0, &previous.0],
-            )
-            .await
-        }
-    }
-    .map_err(backend)?;
-    if advanced == 0 {
-        // Dropping the transaction rolls it back.
-        return Err(StoreError::ThreadMoved);
-    }
-    let statement = tx
-        .prepare_cached(&super::write::create_sql())
-        .await
-        .map_err(backend)?;
-    let created = tx.query_one(&statement, params).await.map_err(backend)?;
-    if created.get::<_, i64>(0) != 1 {
-        return Err(StoreError::AlreadyExists);
-    }
-    tx.commit().await.map_err(backend)?;
-    store.run_event_stored();
-    Ok(())
-}
 
 const THREAD_COLUMNS: &str = "t.tenant, t.thread_id, t.created_at, t.updated_at, t.latest_run, \
                               r.status, r.updated_at";

@@ -35,13 +35,13 @@ const MAX_PAYLOAD: usize = 7900;
 
 /// The parameters of one write's event row: its first and last seq and
 /// the encoded events, all NULL when the write stores none.
-struct EventRow {
-    first_seq: Option<i64>,
-    last_seq: Option<i64>,
-    events: Option<Vec<u8>>,
+pub(super) struct EventRow {
+    pub(super) first_seq: Option<i64>,
+    pub(super) last_seq: Option<i64>,
+    pub(super) events: Option<Vec<u8>>,
 }
 
-fn event_row(events: &[Event]) -> Result<EventRow, StoreError> {
+pub(super) fn event_row(events: &[Event]) -> Result<EventRow, StoreError> {
     let batch = event_batch(events)?;
     Ok(EventRow {
         first_seq: batch.as_ref().map(|b| b.first_seq),
@@ -53,7 +53,7 @@ fn event_row(events: &[Event]) -> Result<EventRow, StoreError> {
 impl EventRow {
     /// Refuses a run row stored behind its own events (see
     /// [`events_behind`]).
-    fn behind(&self, run_last_seq: u64) -> Option<StoreError> {
+    pub(super) fn behind(&self, run_last_seq: u64) -> Option<StoreError> {
         events_behind(self.last_seq?, to_i64(run_last_seq))
     }
 }
@@ -79,7 +79,7 @@ struct Changed<'a> {
 
 /// What a write tells the other servers when any listens: `run_id` is now
 /// at `last_seq` in `status`, after `events`.
-struct Announcement<'a> {
+pub(super) struct Announcement<'a> {
     run_id: RunId,
     status: RunStatus,
     last_seq: u64,
@@ -109,7 +109,7 @@ impl Announcement<'_> {
     }
 }
 
-const INSERT_EVENTS: &str = "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
+pub(super) const INSERT_EVENTS: &str = "INSERT INTO event_batches (run_id, last_seq, first_seq, events) \
      SELECT $1::uuid, $3::bigint, $2::bigint, $4::bytea \
      WHERE $4::bytea IS NOT NULL AND EXISTS (SELECT 1 FROM changed)";
 
@@ -123,19 +123,7 @@ const LISTENED_ELSEWHERE: &str = "EXISTS (SELECT 1 FROM listeners WHERE origin <
 /// A write statement answers with two counts: run rows it changed (0 or
 /// 1), and run events it stored (0 or 1); those that announce themselves,
 /// then with whether anyone else listens.
-pub(super) fn create_sql() -> String {
-    format!(
-        "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
-         updated_at, expires_at, request_id, lease_owner, lease_expires_at, record, tenant, thread_id) \
-         VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
-         ON CONFLICT DO NOTHING RETURNING id), \
-         inserted AS ({INSERT_EVENTS}), \
-         run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time) \
-         SELECT $16, $1, $5, $17, 'started', $6, $10 FROM changed RETURNING 1) \
-         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event)"
-    )
-}
-
+///
 /// The run's status before the update comes from the statement's snapshot:
 /// if the compare-and-set on the version changes the row, that is the
 /// status of the version the write was made from. The compare-and-set also
@@ -171,7 +159,7 @@ fn append_sql() -> String {
 /// server listens) tells them of it; whether it changed the row. The
 /// statement of a write with an announcement answers whether another server
 /// listens as its third column.
-async fn execute(
+pub(super) async fn execute(
     store: &PostgresStore,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
@@ -235,49 +223,6 @@ async fn refusal(store: &PostgresStore, id: RunId, expected: u64, first_seq: Opt
         _ if actual != expected => StoreError::VersionConflict { expected, actual },
         Some(first) if first <= stored => stored_already(first, stored),
         _ => StoreError::Backend(format!("run {id} changed no row")),
-    }
-}
-
-pub(super) async fn create(
-    store: &PostgresStore,
-    run: &RunRecord,
-    events: &[Event],
-) -> Result<(), StoreError> {
-    let batch = event_row(events)?;
-    if let Some(error) = batch.behind(run.last_seq()) {
-        return Err(error);
-    }
-    let record = crate::store::record::encode_run_plain(run)?;
-    let lease_owner = run.lease().as_ref().map(|lease| lease.owner.as_str());
-    let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
-    let tenant = run.tenant.as_str();
-    let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
-    let params: [&(dyn ToSql + Sync); 17] = [
-        &run.id.0,
-        &batch.first_seq,
-        &batch.last_seq,
-        &batch.events,
-        &run.agent_id,
-        &run.status().as_str(),
-        &to_i64(run.version()),
-        &to_i64(run.last_seq()),
-        &run.created_at.0,
-        &run.updated_at.0,
-        &run.expires_at().map(|at| at.0),
-        &run.request_id,
-        &lease_owner,
-        &lease_expires_at,
-        &record,
-        &tenant,
-        &thread_id,
-    ];
-    if run.thread.is_some() {
-        return super::threads::create_in_thread(store, run, &params).await;
-    }
-    if execute(store, &create_sql(), &params, None).await? {
-        Ok(())
-    } else {
-        Err(StoreError::AlreadyExists)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use rusqlite::{params, Connection};
 
-use super::writer::{guard_sql, Guard};
+use super::apply::{guard_sql, Guard};
 use super::{backend, to_i64};
 use crate::domain::{RunId, RunRecord, Timestamp};
 use crate::store::corrupt;

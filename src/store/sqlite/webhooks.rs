@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::writer::Applied;
+use super::apply::{Applied, Reply};
 use super::{backend, push_configs, run_events};
 use crate::domain::{EventPosition, RunId, Timestamp};
 use crate::store::{
@@ -48,42 +48,6 @@ pub(in crate::store::sqlite) enum LedgerWrite {
         run_id: RunId,
         id: String,
     },
-}
-
-/// What a write answers: nothing for the writes of runs.
-pub(in crate::store::sqlite) enum Reply {
-    Done,
-    Cursor(EventPosition),
-    /// Whether a compare-and-set write changed anything.
-    Changed(bool),
-    Claimed(DeliveryClaim),
-}
-
-impl Reply {
-    fn unexpected(&self) -> StoreError {
-        StoreError::Backend("the writer answered a ledger write with another write's reply".into())
-    }
-
-    pub(super) fn cursor(self) -> Result<EventPosition, StoreError> {
-        match self {
-            Reply::Cursor(position) => Ok(position),
-            other => Err(other.unexpected()),
-        }
-    }
-
-    pub(super) fn changed(self) -> Result<bool, StoreError> {
-        match self {
-            Reply::Changed(changed) => Ok(changed),
-            other => Err(other.unexpected()),
-        }
-    }
-
-    pub(super) fn claim(self) -> Result<DeliveryClaim, StoreError> {
-        match self {
-            Reply::Claimed(claim) => Ok(claim),
-            other => Err(other.unexpected()),
-        }
-    }
 }
 
 /// Applies one ledger write inside the writer's transaction.

@@ -5,13 +5,14 @@
 //! that a refused write leaves no trace and the others of its batch go
 //! through, without a savepoint per write. Never called from an async task.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use tokio::sync::mpsc;
 
-use super::webhooks::{self, Reply};
+use super::apply::{guard_sql, Applied, Guard, Reply};
+use super::webhooks;
 use super::{backend, leases, run_events, threads, RunRow, Write, WriteKind, MAX_BATCH};
 use crate::domain::{RunEventKind, RunStatus};
-use crate::store::record::{stored_already, EventBatch};
+use crate::store::record::EventBatch;
 use crate::store::StoreError;
 
 /// The writer thread: takes every write waiting, commits them in one
@@ -68,20 +69,6 @@ fn commit_batch(conn: &mut Connection, batch: &[Write]) -> (Vec<Result<Reply, St
         Ok(()) => (outcomes, stored_run_events),
         Err(error) => fail_all(backend(error)),
     }
-}
-
-/// What applying one write of a batch came to. A write is refused by its
-/// first statement or not at all (the id, the version, the seqs of its
-/// events), so that it needs no savepoint of its own: a refused write left
-/// no trace, and an applied one cannot fail halfway for any reason but the
-/// engine failing.
-pub(super) enum Applied {
-    /// Applied, with a run event or without, and what the write answers.
-    Whole { run_event: bool, reply: Reply },
-    /// Refused before any change.
-    Refused(StoreError),
-    /// Failed after changing part of the transaction.
-    Broken(StoreError),
 }
 
 fn apply(conn: &Connection, write: &Write) -> Applied {
@@ -204,65 +191,12 @@ impl Applied {
     }
 }
 
-/// What an update of an existing run is guarded by, in its `WHERE`
-/// (`guard_sql!`): the run is at the version the write was made from, and
-/// the write's events, if any, start after its last stored seq. An update
-/// that changes no row has changed nothing, and [`Guard::refusal`] says why.
-pub(super) struct Guard<'a> {
-    pub(super) id: &'a str,
-    pub(super) expected_version: i64,
-    pub(super) first_seq: Option<i64>,
-}
-
-/// [`Guard`]'s condition, with its values bound as `?1` – `?3` (a macro,
-/// so that statements embed it as literals).
-macro_rules! guard_sql {
-    () => {
-        "id = ?1 AND version = ?2 AND (?3 IS NULL OR last_seq < ?3)"
-    };
-}
-pub(super) use guard_sql;
-
 /// A commit's update of its run, under its [`Guard`].
 pub(super) const UPDATE_RUN_SQL: &str = concat!(
     "UPDATE runs SET status = ?4, version = ?5, last_seq = ?6, updated_at = ?7, expires_at = ?8, \
      record = ?9, lease_owner = ?10, lease_expires_at = ?11 WHERE ",
     guard_sql!()
 );
-
-impl Guard<'_> {
-    /// Why a write under this guard is refused: there is no such run, its
-    /// version is another, it has the write's first seq already, or else
-    /// `otherwise`. Only read once the write is known to be refused.
-    pub(super) fn refusal(&self, conn: &Connection, otherwise: impl FnOnce() -> StoreError) -> StoreError {
-        let stored: Option<(i64, i64)> = match conn
-            .prepare_cached("SELECT version, last_seq FROM runs WHERE id = ?1")
-            .and_then(|mut select| {
-                select
-                    .query_row([self.id], |row| Ok((row.get(0)?, row.get(1)?)))
-                    .optional()
-            }) {
-            Ok(stored) => stored,
-            Err(error) => return backend(error),
-        };
-        match (stored, self.first_seq) {
-            (None, _) => StoreError::NotFound,
-            (Some((actual, _)), _) if actual != self.expected_version => StoreError::VersionConflict {
-                expected: self.expected_version as u64,
-                actual: actual as u64,
-            },
-            (Some((_, stored)), Some(first)) if first <= stored => stored_already(first, stored),
-            (Some(_), _) => otherwise(),
-        }
-    }
-
-    /// [`Guard::refusal`] of a guarded update that changed no row.
-    pub(super) fn refused_update(&self, conn: &Connection) -> StoreError {
-        self.refusal(conn, || {
-            StoreError::Backend(format!("run {} changed no row", self.id))
-        })
-    }
-}
 
 fn insert_run(conn: &Connection, run: &RunRow) -> Result<(), StoreError> {
     let inserted = conn

@@ -2,8 +2,9 @@
 //! `toml` block of the "Real models" section of `docs/models.md` starts a
 //! server whose agents report the models they name.
 
-use agentd::config::{FileConfig, Overrides};
+use agentd::config::Overrides;
 use agentd::pb;
+use agentd::server::FileConfig;
 
 use crate::helpers::*;
 

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentd::config::ServerSettings;
 use agentd::pb::agent_service_client::AgentServiceClient;
+use agentd::server::ServerSettings;
 use agentd::server::{self, ServeOptions};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;

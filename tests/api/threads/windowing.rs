@@ -80,7 +80,7 @@ async fn the_store_keeps_everything() {
 fn the_configuration_guide_example_parses() {
     let guide = include_str!("../../../docs/configuration.md");
     let blocks = crate::providers::config::toml_blocks(guide, "The configuration file");
-    let file: agentd::config::FileConfig = toml::from_str(&blocks[0]).expect("the example parses");
+    let file: agentd::server::FileConfig = toml::from_str(&blocks[0]).expect("the example parses");
     assert_eq!(
         file.threads.retention,
         Some(std::time::Duration::from_secs(30 * 86_400))

@@ -14,9 +14,9 @@ use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use agentd::agent::{AgentSpec, ToolEntry};
-use agentd::config::ServerSettings;
 use agentd::grpc::convert::struct_to_json;
 use agentd::pb;
+use agentd::server::ServerSettings;
 use agentd::tools::mcp::McpServerConfig;
 use agentd::tools::ToolConfig;
 use serde_json::Value;

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use std::path::PathBuf;
+
 use super::*;
+use crate::config::{AllowedOrigins, TlsConfig};
 use crate::runtime::LeaseSettings;
 
 /// The flags as `agentd serve` declares them.
@@ -66,11 +69,21 @@ fn defaults_are_those_documented() {
     assert_eq!(server.store_url(), "sqlite://./agentd-data/agentd.sqlite3");
     assert_eq!(server.suspend_ttl, Duration::from_secs(7 * 86_400));
     assert_eq!(server.sweep_interval, Duration::from_secs(30));
-    assert_eq!(server.drain_timeout, crate::server::DEFAULT_DRAIN);
+    assert_eq!(server.drain_timeout, Duration::from_secs(10));
+    assert_eq!(crate::server::ServeOptions::default().drain, server.drain_timeout);
     assert_eq!(server.metrics_listen, None);
     assert_eq!(server.cors_allow_origin, None);
     assert_eq!(server.replica_id, None);
-    assert_eq!(server.lease(), LeaseSettings::default());
+    let lease = LeaseSettings::of(server);
+    assert_eq!(
+        (lease.ttl, lease.renew_every, lease.recovery_interval),
+        (
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+            Duration::from_secs(1)
+        )
+    );
+    assert_eq!(lease, LeaseSettings::default());
     assert_eq!(settings.tls, TlsConfig::default());
     assert!(!settings.tls.is_enabled());
     assert_eq!(settings.auth.api_keys_file, None);

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::{mpsc, oneshot};
 
+mod apply;
 mod durability;
 mod leases;
 mod lock;
@@ -42,18 +43,18 @@ use crate::domain::{
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
 /// records how many have run.
 const MIGRATIONS: &[&str] = &[
-    include_str!("migrations/sqlite/0001_runs.sql"),
-    include_str!("migrations/sqlite/0002_run_queries.sql"),
-    include_str!("migrations/sqlite/0003_leases.sql"),
-    include_str!("migrations/sqlite/0004_tenants.sql"),
-    include_str!("migrations/sqlite/0005_threads.sql"),
-    include_str!("migrations/sqlite/0006_event_batches.sql"),
-    include_str!("migrations/sqlite/0007_live_run_indexes.sql"),
-    include_str!("migrations/sqlite/0008_health_probe.sql"),
-    include_str!("migrations/sqlite/0009_run_events.sql"),
-    include_str!("migrations/sqlite/0010_webhook_deliveries.sql"),
-    include_str!("migrations/sqlite/0011_run_events_unindexed_by_run.sql"),
-    include_str!("migrations/sqlite/0012_a2a_push_configs.sql"),
+    include_str!("migrations/0001_runs.sql"),
+    include_str!("migrations/0002_run_queries.sql"),
+    include_str!("migrations/0003_leases.sql"),
+    include_str!("migrations/0004_tenants.sql"),
+    include_str!("migrations/0005_threads.sql"),
+    include_str!("migrations/0006_event_batches.sql"),
+    include_str!("migrations/0007_live_run_indexes.sql"),
+    include_str!("migrations/0008_health_probe.sql"),
+    include_str!("migrations/0009_run_events.sql"),
+    include_str!("migrations/0010_webhook_deliveries.sql"),
+    include_str!("migrations/0011_run_events_unindexed_by_run.sql"),
+    include_str!("migrations/0012_a2a_push_configs.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -118,7 +119,7 @@ enum WriteKind {
 struct Write {
     kind: WriteKind,
     events: Option<EventBatch>,
-    done: oneshot::Sender<Result<webhooks::Reply, StoreError>>,
+    done: oneshot::Sender<Result<apply::Reply, StoreError>>,
 }
 
 fn backend(error: rusqlite::Error) -> StoreError {
@@ -201,11 +202,7 @@ impl SqliteStore {
     }
 
     /// [`SqliteStore::write`], with what the write answers.
-    async fn write_with_reply(
-        &self,
-        kind: WriteKind,
-        events: &[Event],
-    ) -> Result<webhooks::Reply, StoreError> {
+    async fn write_with_reply(&self, kind: WriteKind, events: &[Event]) -> Result<apply::Reply, StoreError> {
         let (done, result) = oneshot::channel();
         let write = Write {
             kind,
@@ -652,7 +649,7 @@ impl Presence for SqliteStore {
 }
 
 impl SqliteStore {
-    async fn ledger(&self, write: webhooks::LedgerWrite) -> Result<webhooks::Reply, StoreError> {
+    async fn ledger(&self, write: webhooks::LedgerWrite) -> Result<apply::Reply, StoreError> {
         self.write_with_reply(WriteKind::Ledger(write), &[]).await
     }
 }

@@ -14,6 +14,7 @@ mod grpc_metrics;
 mod health;
 pub mod metrics_endpoint;
 mod options;
+mod settings;
 mod tls;
 mod web;
 
@@ -27,11 +28,11 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
-pub use options::{OptionsError, ServeOptions, DEFAULT_DRAIN};
+pub use options::{OptionsError, ServeOptions};
+pub use settings::{FileConfig, ServerSettings, ThreadsFile};
 pub use tls::TlsError;
 
 use crate::agent::{AgentRegistry, RegistryError};
-use crate::config::ServerSettings;
 use crate::grpc::{AgentServiceImpl, Authenticator, StreamGate, WireErrors};
 use crate::pb;
 use crate::pb::agent_service_server::AgentServiceServer;
@@ -75,19 +76,10 @@ pub async fn build_runtime(settings: &ServerSettings) -> Result<Runtime, ServeEr
         .with_ask_user_limits(settings.limits.ask_user());
     let agents = AgentRegistry::from_specs_with_tools(&settings.agents, &catalog, &settings.providers)?;
     let store: Arc<dyn Store> = store::open(&settings.server.store_url())?;
-    let defaults = RuntimeConfig::default();
     let config = RuntimeConfig {
-        suspend_ttl: settings.server.suspend_ttl,
-        sweep_interval: settings.server.sweep_interval,
-        lease: settings.server.lease(),
-        replica_id: settings
-            .server
-            .replica_id
-            .clone()
-            .unwrap_or(defaults.replica_id.clone()),
         limits: settings.limits.clone(),
         thread_retention: settings.thread_retention,
-        ..defaults
+        ..RuntimeConfig::of(&settings.server)
     };
     let runtime = Runtime::new(agents, store, config);
     // Before the server announces itself: a second live process with this
