@@ -1,23 +1,61 @@
 //! agentd: hosts LLM agents whose tools can pause a run to ask a person
 //! something, keep the run durably, and continue it when an answer arrives,
-//! on any replica.
+//! on any replica, through any of the protocols it speaks.
+//!
+//! The map, top down (a module imports only those below it):
+//!
+//! ```text
+//! server/      wires everything: settings (the whole agentd.toml), the
+//!              runtime, the surfaces on one port, TLS, health, draining
+//! surfaces     convert and authorise, nothing else; each calls the runtime
+//!              API and never the store:
+//!   grpc/        agentd.v1 (also over gRPC-Web)   a2a/      A2A v1.0
+//!   inbox/       the web inbox's pages            webhooks/ outbound events
+//!              (a2a/ and webhooks/ borrow grpc/'s conversions, its tenant
+//!              check and its stream gate)
+//! runtime/     the one API every surface calls (runtime/api.rs), and
+//!              behind it the lifecycle of runs, their execution, the
+//!              fan-out of chunks to clients, reads, deliveries
+//! agent/       the agent loop: model step, tool calls, next step
+//!   model/       language models (scripted, OpenAI, Anthropic)
+//!   tools/       ask_user, human_review, client, HTTP and MCP tools
+//! store/       small traits by what callers need; SQLite, PostgreSQL, memory
+//! domain/      the plain data all of the above speak: runs, their phases
+//!              and checked transitions, chunks, questions and answers
+//! config/      settings declared once (flag, AGENTD_* variable, file key)
+//! ```
+//!
+//! Beside them: `auth` (API keys and tenants), `limits`, `metrics`,
+//! `telemetry` (logs and traces), `propagation` (trace context to the
+//! services a run calls), `chat` (the terminal client), `pb` (the
+//! generated protobuf code).
+//!
+//! A Resume, end to end: `grpc/convert/request.rs` converts it,
+//! `runtime/api.rs` takes it, `runtime/lifecycle/resume.rs` validates the
+//! answer against the pending call (with `agent/` resolving it) and commits
+//! the claim with the answer in one compare-and-set
+//! (`domain/run/transitions.rs` prepares the commit, a `store/` backend
+//! makes it), `runtime/execution/` continues the run, its emitter stores
+//! each chunk before releasing it, and `runtime/fanout/stream.rs` hands the
+//! chunks to the client's stream, which `grpc/` sends.
 //!
 //! The library is usable without gRPC: build a [`runtime::Runtime`] from an
-//! [`agent::AgentRegistry`] and a [`store::RunStore`], then start and resume
-//! runs directly. [`server::serve`] puts the gRPC edge in front of it.
+//! [`agent::AgentRegistry`] and a [`store::Store`] ([`store::open`]), then
+//! start and resume runs directly. [`server::serve`] puts every surface in
+//! front of it.
 
-pub mod a2a;
+mod a2a;
 pub mod agent;
 pub mod auth;
 pub mod chat;
 pub mod config;
 pub mod domain;
 pub mod grpc;
-pub mod inbox;
+mod inbox;
 pub mod limits;
 pub mod metrics;
 pub mod model;
-pub mod propagation;
+mod propagation;
 pub mod runtime;
 pub mod server;
 pub mod store;

@@ -16,11 +16,6 @@ use prost::Message;
 use crate::agent::Agent;
 use crate::runtime::Runtime;
 
-/// The path of `agent_id`'s card.
-pub fn path_of(agent_id: &str) -> String {
-    format!("/agents/{agent_id}/.well-known/agent-card.json")
-}
-
 /// The path of the default agent's card.
 pub const DEFAULT_PATH: &str = "/.well-known/agent-card.json";
 

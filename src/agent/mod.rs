@@ -15,10 +15,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use registry::{AgentRegistry, AgentSpec, RegistryError};
-pub use run_tools::{RunToolError, MAX_RUN_TOOLS};
+pub use run_tools::RunToolError;
 pub use step::{ChunkSink, StepEnd};
-pub use tool_entry::{ToolEntry, ToolTable};
-pub use window::{approx_tokens, compose, HistoryWindow};
+pub use tool_entry::ToolEntry;
+pub(crate) use window::{compose, HistoryWindow};
 
 use crate::domain::{Answer, AnswerError, PendingCall, Resolution, ToolOutput, ToolSpec, Waiting};
 use crate::model::LanguageModel;

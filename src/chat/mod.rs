@@ -22,8 +22,8 @@ use tonic::metadata::AsciiMetadataValue;
 use tonic::service::Interceptor;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-pub use json::{JsonChunks, JsonError};
-pub use question::{Ask, Choice, Pending};
+pub(crate) use json::JsonError;
+pub use question::{Ask, Pending};
 use render::{Output, OutputError};
 use session::{read_stdin_line, Ending, Session};
 

@@ -30,12 +30,13 @@ pub use run::{
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
 pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
-pub use text::clip;
+pub(crate) use text::clip;
 pub use thread::{
     InvalidThreadId, LatestRun, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord, MAX_THREAD_ID_LEN,
 };
 pub use time::Timestamp;
-pub use tool::{any_object, ToolCall, ToolDefinition, ToolOutput, ToolSpec};
+pub(crate) use tool::any_object;
+pub use tool::{ToolCall, ToolDefinition, ToolOutput, ToolSpec};
 pub use trace::{
     InvalidTraceparent, InvalidTracestate, SpanId, TraceContext, TraceId, TraceState, MAX_TRACESTATE_LEN,
     MAX_TRACESTATE_MEMBERS,

@@ -19,9 +19,10 @@ use crate::pb;
 use crate::pb::agent_service_server::AgentService;
 use crate::runtime::{ResumeRun, RunStream, Runtime, StartRun};
 
-pub use auth::{tenant_of, Authenticator};
-pub use gate::{OpenStream, StreamGate};
-pub use wire::WireErrors;
+pub(crate) use auth::tenant_of;
+pub use auth::Authenticator;
+pub(crate) use gate::{OpenStream, StreamGate};
+pub(crate) use wire::WireErrors;
 
 /// A stream of chunks as tonic sends it.
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::AgentChunk, Status>> + Send>>;

@@ -28,9 +28,9 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-pub use grpc::{code_name, GrpcMethodMetrics, GrpcType};
-pub use stream::{MeasuredStream, Rpc};
-pub use webhooks::AttemptResult;
+pub(crate) use grpc::{GrpcMethodMetrics, GrpcType};
+pub(crate) use stream::Rpc;
+pub(crate) use webhooks::AttemptResult;
 
 use crate::domain::Timestamp;
 

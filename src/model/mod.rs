@@ -21,12 +21,12 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use tokio_stream::Stream;
 
-pub use anthropic::AnthropicMessages;
-pub use catalog::{ModelCatalog, ModelConfigError};
+pub(crate) use catalog::ModelCatalog;
+pub use catalog::ModelConfigError;
 pub use error::{ModelError, ModelErrorCode};
-pub use openai::OpenAiChat;
-pub use provider::{ProviderConfig, ProviderConfigs, ProviderError, ProviderKind, ProviderSettings};
-pub use scripted::Scripted;
+pub(crate) use provider::ProviderSettings;
+pub use provider::{ProviderConfig, ProviderConfigs, ProviderError, ProviderKind};
+pub(crate) use scripted::Scripted;
 
 use crate::domain::{Message, ToolCall, ToolSpec, Usage};
 

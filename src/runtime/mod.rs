@@ -54,7 +54,8 @@ pub use delivery::{
     RetrySchedule,
 };
 pub use error::RuntimeError;
-pub use execution::{new_replica_id, LeaseSettings};
+pub(crate) use execution::new_replica_id;
+pub use execution::LeaseSettings;
 use fanout::LiveRuns;
 pub use fanout::{MapEvents, RunEventStream, RunStream, WatchRuns};
 pub use lifecycle::{ResumeRun, StartRun};

@@ -1,6 +1,6 @@
 //! Health that means something: grpc.health.v1 reports SERVING while the run
 //! store answers and accepts writes, and NOT_SERVING while it does not. A
-//! background watch probes the store (a write, see `RunStore::ping`) every
+//! background watch probes the store (a write, see `Presence::ping`) every
 //! `RuntimeConfig::health_check_interval` (the first time at once), and at
 //! once when a write of the runtime is refused, and flips both the whole
 //! server (`""`) and `agentd.v1.AgentService` when the answer changes. It

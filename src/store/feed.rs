@@ -60,7 +60,7 @@ pub trait RunFeed: Send + Sync + 'static {
 }
 
 /// Whether other processes change a store's runs too: a property every
-/// store states ([`super::RunStore::sharing`]), fixed for its life. A
+/// store states ([`super::Presence::sharing`]), fixed for its life. A
 /// shared store cannot lack its feed.
 #[derive(Clone)]
 pub enum Sharing {

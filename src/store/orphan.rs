@@ -1,5 +1,5 @@
 //! What the search for orphaned runs finds (see
-//! [`super::RunStore::orphaned_runs`]): a running run that its lease holder
+//! [`super::RunQueries::orphaned_runs`]): a running run that its lease holder
 //! may no longer be executing, with what the store knows of that holder.
 //! Only data: the runtime decides, after reading the run again, whether to
 //! take it over.

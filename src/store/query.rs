@@ -5,7 +5,7 @@
 
 use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
 
-/// Filters and page bounds of [`super::RunStore::list_runs`]. Runs come
+/// Filters and page bounds of [`super::RunQueries::list_runs`]. Runs come
 /// newest first (run ids are UUIDv7, so id order is creation order).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunQuery {

@@ -17,11 +17,12 @@ use serde_json::Value;
 use crate::domain::{Answer, AnswerError, SuspendPayload, ToolOutput, ToolSpec};
 
 pub use ask_user::AskUser;
-pub use catalog::{mcp_reference, CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
+pub(crate) use catalog::mcp_reference;
+pub use catalog::{CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
 pub use client::ClientTool;
-pub use human_review::HumanReview;
-pub use registry::{RegisteredTool, ToolSet};
-pub use secrets::expand_env;
+pub(crate) use human_review::HumanReview;
+pub(crate) use registry::{RegisteredTool, ToolSet};
+pub(crate) use secrets::expand_env;
 
 /// How a tool call ended.
 #[derive(Clone, Debug, PartialEq)]

@@ -14,10 +14,10 @@ mod signature;
 
 use std::sync::Arc;
 
-pub use config::{Known, Webhook, WebhookConfig, WebhookConfigError, DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT};
-pub use endpoint::StandardWebhook;
-pub use payload::{event_type, message_id, parse_event_type, Payloads};
-pub use signature::{Secret, SECRET_PREFIX};
+pub(crate) use config::Known;
+pub use config::{Webhook, WebhookConfig, WebhookConfigError};
+pub(crate) use endpoint::StandardWebhook;
+pub(crate) use payload::{event_type, Payloads};
 
 use crate::runtime::{DeliveryStartError, DeliveryTasks, Runtime};
 

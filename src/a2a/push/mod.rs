@@ -16,8 +16,6 @@ use crate::domain::{RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::invalid;
 use crate::runtime::{DeliveryStartError, DeliveryTasks, PushConfig, RetrySchedule, Runtime};
 
-pub use endpoint::{body, update, LEDGER};
-
 /// The most configurations a task may have.
 const MAX_CONFIGS: usize = 20;
 /// The page size of ListTaskPushNotificationConfigs without one.

@@ -12,15 +12,17 @@ mod tools;
 mod trace;
 mod value;
 
-pub use chunk::event_to_proto;
+pub(crate) use chunk::event_to_proto;
 pub use limits::check_start_request;
-pub use list::{list_runs_request, run_page_to_proto};
-pub use request::{parse_run_id, parse_thread_id, resume_request, start_request};
-pub use run::{agent_to_proto, run_to_proto};
-pub use run_event::{run_event_to_proto, watch_runs_request};
-pub use thread::{list_threads_request, thread_page_to_proto, thread_to_proto};
+pub(crate) use list::{list_runs_request, run_page_to_proto};
+pub(crate) use request::{parse_run_id, parse_thread_id};
+pub use request::{resume_request, start_request};
+pub(crate) use run::{agent_to_proto, run_to_proto};
+pub(crate) use run_event::{run_event_to_proto, watch_runs_request};
+pub(crate) use thread::{list_threads_request, thread_page_to_proto, thread_to_proto};
 pub use trace::trace_context;
-pub use value::{json_to_struct, json_to_value, struct_to_json, timestamp, value_to_json};
+pub use value::{json_to_struct, struct_to_json, timestamp};
+pub(crate) use value::{json_to_value, value_to_json};
 
 use crate::runtime::RuntimeError;
 

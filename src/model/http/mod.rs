@@ -16,8 +16,8 @@ use tracing::Instrument;
 
 use events::decode;
 #[cfg(test)]
-pub use events::decode_events;
-pub use events::StreamDecoder;
+pub(crate) use events::decode_events;
+pub(crate) use events::StreamDecoder;
 
 use super::{ModelError, ModelErrorCode, ModelStream, ProviderSettings};
 

@@ -28,9 +28,10 @@ mod run_agent;
 mod standalone_tool;
 mod tenant_runs;
 
-pub use emitter::Emitter;
+pub(crate) use emitter::Emitter;
 pub(super) use execute::Work;
+pub(crate) use lease::new_replica_id;
+pub use lease::LeaseSettings;
 pub(super) use lease::{approved_unexecuted, lease_expired};
-pub use lease::{new_replica_id, LeaseSettings};
 pub(super) use run_agent::with_run_tools;
 pub(super) use tenant_runs::TenantRuns;

@@ -1,7 +1,7 @@
 //! Crash recovery: runs left RUNNING by a replica that died. Every replica
 //! looks, every `LeaseSettings::recovery_interval`, for running runs whose
 //! lease expired or whose holder the store knows to be gone (a replica
-//! registers as live at startup: see `RunStore::register_replica`), and
+//! registers as live at startup: see `Presence::register_replica`), and
 //! takes each over with a version compare-and-set (so exactly one replica
 //! does). Each takeover is logged and counted with what was known of the
 //! previous holder (gone, live but out of its lease, or unknown). The

@@ -1,4 +1,4 @@
-//! The PostgreSQL store's run events (see `RunStore::read_run_events` and
+//! The PostgreSQL store's run events (see `RunEventLog::read_run_events` and
 //! migration 0005): read in (txid, id) order, and only those of
 //! transactions older than the read's snapshot xmin, which have all
 //! finished, so that no event can still commit before one a reader has

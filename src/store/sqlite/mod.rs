@@ -26,7 +26,8 @@ mod threads;
 mod webhooks;
 mod writer;
 
-pub use durability::{parse_location, Synchronous};
+pub(crate) use durability::parse_location;
+pub use durability::Synchronous;
 
 use readers::ReaderPool;
 
@@ -108,7 +109,7 @@ enum WriteKind {
         tenant: String,
         thread_id: String,
     },
-    /// The health check's write (see [`RunStore::ping`]).
+    /// The health check's write (see [`Presence::ping`]).
     Probe {
         at: i64,
     },

@@ -1,4 +1,4 @@
-//! The SQLite store's run events (see `RunStore::read_run_events`): a row
+//! The SQLite store's run events (see `RunEventLog::read_run_events`): a row
 //! per change of a run's status, written by the writer in the transaction
 //! of the change; positions are the table's AUTOINCREMENT keys, so in the
 //! order of the commits.
