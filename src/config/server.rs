@@ -1,7 +1,8 @@
 //! Every server setting, declared once: its key in `agentd.toml` (the
 //! field's name, in the table named), its flag, its `AGENTD_*` variable,
 //! its default and its help. To add a setting, add it here (and to the
-//! README's table); the flags, the variables, the file and `--help` follow.
+//! table of `docs/configuration.md`); the flags, the variables, the file
+//! and `--help` follow.
 //! Precedence is the same for each: flag, then variable, then file, then
 //! default.
 

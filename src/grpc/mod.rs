@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::metrics::Rpc;
 use crate::pb;
 use crate::pb::agent_service_server::AgentService;
-use crate::runtime::{ResumeRun, RunStream, Runtime, StartRun};
+use crate::runtime::{ExecuteTool, ResumeRun, RunStream, Runtime, StartRun};
 
 pub(crate) use auth::tenant_of;
 pub use auth::Authenticator;
@@ -223,11 +223,13 @@ impl AgentService for AgentServiceImpl {
         if tool_name.is_empty() {
             return Err(convert::invalid("tool_name", "tool_name is required").into());
         }
-        let args = convert::struct_to_json(&args.unwrap_or_default());
-        let output = self
-            .runtime
-            .execute_tool(&tenant, &agent_id, &tool_name, &args, trace)
-            .await?;
+        let execute = ExecuteTool {
+            agent_id,
+            tool_name,
+            args: convert::struct_to_json(&args.unwrap_or_default()),
+            trace,
+        };
+        let output = self.runtime.execute_tool(&tenant, execute).await?;
         Ok(Response::new(pb::ExecuteToolResponse {
             content: output.content,
             is_error: output.is_error,

@@ -6,16 +6,14 @@
 //! What the server hosting a runtime does with it (its chores, its health)
 //! is in `host.rs`.
 
-use serde_json::Value;
-
 use crate::agent::AgentRegistry;
-use crate::domain::{RunId, RunRecord, Tenant, ThreadId, ToolOutput, TraceContext};
+use crate::domain::{RunId, RunRecord, Tenant, ThreadId, ToolOutput};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 
 use super::{
-    ListRuns, ListThreads, PushConfig, ResumeRun, RunEventStream, RunPage, RunStream, Runtime, RuntimeError,
-    StartRun, ThreadPage, ThreadView, WatchRuns,
+    ExecuteTool, ListRuns, ListThreads, PushConfig, ResumeRun, RunEventStream, RunPage, RunStream, Runtime,
+    RuntimeError, StartRun, ThreadPage, ThreadView, WatchRuns,
 };
 
 impl Runtime {
@@ -110,17 +108,13 @@ impl Runtime {
     }
 
     /// Runs one tool of an agent outside any run (ask_user answers with its
-    /// fallback text), continuing the trace of `trace`.
+    /// fallback text).
     pub async fn execute_tool(
         &self,
         tenant: &Tenant,
-        agent_id: &str,
-        tool_name: &str,
-        args: &Value,
-        trace: Option<TraceContext>,
+        request: ExecuteTool,
     ) -> Result<ToolOutput, RuntimeError> {
-        self.execute_tool_alone(tenant, agent_id, tool_name, args, trace)
-            .await
+        self.execute_tool_alone(tenant, request).await
     }
 
     // A2A push notification configurations of a run (`push_configs.rs`).

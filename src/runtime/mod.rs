@@ -55,7 +55,7 @@ pub use delivery::{
 };
 pub use error::RuntimeError;
 pub(crate) use execution::new_replica_id;
-pub use execution::LeaseSettings;
+pub use execution::{ExecuteTool, LeaseSettings};
 use fanout::LiveRuns;
 pub use fanout::{MapEvents, RunEventStream, RunStream, WatchRuns};
 pub use lifecycle::{ResumeRun, StartRun};

@@ -187,83 +187,28 @@ pub struct RunParts {
     pub phase: Phase,
 }
 
-impl From<RunParts> for RunRecord {
-    fn from(parts: RunParts) -> Self {
-        let RunParts {
-            id,
-            tenant,
-            agent_id,
-            version,
-            last_seq,
-            created_at,
-            updated_at,
-            request_id,
-            metadata,
-            options,
-            run_tools,
-            thread,
-            trace,
-            state,
-            phase,
-        } = parts;
-        Self {
-            id,
-            tenant,
-            agent_id,
-            version,
-            last_seq,
-            created_at,
-            updated_at,
-            request_id,
-            metadata,
-            options,
-            run_tools,
-            thread,
-            trace,
-            state,
-            phase,
+/// A record and its parts, both ways, field by field: the patterns name
+/// every field, so a field added to one and not the other fails to compile.
+macro_rules! parts {
+    ($($field:ident),* $(,)?) => {
+        impl From<RunParts> for RunRecord {
+            fn from(RunParts { $($field),* }: RunParts) -> Self {
+                Self { $($field),* }
+            }
         }
-    }
+
+        impl From<RunRecord> for RunParts {
+            fn from(RunRecord { $($field),* }: RunRecord) -> Self {
+                Self { $($field),* }
+            }
+        }
+    };
 }
 
-impl From<RunRecord> for RunParts {
-    fn from(run: RunRecord) -> Self {
-        let RunRecord {
-            id,
-            tenant,
-            agent_id,
-            version,
-            last_seq,
-            created_at,
-            updated_at,
-            request_id,
-            metadata,
-            options,
-            run_tools,
-            thread,
-            trace,
-            state,
-            phase,
-        } = run;
-        Self {
-            id,
-            tenant,
-            agent_id,
-            version,
-            last_seq,
-            created_at,
-            updated_at,
-            request_id,
-            metadata,
-            options,
-            run_tools,
-            thread,
-            trace,
-            state,
-            phase,
-        }
-    }
-}
+parts!(
+    id, tenant, agent_id, version, last_seq, created_at, updated_at, request_id, metadata, options,
+    run_tools, thread, trace, state, phase,
+);
 
 impl RunRecord {
     pub fn phase(&self) -> &Phase {

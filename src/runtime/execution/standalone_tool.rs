@@ -10,18 +10,32 @@ use crate::propagation;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::tools::{ToolContext, ToolOutcome};
 
+/// A request to run one tool of an agent outside any run.
+#[derive(Clone, Debug, Default)]
+pub struct ExecuteTool {
+    /// Empty selects the default agent.
+    pub agent_id: String,
+    pub tool_name: String,
+    /// The tool's arguments, checked against its input schema.
+    pub args: Value,
+    /// The W3C trace context the request came with: the call continues it.
+    pub trace: Option<TraceContext>,
+}
+
 impl Runtime {
     /// Runs one tool outside any run, for `tenant`: no suspension is
     /// available, so a tool such as ask_user answers with its fallback text.
-    /// The call continues the trace of `trace`, the request's context.
     pub(in crate::runtime) async fn execute_tool_alone(
         &self,
         tenant: &Tenant,
-        agent_id: &str,
-        tool_name: &str,
-        args: &Value,
-        trace: Option<TraceContext>,
+        request: ExecuteTool,
     ) -> Result<ToolOutput, RuntimeError> {
+        let ExecuteTool {
+            agent_id,
+            tool_name,
+            args,
+            trace,
+        } = request;
         let span = tracing::info_span!(
             "execute_tool",
             %tenant,
@@ -30,7 +44,7 @@ impl Runtime {
             trace_id = trace.as_ref().map(|trace| tracing::field::display(trace.trace_id())),
         );
         propagation::adopt(&span, trace.as_ref(), None);
-        let call = self.call_standalone(agent_id, tool_name, args);
+        let call = self.call_standalone(&agent_id, &tool_name, &args);
         propagation::scope(trace, call).instrument(span).await
     }
 
