@@ -51,6 +51,7 @@ pub mod chat;
 pub mod config;
 pub mod domain;
 pub mod grpc;
+pub mod http_client;
 mod inbox;
 pub mod limits;
 pub mod metrics;

@@ -12,6 +12,7 @@ use agentd::server::FileConfig;
 use agentd::server::{self, ServeOptions};
 use agentd::telemetry::{self, LogFormat, TelemetryOptions};
 
+#[cfg(feature = "bench")]
 mod bench;
 
 /// agentd: a gRPC service hosting LLM agents that can stop to ask a person.
@@ -52,13 +53,26 @@ enum Command {
     Chat(agentd::chat::ChatArgs),
     /// Measure the ask_user cycle, streaming and capacity against a ceiling.
     ///
-    /// Figures worth quoting come from a release build:
-    /// `cargo run --release -- bench cycle`. Each scenario starts the server
-    /// it measures as a separate process (this executable, `serve` on
-    /// 127.0.0.1:0 with a fresh data folder) unless `--target` names a
-    /// running one. A table goes to stdout (`--json` for machines), a
-    /// progress bar to stderr.
+    /// Figures worth quoting come from a release build with the bench:
+    /// `cargo run --release --features bench -- bench cycle`. Each scenario
+    /// starts the server it measures as a separate process (this
+    /// executable, `serve` on 127.0.0.1:0 with a fresh data folder) unless
+    /// `--target` names a running one. A table goes to stdout (`--json` for
+    /// machines), a progress bar to stderr.
+    #[cfg(feature = "bench")]
     Bench(bench::BenchArgs),
+    /// Measure the ask_user cycle, streaming and capacity against a ceiling:
+    /// not in this build (build with `--features bench`).
+    #[cfg(not(feature = "bench"))]
+    Bench(NoBench),
+}
+
+/// Whatever `agentd bench` was given, in a build without the bench.
+#[cfg(not(feature = "bench"))]
+#[derive(Args)]
+struct NoBench {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    args: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -126,7 +140,12 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Chat(args)) => agentd::chat::run(args).await.map_err(anyhow::Error::from),
         Some(Command::Serve(args)) => serve(*args).await,
+        #[cfg(feature = "bench")]
         Some(Command::Bench(args)) => bench::run(args).await,
+        #[cfg(not(feature = "bench"))]
+        Some(Command::Bench(NoBench { .. })) => Err(anyhow::anyhow!(
+            "this agentd was built without the bench: build it with `cargo build --release --features bench`"
+        )),
         None => serve(cli.serve).await,
     };
     let code = match result {

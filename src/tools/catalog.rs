@@ -206,7 +206,7 @@ fn build_tools(configs: &[ToolConfig]) -> Result<Vec<Arc<dyn Tool>>, CatalogErro
                 let client = match &client {
                     Some(client) => client.clone(),
                     None => {
-                        let built = reqwest::Client::builder()
+                        let built = crate::http_client::builder()
                             .connect_timeout(HTTP_CONNECT_TIMEOUT)
                             .build()
                             .map_err(|e| CatalogError::HttpClient(e.to_string()))?;

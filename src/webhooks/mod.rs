@@ -35,7 +35,7 @@ pub async fn spawn(
     }
     let payloads = Payloads::new().map_err(DeliveryStartError::new)?;
     // Redirects are not followed: a webhook's URL is where it goes.
-    let client = reqwest::Client::builder()
+    let client = crate::http_client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
         .build()

@@ -1,6 +1,8 @@
 //! `agentd bench` on a tiny budget: each scenario runs the real binary,
 //! which starts its servers as separate processes, and prints a JSON report
 //! that must be well formed and free of errors. Timings are never asserted.
+//! The bench is a cargo feature (`--features bench`); a binary built
+//! without it says so.
 
 use serde_json::Value;
 
@@ -52,6 +54,10 @@ fn assert_load(result: &Value, concurrency: u64) {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "bench"),
+    ignore = "needs the bench: cargo test --features bench; .ci/run runs it"
+)]
 async fn bench_cycle_measures_agentd_and_the_ceiling() {
     let report = bench(&["cycle", "-c", "2", "--duration", "1s", "--warmup", "0s"]).await;
     assert_eq!(report["scenario"], "cycle");
@@ -76,6 +82,10 @@ async fn bench_cycle_measures_agentd_and_the_ceiling() {
 /// sums the rounds (its cycles are theirs together, its ratio that of the
 /// sums), and the report gives each round's ratio.
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "bench"),
+    ignore = "needs the bench: cargo test --features bench; .ci/run runs it"
+)]
 async fn bench_cycle_in_rounds_alternates_agentd_and_the_ceiling_and_sums_them() {
     let report = bench(&[
         "cycle",
@@ -121,6 +131,10 @@ async fn bench_cycle_in_rounds_alternates_agentd_and_the_ceiling_and_sums_them()
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "bench"),
+    ignore = "needs the bench: cargo test --features bench; .ci/run runs it"
+)]
 async fn bench_stream_receives_and_finds_every_chunk_persisted() {
     let report = bench(&["stream", "--deltas", "1000"]).await;
     assert_eq!(report["scenario"], "stream");
@@ -133,6 +147,10 @@ async fn bench_stream_receives_and_finds_every_chunk_persisted() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(feature = "bench"),
+    ignore = "needs the bench: cargo test --features bench; .ci/run runs it"
+)]
 async fn bench_capacity_suspends_every_run_and_resumes_a_sample() {
     let report = bench(&["capacity", "--runs", "50", "-c", "8", "--sample", "10"]).await;
     assert_eq!(report["scenario"], "capacity");
@@ -158,7 +176,14 @@ async fn bench_capacity_suspends_every_run_and_resumes_a_sample() {
 /// per cycle read for both (CPU from /proc, statements and round trips
 /// through the counting relay), and no schema left behind.
 #[tokio::test]
-#[ignore = "needs PostgreSQL: set AGENTD_TEST_POSTGRES_URL; .ci/run runs it"]
+#[cfg_attr(
+    feature = "bench",
+    ignore = "needs PostgreSQL: set AGENTD_TEST_POSTGRES_URL; .ci/run runs it"
+)]
+#[cfg_attr(
+    not(feature = "bench"),
+    ignore = "needs the bench and PostgreSQL: cargo test --features bench with AGENTD_TEST_POSTGRES_URL; .ci/run runs it"
+)]
 async fn bench_cycle_on_postgres_counts_what_a_cycle_costs_and_drops_its_schemas() {
     let url = crate::pg::base_url();
     let report = bench(&[
@@ -225,4 +250,21 @@ async fn bench_cycle_on_postgres_counts_what_a_cycle_costs_and_drops_its_schemas
     assert_eq!(left, 0, "the bench left schemas behind");
     drop(client);
     let _ = driver.await;
+}
+
+/// A binary built without the bench refuses `agentd bench` and says how to
+/// build one with it.
+#[cfg(not(feature = "bench"))]
+#[tokio::test]
+async fn a_build_without_the_bench_says_how_to_get_one() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["bench", "cycle", "-c", "1"])
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run agentd bench");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--features bench"), "{stderr}");
 }

@@ -306,3 +306,8 @@ pub fn assert_segment(chunks: &[AgentChunk]) {
     let expected: Vec<u64> = (first..first + chunks.len() as u64).collect();
     assert_eq!(seqs, expected, "seqs rise by exactly one");
 }
+
+/// A plain HTTP client, as the server builds its own (rustls with ring).
+pub fn http() -> reqwest::Client {
+    agentd::http_client::builder().build().expect("an HTTP client")
+}

@@ -53,7 +53,9 @@ pub async fn scrape(server: &ServerProcess) -> String {
         .chars()
         .take_while(|c| !c.is_whitespace() && *c != '/')
         .collect();
-    reqwest::get(format!("http://{addr}/metrics"))
+    crate::helpers::http()
+        .get(format!("http://{addr}/metrics"))
+        .send()
         .await
         .expect("scrape")
         .text()

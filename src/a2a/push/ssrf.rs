@@ -119,7 +119,7 @@ impl reqwest::dns::Resolve for PublicResolver {
 /// The HTTP client of push deliveries: no redirects, and (unless
 /// `allow_private`) names resolve to public addresses only.
 pub fn client(allow_private: bool) -> Result<reqwest::Client, String> {
-    let builder = reqwest::Client::builder()
+    let builder = crate::http_client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")));
     let builder = if allow_private {

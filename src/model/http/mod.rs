@@ -48,7 +48,7 @@ pub type DescribeError = fn(&str) -> Option<String>;
 
 impl Transport {
     pub fn new(settings: ProviderSettings) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .connect_timeout(settings.connect_timeout)
             .tcp_nodelay(true)
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))

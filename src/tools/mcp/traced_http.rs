@@ -54,7 +54,7 @@ impl TracedHttpClient {
                 attempt.follow()
             }
         });
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .pool_max_idle_per_host(0)
             .redirect(redirects)
             .build()?;

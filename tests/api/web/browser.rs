@@ -55,7 +55,7 @@ async fn the_inbox_in_a_real_browser() {
 #[tokio::test]
 async fn the_pages_are_served_from_the_binary() {
     let server = SecureServer::start(|_, _| {}).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http();
     for (path, content_type, needle) in [
         ("/", "text/html; charset=utf-8", "<title>agentd inbox</title>"),
         ("/inbox.js", "text/javascript; charset=utf-8", "Send answer"),
@@ -80,7 +80,9 @@ async fn the_pages_are_served_from_the_binary() {
 #[tokio::test]
 async fn the_pages_need_no_key_but_the_service_does() {
     let server = two_tenants().await;
-    let page = reqwest::get(format!("http://{}/", server.addr))
+    let page = crate::helpers::http()
+        .get(format!("http://{}/", server.addr))
+        .send()
         .await
         .expect("an answer");
     assert_eq!(page.status(), 200);

@@ -18,7 +18,7 @@ async fn server(origins: Option<&str>) -> SecureServer {
 
 /// A browser's preflight for a gRPC-Web call with an API key from `origin`.
 async fn preflight(server: &SecureServer, origin: &str) -> reqwest::Response {
-    reqwest::Client::new()
+    crate::helpers::http()
         .request(
             reqwest::Method::OPTIONS,
             format!("http://{}/agentd.v1.AgentService/ListRuns", server.addr),
@@ -79,7 +79,7 @@ async fn listed_origins_are_allowed_and_others_refused() {
     let request = pb::ListRunsRequest::default().encode_to_vec();
     body[1..5].copy_from_slice(&(request.len() as u32).to_be_bytes());
     body.extend(request);
-    let call = reqwest::Client::new()
+    let call = crate::helpers::http()
         .post(format!("http://{}/agentd.v1.AgentService/ListRuns", server.addr))
         .header("origin", APP)
         .header("content-type", "application/grpc-web+proto")

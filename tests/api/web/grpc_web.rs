@@ -142,7 +142,7 @@ fn frames(mut body: &[u8]) -> Vec<(u8, Vec<u8>)> {
 async fn grpc_web_text_reaches_the_service() {
     let server = SecureServer::start(|_, _| {}).await;
     let body = base64::engine::general_purpose::STANDARD.encode(frame(&pb::ListAgentsRequest {}));
-    let response = reqwest::Client::new()
+    let response = crate::helpers::http()
         .post(format!(
             "http://{}/agentd.v1.AgentService/ListAgents",
             server.addr
@@ -243,7 +243,7 @@ async fn the_request_size_limit_applies_to_grpc_web() {
 #[tokio::test]
 async fn plain_http_is_answered_in_http() {
     let server = SecureServer::start(|_, _| {}).await;
-    let http = reqwest::Client::new();
+    let http = crate::helpers::http();
     let missing = http
         .get(format!("http://{}/no-such-page", server.addr))
         .send()
