@@ -47,7 +47,10 @@
 mod a2a;
 pub mod agent;
 pub mod auth;
+#[cfg(feature = "bench")]
+mod bench;
 pub mod chat;
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod grpc;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agentd::config::duration;
+use crate::config::duration;
 use clap::{Args, Subcommand, ValueEnum};
 
 /// `agentd bench SCENARIO`; its help text is the doc of the `Bench` command

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agentd::pb;
+use crate::pb;
 
 use super::args::CapacityArgs;
 use super::client::{self, Suspended};

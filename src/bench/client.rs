@@ -5,9 +5,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use agentd::pb::agent_chunk::Chunk;
-use agentd::pb::agent_service_client::AgentServiceClient;
-use agentd::pb::{self, FinishReason};
+use crate::pb::agent_chunk::Chunk;
+use crate::pb::agent_service_client::AgentServiceClient;
+use crate::pb::{self, FinishReason};
 use anyhow::Context;
 use tonic::transport::{Channel, Endpoint};
 

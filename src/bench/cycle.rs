@@ -193,7 +193,7 @@ async fn measure(args: &CycleArgs, postgres: Option<&OnPostgres<'_>>) -> anyhow:
             format!(
                 "postgres (synchronous_commit={}, pools of {} connections)",
                 postgres.synchronous_commit,
-                agentd::store::POSTGRES_POOL_SIZE
+                crate::store::POSTGRES_POOL_SIZE
             ),
             CeilingConfig::postgres(&postgres.synchronous_commit),
         ),

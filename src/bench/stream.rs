@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use agentd::pb::agent_chunk::Chunk;
-use agentd::pb::{self, FinishReason};
+use crate::pb::agent_chunk::Chunk;
+use crate::pb::{self, FinishReason};
 use prost::Message as _;
 
 use super::args::StreamArgs;

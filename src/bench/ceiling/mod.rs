@@ -8,7 +8,7 @@ mod script;
 mod service;
 mod store;
 
-use agentd::pb::agent_service_server::AgentServiceServer;
+use crate::pb::agent_service_server::AgentServiceServer;
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;

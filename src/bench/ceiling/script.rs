@@ -3,10 +3,10 @@
 //! ephemeral loopback port), so that both services send the same chunk
 //! sequences with the same message sizes.
 
-use agentd::config::Overrides;
-use agentd::pb::{self, AgentChunk};
-use agentd::server;
-use agentd::server::FileConfig;
+use crate::config::Overrides;
+use crate::pb::{self, AgentChunk};
+use crate::server;
+use crate::server::FileConfig;
 use anyhow::{ensure, Context};
 use tokio::net::TcpListener;
 

@@ -7,8 +7,8 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use agentd::pb::agent_service_server::AgentService;
-use agentd::pb::{self, AgentChunk};
+use crate::pb::agent_service_server::AgentService;
+use crate::pb::{self, AgentChunk};
 use prost::Message as _;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -34,7 +34,7 @@ impl CeilingService {
 
 /// `chunks` as a stream of run `run_id`, stamped now.
 fn replay(chunks: &[AgentChunk], run_id: &str) -> ChunkStream {
-    let now = agentd::domain::Timestamp::now();
+    let now = crate::domain::Timestamp::now();
     let (seconds, nanos) = now.seconds_nanos();
     let time = prost_types::Timestamp { seconds, nanos };
     let chunks: Vec<Result<AgentChunk, Status>> = chunks

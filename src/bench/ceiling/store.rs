@@ -117,7 +117,7 @@ fn commit(conn: &mut Connection, batch: &[Write]) -> rusqlite::Result<()> {
     {
         let mut insert =
             tx.prepare_cached("INSERT INTO writes (run_id, kind, time, body) VALUES (?1, ?2, ?3, ?4)")?;
-        let now = agentd::domain::Timestamp::now().0;
+        let now = crate::domain::Timestamp::now().0;
         for write in batch {
             insert.execute(params![write.run_id, write.kind, now, write.body])?;
         }
@@ -149,7 +149,7 @@ impl PostgresCeiling {
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(agentd::store::POSTGRES_POOL_SIZE)
+            .max_size(crate::store::POSTGRES_POOL_SIZE)
             .build()
             .context("building the connection pool")?;
         let client = pool.get().await.context("connecting to PostgreSQL")?;
@@ -168,7 +168,7 @@ impl PostgresCeiling {
                 WriteKind::Resume => UPDATE,
             };
             let statement = client.prepare_cached(sql).await.map_err(|e| e.to_string())?;
-            let now = agentd::domain::Timestamp::now().0;
+            let now = crate::domain::Timestamp::now().0;
             client
                 .execute(&statement, &[&run_id, &now, &body])
                 .await
