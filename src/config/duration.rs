@@ -71,22 +71,26 @@ impl Unit {
     }
 }
 
+/// A duration in each unit, and several together, with what each means:
+/// the examples the tests of every source of a duration read.
+#[cfg(test)]
+pub(crate) const EXAMPLES: [(&str, Duration); 6] = [
+    ("500ms", Duration::from_millis(500)),
+    ("30s", Duration::from_secs(30)),
+    ("10m", Duration::from_secs(600)),
+    ("2h", Duration::from_secs(7200)),
+    ("7d", Duration::from_secs(7 * 86_400)),
+    ("1h30m", Duration::from_secs(5400)),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_unit_parses() {
-        for (text, expected) in [
-            ("500ms", Duration::from_millis(500)),
-            ("30s", Duration::from_secs(30)),
-            ("10m", Duration::from_secs(600)),
-            ("2h", Duration::from_secs(7200)),
-            ("7d", Duration::from_secs(7 * 86_400)),
-            ("1h30m", Duration::from_secs(5400)),
-            (" 1h 30m ", Duration::from_secs(5400)),
-            ("0s", Duration::ZERO),
-        ] {
+        let spaced = [(" 1h 30m ", Duration::from_secs(5400)), ("0s", Duration::ZERO)];
+        for (text, expected) in EXAMPLES.into_iter().chain(spaced) {
             assert_eq!(parse(text), Ok(expected), "{text:?}");
         }
     }

@@ -23,35 +23,22 @@ pub trait DeliveryLedger: Send + Sync + 'static {
     /// at `start` (stored, so that every replica agrees on it).
     async fn ledger_cursor(&self, ledger: &str, start: EventPosition) -> Result<EventPosition, StoreError>;
 
-    /// Moves `ledger`'s cursor from `from` to `to` and stores `deliveries`
-    /// (pending, due at `now`, enqueued at `now`), in one atomic write, if
-    /// the cursor is still at `from`: `Ok(false)` and nothing stored
-    /// otherwise (another replica enqueued them). A ledger never has two
-    /// deliveries of one event to one target.
-    async fn enqueue_deliveries(
-        &self,
-        ledger: &str,
-        from: EventPosition,
-        to: EventPosition,
-        deliveries: &[NewDelivery],
-        now: Timestamp,
-    ) -> Result<bool, StoreError>;
+    /// Moves `ledger`'s cursor from `enqueue.from` to `enqueue.to` and
+    /// stores `enqueue.deliveries` (pending, due and enqueued at
+    /// `enqueue.now`), in one atomic write, if the cursor is still at
+    /// `from`: `Ok(false)` and nothing stored otherwise (another replica
+    /// enqueued them). A ledger never has two deliveries of one event to
+    /// one target.
+    async fn enqueue_deliveries(&self, ledger: &str, enqueue: &Enqueue<'_>) -> Result<bool, StoreError>;
 
-    /// Claims at most `limit` of `ledger`'s pending deliveries that are
-    /// due at `now` and held by no unexpired lease, for one attempt each:
-    /// their attempt count rises by one and `owner` holds them until
-    /// `lease_until`. A delivery waits while an earlier one (by event
+    /// Claims at most `claim.limit` of `ledger`'s pending deliveries that
+    /// are due at `claim.now` and held by no unexpired lease, for one
+    /// attempt each: their attempt count rises by one and `claim.owner`
+    /// holds them until `claim.lease_until`. A delivery waits while an earlier one (by event
     /// position) of its run and target is pending, so that a run's events
     /// arrive in order. Each delivery is claimed by one caller at a time,
     /// across every replica sharing the store. Soonest due first.
-    async fn claim_deliveries(
-        &self,
-        ledger: &str,
-        owner: &str,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<DeliveryClaim, StoreError>;
+    async fn claim_deliveries(&self, ledger: &str, claim: &Claim<'_>) -> Result<DeliveryClaim, StoreError>;
 
     /// Records how attempt `attempt` of delivery `id` ended (at `now`), and
     /// frees its lease, if the delivery is still pending at that attempt:
@@ -72,6 +59,32 @@ pub trait DeliveryLedger: Send + Sync + 'static {
 
 /// A delivery's id in its store.
 pub type DeliveryId = i64;
+
+/// What [`DeliveryLedger::enqueue_deliveries`] stores as a ledger's cursor
+/// moves over the run events.
+#[derive(Clone, Copy, Debug)]
+pub struct Enqueue<'a> {
+    /// Where the cursor must still be.
+    pub from: EventPosition,
+    /// Where it moves: the last event read.
+    pub to: EventPosition,
+    /// What the events read make.
+    pub deliveries: &'a [NewDelivery],
+    pub now: Timestamp,
+}
+
+/// A claim of due deliveries, each for one attempt (see
+/// [`DeliveryLedger::claim_deliveries`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Claim<'a> {
+    /// Who holds them (a replica id).
+    pub owner: &'a str,
+    pub now: Timestamp,
+    /// Until when the claim holds them.
+    pub lease_until: Timestamp,
+    /// The most deliveries claimed.
+    pub limit: usize,
+}
 
 /// An event a ledger's endpoint wants, as its enqueuer hands it to the
 /// store.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan, Presence, PushConfig,
+    AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan, Presence, PushConfig,
     PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore, Sharing, Store, StoreError,
     ThreadStore,
 };
@@ -146,12 +146,8 @@ forward!(RunEventLog {
 // A ledger seen for the first time stores its cursor: a write.
 forward!(DeliveryLedger {
     write ledger_cursor(ledger: &str, start: EventPosition) -> EventPosition;
-    write enqueue_deliveries(
-        ledger: &str, from: EventPosition, to: EventPosition, deliveries: &[NewDelivery], now: Timestamp
-    ) -> bool;
-    write claim_deliveries(
-        ledger: &str, owner: &str, now: Timestamp, lease_until: Timestamp, limit: usize
-    ) -> DeliveryClaim;
+    write enqueue_deliveries(ledger: &str, enqueue: &Enqueue<'_>) -> bool;
+    write claim_deliveries(ledger: &str, claim: &Claim<'_>) -> DeliveryClaim;
     write finish_delivery(id: DeliveryId, attempt: u32, outcome: &AttemptOutcome, now: Timestamp) -> bool;
     read pending_deliveries() -> BTreeMap<String, u64>;
 });

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{
-    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan,
+    AttemptOutcome, Claim, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan,
     Presence, PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore,
     Sharing, StoreError, ThreadStore,
 };
@@ -481,14 +481,9 @@ impl DeliveryLedger for MemoryStore {
             .or_insert(start))
     }
 
-    async fn enqueue_deliveries(
-        &self,
-        webhook: &str,
-        from: EventPosition,
-        to: EventPosition,
-        deliveries: &[NewDelivery],
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
+    async fn enqueue_deliveries(&self, webhook: &str, enqueue: &Enqueue<'_>) -> Result<bool, StoreError> {
+        let (from, to, now) = (enqueue.from, enqueue.to, enqueue.now);
+        let deliveries = enqueue.deliveries;
         let mut ledger = self.lock_ledger();
         if ledger.cursors.get(webhook) != Some(&from) {
             return Ok(false);
@@ -524,14 +519,8 @@ impl DeliveryLedger for MemoryStore {
         Ok(true)
     }
 
-    async fn claim_deliveries(
-        &self,
-        webhook: &str,
-        _owner: &str,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<DeliveryClaim, StoreError> {
+    async fn claim_deliveries(&self, webhook: &str, claim: &Claim<'_>) -> Result<DeliveryClaim, StoreError> {
+        let (now, lease_until, limit) = (claim.now, claim.lease_until, claim.limit);
         let run_events = self.lock_run_events();
         let mut ledger = self.lock_ledger();
         let mut free: Vec<(Timestamp, DeliveryId, usize)> = ledger

@@ -30,7 +30,7 @@ mod sqlite;
 mod threads;
 
 pub use deliveries::{
-    AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery,
+    AttemptOutcome, Claim, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, NewDelivery,
 };
 pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
 pub use layered::{Access, Layered, Operation, StoreHook};

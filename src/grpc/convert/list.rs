@@ -79,17 +79,7 @@ mod tests {
             "r1.not-a-uuid".to_owned(),
             format!("{}x", page_token(id)),
         ] {
-            let error = parse_page_token(&token).expect_err(&token);
-            assert!(
-                matches!(
-                    error,
-                    RuntimeError::InvalidRequest {
-                        field: "page_token",
-                        ..
-                    }
-                ),
-                "{token}: {error:?}"
-            );
+            super::super::assert_refused_page_token(&token, parse_page_token(&token));
         }
     }
 

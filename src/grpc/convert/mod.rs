@@ -52,3 +52,19 @@ fn parse_page_token<T>(
         .map(Some)
         .ok_or_else(|| invalid("page_token", format!("not a next_page_token returned by {rpc}")))
 }
+
+/// Asserts that `token` was refused as a malformed page token.
+#[cfg(test)]
+fn assert_refused_page_token<T: std::fmt::Debug>(token: &str, parsed: Result<T, RuntimeError>) {
+    let error = parsed.expect_err(token);
+    assert!(
+        matches!(
+            error,
+            RuntimeError::InvalidRequest {
+                field: "page_token",
+                ..
+            }
+        ),
+        "{token}: {error:?}"
+    );
+}

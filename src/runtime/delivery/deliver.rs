@@ -19,7 +19,7 @@ use super::enqueue::sleep;
 use super::{Endpoint, LedgerReads};
 use crate::domain::Timestamp;
 use crate::metrics::{AttemptResult, Metrics};
-use crate::store::{AttemptOutcome, ClaimedDelivery, Store};
+use crate::store::{AttemptOutcome, Claim, ClaimedDelivery, Store};
 
 /// How often a shared store is asked for due deliveries without a wake.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -69,10 +69,12 @@ impl Deliverer {
                     .store
                     .claim_deliveries(
                         this.endpoint.name(),
-                        &this.owner,
-                        now,
-                        now.after(this.lease()),
-                        free,
+                        &Claim {
+                            owner: &this.owner,
+                            now,
+                            lease_until: now.after(this.lease()),
+                            limit: free,
+                        },
                     )
                     .await;
                 match claim {

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use super::{Endpoint, LedgerReads};
 use crate::domain::{EventPosition, Timestamp};
 use crate::runtime::RuntimeError;
-use crate::store::{Store, StoreError};
+use crate::store::{Enqueue, Store, StoreError};
 
 /// Events read from the store at once.
 const PAGE: usize = 256;
@@ -113,7 +113,15 @@ impl Enqueuer {
         let deliveries = self.endpoint.deliveries(&reads, &page.events).await?;
         let moved = self
             .store
-            .enqueue_deliveries(self.endpoint.name(), cursor, last, &deliveries, Timestamp::now())
+            .enqueue_deliveries(
+                self.endpoint.name(),
+                &Enqueue {
+                    from: cursor,
+                    to: last,
+                    deliveries: &deliveries,
+                    now: Timestamp::now(),
+                },
+            )
             .await?;
         if !moved {
             return Ok(Step::Lost);

@@ -163,14 +163,7 @@ fn tls_and_auth_settings_merge_field_by_field() {
 
 #[test]
 fn every_source_reads_durations_in_every_unit() {
-    for (text, expected) in [
-        ("500ms", Duration::from_millis(500)),
-        ("30s", Duration::from_secs(30)),
-        ("10m", Duration::from_secs(600)),
-        ("2h", Duration::from_secs(7200)),
-        ("7d", Duration::from_secs(7 * 86_400)),
-        ("1h30m", Duration::from_secs(5400)),
-    ] {
+    for (text, expected) in crate::config::duration::EXAMPLES {
         let from_flag = flags(&["--suspend-ttl", text]).unwrap().server.suspend_ttl;
         let from_env = env(&[("AGENTD_SUSPEND_TTL", text)]).unwrap().server.suspend_ttl;
         let from_file = file(&format!("[server]\nsuspend_ttl = \"{text}\"\n"))

@@ -31,7 +31,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{
-    AttemptOutcome, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan, Presence, PushConfig,
+    AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan, Presence, PushConfig,
     PushConfigStore, RunEventLog, RunEventPage, RunFeed, RunQueries, RunQuery, RunStore, Sharing, StoreError,
     ThreadStore,
 };
@@ -337,27 +337,12 @@ impl DeliveryLedger for PostgresStore {
         webhooks::cursor(&self.client().await?, webhook, start).await
     }
 
-    async fn enqueue_deliveries(
-        &self,
-        webhook: &str,
-        from: EventPosition,
-        to: EventPosition,
-        deliveries: &[NewDelivery],
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        webhooks::enqueue(&self.client().await?, webhook, (from, to), deliveries, now).await
+    async fn enqueue_deliveries(&self, webhook: &str, enqueue: &Enqueue<'_>) -> Result<bool, StoreError> {
+        webhooks::enqueue(&self.client().await?, webhook, enqueue).await
     }
 
-    async fn claim_deliveries(
-        &self,
-        webhook: &str,
-        owner: &str,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<DeliveryClaim, StoreError> {
-        let client = self.client().await?;
-        webhooks::claim(&client, webhook, owner, (now, lease_until), limit).await
+    async fn claim_deliveries(&self, webhook: &str, claim: &Claim<'_>) -> Result<DeliveryClaim, StoreError> {
+        webhooks::claim(&self.client().await?, webhook, claim).await
     }
 
     async fn finish_delivery(

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::read::{query, Client};
 use super::{backend, run_events, to_i64};
 use crate::domain::{EventPosition, RunEvent, Timestamp};
-use crate::store::{AttemptOutcome, ClaimedDelivery, DeliveryClaim, DeliveryId, NewDelivery, StoreError};
+use crate::store::{AttemptOutcome, Claim, ClaimedDelivery, DeliveryClaim, DeliveryId, Enqueue, StoreError};
 
 pub(super) async fn cursor(
     client: &Client,
@@ -55,10 +55,10 @@ const ENQUEUE: &str = "WITH moved AS (UPDATE ledger_cursors SET major = $2, mino
 pub(super) async fn enqueue(
     client: &Client,
     webhook: &str,
-    (from, to): (EventPosition, EventPosition),
-    deliveries: &[NewDelivery],
-    now: Timestamp,
+    enqueue: &Enqueue<'_>,
 ) -> Result<bool, StoreError> {
+    let (from, to, now) = (enqueue.from, enqueue.to, enqueue.now);
+    let deliveries = enqueue.deliveries;
     let run_ids: Vec<Uuid> = deliveries.iter().map(|d| d.run_id.0).collect();
     let majors: Vec<i64> = deliveries.iter().map(|d| d.event.major).collect();
     let minors: Vec<i64> = deliveries.iter().map(|d| d.event.minor).collect();
@@ -105,11 +105,10 @@ fn claim_sql() -> String {
 pub(super) async fn claim(
     client: &Client,
     webhook: &str,
-    owner: &str,
-    (now, lease_until): (Timestamp, Timestamp),
-    limit: usize,
+    claim: &Claim<'_>,
 ) -> Result<DeliveryClaim, StoreError> {
-    let limit = to_i64(limit as u64);
+    let (owner, now, lease_until) = (claim.owner, claim.now, claim.lease_until);
+    let limit = to_i64(claim.limit as u64);
     let params: [&(dyn ToSql + Sync); 5] = [&webhook, &now.0, &limit, &owner, &lease_until.0];
     let rows = query(client, &claim_sql(), &params).await?;
     let mut claimed = Vec::with_capacity(rows.len());

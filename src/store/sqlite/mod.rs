@@ -33,7 +33,7 @@ use readers::ReaderPool;
 
 use super::record::{self, event_batch, EventBatch};
 use super::{
-    corrupt, AttemptOutcome, DeliveryClaim, DeliveryId, DeliveryLedger, NewDelivery, Orphan, Presence,
+    corrupt, AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan, Presence,
     PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore, Sharing,
     StoreError, ThreadStore,
 };
@@ -541,38 +541,24 @@ impl DeliveryLedger for SqliteStore {
         self.ledger(write).await?.cursor()
     }
 
-    async fn enqueue_deliveries(
-        &self,
-        webhook: &str,
-        from: EventPosition,
-        to: EventPosition,
-        deliveries: &[NewDelivery],
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
+    async fn enqueue_deliveries(&self, webhook: &str, enqueue: &Enqueue<'_>) -> Result<bool, StoreError> {
         let write = webhooks::LedgerWrite::Enqueue {
             webhook: webhook.to_owned(),
-            from,
-            to,
-            deliveries: deliveries.to_vec(),
-            now,
+            from: enqueue.from,
+            to: enqueue.to,
+            deliveries: enqueue.deliveries.to_vec(),
+            now: enqueue.now,
         };
         self.ledger(write).await?.changed()
     }
 
-    async fn claim_deliveries(
-        &self,
-        webhook: &str,
-        owner: &str,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: usize,
-    ) -> Result<DeliveryClaim, StoreError> {
+    async fn claim_deliveries(&self, webhook: &str, claim: &Claim<'_>) -> Result<DeliveryClaim, StoreError> {
         let write = webhooks::LedgerWrite::Claim {
             webhook: webhook.to_owned(),
-            owner: owner.to_owned(),
-            now,
-            lease_until,
-            limit,
+            owner: claim.owner.to_owned(),
+            now: claim.now,
+            lease_until: claim.lease_until,
+            limit: claim.limit,
         };
         self.ledger(write).await?.claim()
     }

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use agentd::domain::{
     EventPosition, Phase, RunEvent, RunEventKind, RunRecord, Tenant, ThreadId, ThreadLink, Timestamp,
 };
-use agentd::store::{AttemptOutcome, NewDelivery};
+use agentd::store::{AttemptOutcome, Claim, Enqueue, NewDelivery};
 
 use super::run_events::{all_events, fresh_tenant, next, running_run, suspended_like};
 use super::AnyStore;
@@ -65,7 +65,15 @@ async fn enqueued(store: &AnyStore, label: &str, events: &[RunEvent], now: Times
         .expect("cursor");
     let last = events.last().expect("events").position;
     let moved = store
-        .enqueue_deliveries(&webhook, start, last, &deliveries(events), now)
+        .enqueue_deliveries(
+            &webhook,
+            &Enqueue {
+                from: start,
+                to: last,
+                deliveries: &deliveries(events),
+                now,
+            },
+        )
         .await
         .expect("enqueue");
     assert!(moved);
@@ -96,13 +104,29 @@ async fn enqueueing_moves_the_cursor_once(store: &AnyStore) {
     let now = Timestamp::now();
     let to = events[2].position;
     let first = store
-        .enqueue_deliveries(&webhook, start, to, &deliveries(&events), now)
+        .enqueue_deliveries(
+            &webhook,
+            &Enqueue {
+                from: start,
+                to,
+                deliveries: &deliveries(&events),
+                now,
+            },
+        )
         .await
         .expect("enqueue");
     assert!(first, "the cursor was where the caller read it");
     // A second replica that read the same cursor enqueues nothing.
     let second = store
-        .enqueue_deliveries(&webhook, start, to, &deliveries(&events), now)
+        .enqueue_deliveries(
+            &webhook,
+            &Enqueue {
+                from: start,
+                to,
+                deliveries: &deliveries(&events),
+                now,
+            },
+        )
         .await
         .expect("enqueue again");
     assert!(!second, "the cursor moved");
@@ -115,7 +139,15 @@ async fn enqueueing_moves_the_cursor_once(store: &AnyStore) {
         minor: to.minor + 1,
     };
     assert!(store
-        .enqueue_deliveries(&webhook, to, further, &[], now)
+        .enqueue_deliveries(
+            &webhook,
+            &Enqueue {
+                from: to,
+                to: further,
+                deliveries: &[],
+                now
+            }
+        )
         .await
         .expect("skip"));
     assert_eq!(
@@ -134,7 +166,15 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
 
     let lease = now.after(std::time::Duration::from_secs(30));
     let claim = store
-        .claim_deliveries(&webhook, "replica-a", now, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "replica-a",
+                now,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     assert_eq!(claim.deliveries.len(), 1);
@@ -146,7 +186,15 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
 
     // Leased: nobody else gets it until the lease expires.
     let other = store
-        .claim_deliveries(&webhook, "replica-b", now, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "replica-b",
+                now,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     assert!(other.deliveries.is_empty(), "{other:?}");
@@ -156,10 +204,12 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
     let retaken = store
         .claim_deliveries(
             &webhook,
-            "replica-b",
-            lease,
-            lease.after(std::time::Duration::from_secs(30)),
-            10,
+            &Claim {
+                owner: "replica-b",
+                now: lease,
+                lease_until: lease.after(std::time::Duration::from_secs(30)),
+                limit: 10,
+            },
         )
         .await
         .expect("claim after the lease");
@@ -182,7 +232,15 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
         .await
         .expect("finish"));
     let early = store
-        .claim_deliveries(&webhook, "replica-a", lease, at, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "replica-a",
+                now: lease,
+                lease_until: at,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     assert!(early.deliveries.is_empty());
@@ -190,10 +248,12 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
     let due = store
         .claim_deliveries(
             &webhook,
-            "replica-a",
-            at,
-            at.after(std::time::Duration::from_secs(30)),
-            10,
+            &Claim {
+                owner: "replica-a",
+                now: at,
+                lease_until: at.after(std::time::Duration::from_secs(30)),
+                limit: 10,
+            },
         )
         .await
         .expect("claim");
@@ -209,7 +269,15 @@ async fn a_claim_leases_each_delivery_for_one_attempt(store: &AnyStore) {
         .await
         .expect("finish"));
     let after = store
-        .claim_deliveries(&webhook, "replica-a", at, at, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "replica-a",
+                now: at,
+                lease_until: at,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     assert!(after.deliveries.is_empty());
@@ -231,7 +299,15 @@ async fn a_run_s_events_are_delivered_in_order(store: &AnyStore) {
 
     // The run's first event, and the other run's: its later ones wait.
     let claim = store
-        .claim_deliveries(&webhook, "a", now, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "a",
+                now,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     let kinds: Vec<(RunEventKind, bool)> = claim
@@ -257,7 +333,15 @@ async fn a_run_s_events_are_delivered_in_order(store: &AnyStore) {
         .await
         .expect("finish"));
     let waiting = store
-        .claim_deliveries(&webhook, "a", now, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "a",
+                now,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     assert!(waiting.deliveries.is_empty(), "{waiting:?}");
@@ -268,7 +352,15 @@ async fn a_run_s_events_are_delivered_in_order(store: &AnyStore) {
         error: "HTTP 500".into(),
     };
     let again = store
-        .claim_deliveries(&webhook, "a", at, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "a",
+                now: at,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     assert_eq!(again.deliveries.len(), 1);
@@ -277,7 +369,15 @@ async fn a_run_s_events_are_delivered_in_order(store: &AnyStore) {
         .await
         .expect("finish"));
     let second = store
-        .claim_deliveries(&webhook, "a", at, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "a",
+                now: at,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     let kinds: Vec<RunEventKind> = second.deliveries.iter().map(|d| d.event.kind).collect();
@@ -287,7 +387,15 @@ async fn a_run_s_events_are_delivered_in_order(store: &AnyStore) {
         .await
         .expect("finish"));
     let third = store
-        .claim_deliveries(&webhook, "a", at, lease, 10)
+        .claim_deliveries(
+            &webhook,
+            &Claim {
+                owner: "a",
+                now: at,
+                lease_until: lease,
+                limit: 10,
+            },
+        )
         .await
         .expect("claim");
     let kinds: Vec<RunEventKind> = third.deliveries.iter().map(|d| d.event.kind).collect();
@@ -311,7 +419,15 @@ async fn concurrent_claims_take_each_delivery_once(store: &AnyStore) {
         tokio::spawn(async move {
             let owner = format!("claimer-{i}");
             store
-                .claim_deliveries(&webhook, &owner, now, lease, 1)
+                .claim_deliveries(
+                    &webhook,
+                    &Claim {
+                        owner: &owner,
+                        now,
+                        lease_until: lease,
+                        limit: 1,
+                    },
+                )
                 .await
                 .expect("claim")
                 .deliveries
@@ -324,7 +440,15 @@ async fn concurrent_claims_take_each_delivery_once(store: &AnyStore) {
     // Claims that found their rows locked skipped them: take the rest.
     loop {
         let more = store
-            .claim_deliveries(&webhook, "sweeper", now, lease, 100)
+            .claim_deliveries(
+                &webhook,
+                &Claim {
+                    owner: "sweeper",
+                    now,
+                    lease_until: lease,
+                    limit: 100,
+                },
+            )
             .await
             .expect("claim")
             .deliveries;
@@ -359,10 +483,12 @@ async fn a_thread_takes_its_deliveries_along(store: &AnyStore) {
     let claim = store
         .claim_deliveries(
             &webhook,
-            "a",
-            now,
-            now.after(std::time::Duration::from_secs(30)),
-            10,
+            &Claim {
+                owner: "a",
+                now,
+                lease_until: now.after(std::time::Duration::from_secs(30)),
+                limit: 10,
+            },
         )
         .await
         .expect("claim");

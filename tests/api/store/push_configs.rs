@@ -5,7 +5,7 @@
 //! order on its own.
 
 use agentd::domain::{EventPosition, RunId, Tenant, Timestamp};
-use agentd::store::{AttemptOutcome, NewDelivery, PushConfig};
+use agentd::store::{AttemptOutcome, Claim, Enqueue, NewDelivery, PushConfig};
 
 use super::deliveries::three_events;
 use super::run_events::{all_events, fresh_tenant};
@@ -109,7 +109,15 @@ async fn one_event_goes_to_each_target_in_order(store: &AnyStore) {
     let now = Timestamp::now();
     let last = events.last().expect("events").position;
     assert!(store
-        .enqueue_deliveries(&ledger, start, last, &deliveries, now)
+        .enqueue_deliveries(
+            &ledger,
+            &Enqueue {
+                from: start,
+                to: last,
+                deliveries: &deliveries,
+                now
+            }
+        )
         .await
         .expect("enqueue"));
     assert_eq!(
@@ -120,10 +128,12 @@ async fn one_event_goes_to_each_target_in_order(store: &AnyStore) {
     let claim = store
         .claim_deliveries(
             &ledger,
-            "replica",
-            now,
-            now.after(std::time::Duration::from_secs(60)),
-            10,
+            &Claim {
+                owner: "replica",
+                now,
+                lease_until: now.after(std::time::Duration::from_secs(60)),
+                limit: 10,
+            },
         )
         .await
         .expect("claim");
@@ -150,10 +160,12 @@ async fn one_event_goes_to_each_target_in_order(store: &AnyStore) {
     let claim = store
         .claim_deliveries(
             &ledger,
-            "replica",
-            later,
-            later.after(std::time::Duration::from_secs(60)),
-            10,
+            &Claim {
+                owner: "replica",
+                now: later,
+                lease_until: later.after(std::time::Duration::from_secs(60)),
+                limit: 10,
+            },
         )
         .await
         .expect("claim again");
