@@ -6,7 +6,7 @@
 use a2a_pb::proto::{part, Message, Part};
 use serde_json::Value;
 
-use crate::domain::{Answer, Message as Turn, RunId, ThreadId};
+use crate::domain::{Answer, ElicitationAction, ElicitationResponse, Message as Turn, RunId, ThreadId};
 use crate::grpc::convert::{invalid, value_to_json};
 use crate::runtime::{ResumeRun, RuntimeError, StartRun};
 
@@ -64,7 +64,7 @@ pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeE
 }
 
 /// The Resume a message with a task id makes: a data part with
-/// `selections`, `approval` or `data`, or text (free text, or a
+/// `selections`, `approval`, `elicitation` or `data`, or text (free text, or a
 /// single-select question's option label); the call is named by
 /// `toolCallId` (in the data part or the message's metadata) when several
 /// wait.
@@ -140,12 +140,31 @@ fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
     if let Some(value) = data.get("data") {
         return Ok(Answer::Data(value.clone()));
     }
+    if let Some(response) = data.get("elicitation") {
+        let action = match response.get("action").and_then(Value::as_str) {
+            Some("accept") => ElicitationAction::Accept,
+            Some("decline") => ElicitationAction::Decline,
+            Some("cancel") => ElicitationAction::Cancel,
+            _ => {
+                return Err(invalid(
+                    field,
+                    "elicitation.action must be \"accept\", \"decline\" or \"cancel\"",
+                ))
+            }
+        };
+        let content = match response.get("content") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(content)) => Some(content.clone()),
+            Some(_) => return Err(invalid(field, "elicitation.content must be an object")),
+        };
+        return Ok(Answer::Elicitation(ElicitationResponse { action, content }));
+    }
     if let Some(text) = data.get("text").and_then(Value::as_str) {
         return Ok(Answer::Text(text.to_owned()));
     }
     Err(invalid(
         field,
-        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\", \"editedArgs\"}} \
-         or {\"data\": ...} (and \"toolCallId\" when several calls wait)",
+        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\", \"editedArgs\"}}, \
+         {\"elicitation\": {\"action\", \"content\"}} or {\"data\": ...} (and \"toolCallId\" when several calls wait)",
     ))
 }

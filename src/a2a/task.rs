@@ -7,7 +7,8 @@ use a2a_pb::proto::{self, part, Artifact, Message, Part, Role, Task, TaskState, 
 use serde_json::{json, Value};
 
 use crate::domain::{
-    Chunk, Message as Turn, PendingCall, Phase, RunRecord, RunStatus, SuspendPayload, Timestamp, Waiting,
+    Chunk, ElicitationRequest, Message as Turn, PendingCall, Phase, RunRecord, RunStatus, SuspendPayload,
+    Timestamp, Waiting,
 };
 use crate::grpc::convert::{json_to_struct, json_to_value, timestamp};
 
@@ -100,6 +101,20 @@ pub fn question_data(pending: &PendingCall) -> Value {
                 "clientTool": {"toolName": tool_name, "args": args},
                 "toolCallId": id,
             }),
+            SuspendPayload::Elicitation(elicitation) => {
+                let mut asked = json!({"server": elicitation.server, "message": elicitation.message});
+                match &elicitation.request {
+                    ElicitationRequest::Form { requested_schema } => {
+                        asked["mode"] = json!("form");
+                        asked["requestedSchema"] = json!(requested_schema);
+                    }
+                    ElicitationRequest::Url { url } => {
+                        asked["mode"] = json!("url");
+                        asked["url"] = json!(url);
+                    }
+                }
+                json!({"elicitation": asked, "toolCallId": id})
+            }
         },
     }
 }
@@ -118,6 +133,7 @@ fn question_text(pending: &PendingCall) -> String {
             SuspendPayload::ClientTool { tool_name, .. } => {
                 format!("[Client tool {tool_name} waits for its result]")
             }
+            SuspendPayload::Elicitation(elicitation) => elicitation.fallback_text(),
         },
     }
 }

@@ -20,9 +20,11 @@ pub use step::{ChunkSink, StepEnd};
 pub use tool_entry::ToolEntry;
 pub(crate) use window::{compose, HistoryWindow};
 
-use crate::domain::{Answer, AnswerError, PendingCall, Resolution, ToolOutput, ToolSpec, Waiting};
+use crate::domain::{
+    Answer, AnswerError, PendingCall, Resolution, SuspendPayload, ToolCall, ToolOutput, ToolSpec, Waiting,
+};
 use crate::model::LanguageModel;
-use crate::tools::{AskUser, Tool, ToolContext, ToolOutcome, ToolSet};
+use crate::tools::{AskUser, Resumed, Tool, ToolContext, ToolOutcome, ToolSet};
 
 /// Steps a run may take when neither the agent nor the request says.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
@@ -169,12 +171,56 @@ impl Agent {
                     if let Answer::Data(data) = answer {
                         tool.validate_resume(data)?;
                     }
-                    tool.tool().resume(payload, answer).map(Resolution::Output)
+                    Ok(match tool.tool().resume(payload, answer)? {
+                        Resumed::Output(output) => Resolution::Output(output),
+                        Resumed::Proceed => Resolution::Proceed,
+                    })
                 }
                 // The tool left the configuration since the run suspended:
                 // answers are still checked against the stored payload.
-                None => Tool::resume(&AskUser::new(), payload, answer).map(Resolution::Output),
+                None => gone_tool_resolution(&pending.call.name, payload, answer),
             },
         }
+    }
+
+    /// Goes on with a call after an answer its tool accepted as
+    /// [`Resumed::Proceed`]; a tool that left the configuration meanwhile
+    /// is an `Unknown tool` error result.
+    pub async fn proceed(
+        &self,
+        call: &ToolCall,
+        payload: &SuspendPayload,
+        answer: &Answer,
+        ctx: ToolContext,
+    ) -> ToolOutcome {
+        match self.tools.get(&call.name) {
+            Some(tool) => tool.tool().proceed(&call.args, payload, answer, ctx).await,
+            None => ToolOutcome::Done(ToolOutput::error(format!("Unknown tool: {}", call.name))),
+        }
+    }
+}
+
+/// The resolution of an answer to a call whose tool is no longer
+/// configured: checked against the stored payload all the same, and the
+/// call's result when it fits.
+fn gone_tool_resolution(
+    tool: &str,
+    payload: &SuspendPayload,
+    answer: &Answer,
+) -> Result<Resolution, AnswerError> {
+    match payload {
+        SuspendPayload::Elicitation(elicitation) => {
+            crate::tools::mcp::check_response(elicitation, answer)?;
+            Ok(Resolution::Output(ToolOutput::error(format!(
+                "Unknown tool: {tool} (the MCP server {} no longer offers it)",
+                elicitation.server
+            ))))
+        }
+        _ => match Tool::resume(&AskUser::new(), payload, answer)? {
+            Resumed::Output(output) => Ok(Resolution::Output(output)),
+            Resumed::Proceed => Ok(Resolution::Output(ToolOutput::error(format!(
+                "Unknown tool: {tool}"
+            )))),
+        },
     }
 }

@@ -8,6 +8,7 @@
 //! no run state of its own, so a run left at a prompt stays suspended on
 //! the server.
 
+mod form;
 mod json;
 mod question;
 mod render;

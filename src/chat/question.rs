@@ -30,6 +30,14 @@ pub enum Ask {
     Approve { args: Value },
     /// A custom suspending tool or a client-executed tool: JSON data.
     Data { payload: Value },
+    /// An MCP server's request for input: a form (`schema`) or a page to
+    /// open (`url`).
+    Elicit {
+        server: String,
+        message: String,
+        schema: Value,
+        url: Option<String>,
+    },
 }
 
 /// A call waiting for an answer.
@@ -49,6 +57,8 @@ pub enum AnswerParseError {
     NotYesNo,
     #[error("the answer is not JSON: {0}")]
     NotJson(String),
+    #[error("answer with the form's values as a JSON object, or decline, or cancel")]
+    NotForm,
 }
 
 impl Ask {
@@ -85,6 +95,18 @@ impl Ask {
                     "args": call.args.as_ref().map_or(Value::Null, struct_to_json),
                 }),
             },
+            Some(Kind::Elicitation(asked)) => {
+                let url = pb::ElicitationMode::try_from(asked.mode) == Ok(pb::ElicitationMode::Url);
+                Ask::Elicit {
+                    server: asked.server.clone(),
+                    message: asked.message.clone(),
+                    schema: asked
+                        .requested_schema
+                        .as_ref()
+                        .map_or(Value::Null, struct_to_json),
+                    url: url.then(|| asked.url.clone()),
+                }
+            }
             None => Ask::Data { payload: args },
         }
     }
@@ -95,6 +117,7 @@ impl Ask {
             Ask::Text { question } | Ask::Choose { question, .. } => question.clone(),
             Ask::Approve { .. } => format!("Allow the call of {tool_name}?"),
             Ask::Data { .. } => format!("{tool_name} waits for data"),
+            Ask::Elicit { server, message, .. } => format!("{server} asks: {message}"),
         }
     }
 }
@@ -143,7 +166,9 @@ impl Pending {
 
     /// Reads a typed answer: a label (or any text) for a question, labels
     /// separated by commas for a multi-select question, `yes`/`no` (with
-    /// an optional `: reason`) for an approval, JSON for data.
+    /// an optional `: reason`) for an approval, JSON for data; for an MCP
+    /// server's request, `decline` or `cancel`, else the form's values as a
+    /// JSON object (`yes` accepts a page to open).
     pub fn parse_answer(&self, typed: &str) -> Result<Answer, AnswerParseError> {
         let typed = typed.trim();
         match &self.ask {
@@ -167,7 +192,31 @@ impl Pending {
             Ask::Data { .. } => serde_json::from_str::<Value>(typed)
                 .map(|data| Answer::Data(json_to_value(&data)))
                 .map_err(|error| AnswerParseError::NotJson(error.to_string())),
+            Ask::Elicit { url, .. } => parse_elicitation(typed, url.is_some()),
         }
+    }
+}
+
+/// The response a person typed to an MCP server's request for input.
+fn parse_elicitation(typed: &str, url: bool) -> Result<Answer, AnswerParseError> {
+    let respond = |action: pb::ElicitationAction, content: Option<prost_types::Struct>| {
+        Answer::Elicitation(pb::ElicitationResponse {
+            action: action as i32,
+            content,
+        })
+    };
+    match typed.to_ascii_lowercase().as_str() {
+        "decline" | "no" | "n" => return Ok(respond(pb::ElicitationAction::Decline, None)),
+        "cancel" => return Ok(respond(pb::ElicitationAction::Cancel, None)),
+        "yes" | "y" | "accept" | "ok" if url => return Ok(respond(pb::ElicitationAction::Accept, None)),
+        _ => {}
+    }
+    match serde_json::from_str::<Value>(typed) {
+        Ok(content @ Value::Object(_)) if !url => Ok(respond(
+            pb::ElicitationAction::Accept,
+            Some(crate::grpc::convert::json_to_struct(&content)),
+        )),
+        _ => Err(AnswerParseError::NotForm),
     }
 }
 

@@ -277,6 +277,12 @@ impl Session {
                 .out
                 .note(&format!("  {} {args} (yes or no)", pending.tool_name))?,
             Ask::Data { payload } => self.out.note(&format!("  {payload} (answer with JSON)"))?,
+            Ask::Elicit { url: Some(url), .. } => {
+                self.out.note(&format!("  open {url} (yes, decline or cancel)"))?
+            }
+            Ask::Elicit { schema, .. } => self
+                .out
+                .note(&format!("  {schema} (the values as JSON, decline or cancel)"))?,
             Ask::Text { .. } => {}
         }
         Ok(())
@@ -347,6 +353,7 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                 edited_args: None,
             }))
         }
+        Ask::Elicit { .. } => super::form::prompt(&mut screen, pending),
         Ask::Data { payload } => loop {
             let question = format!("{} waits for JSON data: {payload}", pending.tool_name);
             let typed = terminal::ask_text(&mut screen, &question)?.ok_or_else(end_of_input)?;

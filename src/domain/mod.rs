@@ -23,12 +23,15 @@ pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 pub use message::Message;
 pub use run::{
-    AnswerRecord, AnswerVia, EditedCall, Lease, PendingCall, PendingCalls, Phase, Position, Resolution,
-    ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged, ThreadLink, Waiting,
-    WrongPhase,
+    AnswerRecord, AnswerVia, Continuation, EditedCall, Lease, PendingCall, PendingCalls, Phase, Position,
+    Resolution, ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged,
+    ThreadLink, Waiting, WrongPhase,
 };
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
-pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
+pub use suspend::{
+    Answer, AnswerError, AskUserOption, AskUserPayload, Elicitation, ElicitationAction, ElicitationRequest,
+    ElicitationResponse, SelectionMode, SuspendPayload,
+};
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
 pub(crate) use text::clip;
 pub use thread::{

@@ -60,6 +60,88 @@ impl AskUserPayload {
     }
 }
 
+/// An MCP server's request for input (MCP elicitation), made during a call
+/// of one of its tools.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Elicitation {
+    /// The server, as `[[mcp_servers]]` names it.
+    pub server: String,
+    pub message: String,
+    pub request: ElicitationRequest,
+    /// What the tool needs to go on with the call once answered (the MCP
+    /// request it answers, or the state it retries with), opaque to all
+    /// but the tool, and never shown.
+    pub continuation: Value,
+}
+
+impl Elicitation {
+    /// The request as readable text, for a client that cannot show a form.
+    pub fn fallback_text(&self) -> String {
+        match &self.request {
+            ElicitationRequest::Form { requested_schema } => {
+                let fields: Vec<&str> = requested_schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|properties| properties.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                if fields.is_empty() {
+                    format!("[{} asks]: {}", self.server, self.message)
+                } else {
+                    format!(
+                        "[{} asks]: {}\nFields: {}",
+                        self.server,
+                        self.message,
+                        fields.join(", ")
+                    )
+                }
+            }
+            ElicitationRequest::Url { url } => {
+                format!("[{} asks]: {}\nOpen: {url}", self.server, self.message)
+            }
+        }
+    }
+}
+
+/// What an MCP server asks a person to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum ElicitationRequest {
+    /// Fill in a form: an object of flat fields, as a JSON Schema.
+    Form { requested_schema: Map<String, Value> },
+    /// Open a page outside agentd, then accept or decline.
+    Url { url: String },
+}
+
+/// What a person did with an MCP server's request for input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl ElicitationAction {
+    /// The action's name in MCP (`accept`, `decline`, `cancel`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElicitationAction::Accept => "accept",
+            ElicitationAction::Decline => "decline",
+            ElicitationAction::Cancel => "cancel",
+        }
+    }
+}
+
+/// A person's response to an MCP server's request for input: what the
+/// server receives, exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationResponse {
+    pub action: ElicitationAction,
+    /// With `accept` of a form: the values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Map<String, Value>>,
+}
+
 /// What a suspended call asks for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -67,6 +149,7 @@ pub enum SuspendPayload {
     AskUser(AskUserPayload),
     Custom { data: Map<String, Value> },
     ClientTool { tool_name: String, args: Value },
+    Elicitation(Elicitation),
 }
 
 /// An answer given through Resume.
@@ -84,6 +167,7 @@ pub enum Answer {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         edited_args: Option<Args>,
     },
+    Elicitation(ElicitationResponse),
 }
 
 impl Answer {
@@ -94,6 +178,7 @@ impl Answer {
             Answer::Selections(_) => "selections",
             Answer::Data(_) => "data",
             Answer::Approval { .. } => "approval",
+            Answer::Elicitation(_) => "elicitation",
         }
     }
 }
@@ -107,6 +192,9 @@ pub struct AnswerError {
     pub reason: String,
     /// For select questions: the labels that would be accepted.
     pub valid_labels: Vec<String>,
+    /// For a form: each field at fault (e.g. `elicitation.content.email`)
+    /// with what is wrong with it.
+    pub violations: Vec<(String, String)>,
 }
 
 impl AnswerError {
@@ -115,7 +203,13 @@ impl AnswerError {
             field,
             reason: reason.into(),
             valid_labels: Vec::new(),
+            violations: Vec::new(),
         }
+    }
+
+    pub fn with_violations(mut self, violations: Vec<(String, String)>) -> Self {
+        self.violations = violations;
+        self
     }
 
     pub fn with_labels(mut self, labels: Vec<String>) -> Self {

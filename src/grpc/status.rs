@@ -123,7 +123,15 @@ impl From<RuntimeError> for Status {
                 if !answer.valid_labels.is_empty() {
                     metadata.push(("valid_labels", answer.valid_labels.join(", ")));
                 }
-                let details = bad_request(answer.field, &answer.reason, "INVALID_ANSWER", &metadata);
+                let details = if answer.violations.is_empty() {
+                    bad_request(answer.field, &answer.reason, "INVALID_ANSWER", &metadata)
+                } else {
+                    let mut details = info("INVALID_ANSWER", &metadata);
+                    for (field, description) in &answer.violations {
+                        details.add_bad_request_violation(clip(field.clone()), clip(description.clone()));
+                    }
+                    details
+                };
                 let message = if answer.valid_labels.is_empty() {
                     message
                 } else {

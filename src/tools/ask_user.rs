@@ -13,7 +13,7 @@ use crate::domain::{
     ToolSpec,
 };
 
-use super::{Tool, ToolContext, ToolOutcome};
+use super::{Resumed, Tool, ToolContext, ToolOutcome};
 use crate::limits::AskUserLimits;
 
 /// The `ask_user` tool.
@@ -208,11 +208,12 @@ impl Tool for AskUser {
         }
     }
 
-    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
+    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<Resumed, AnswerError> {
         let SuspendPayload::AskUser(question) = payload else {
-            return super::resume_with_data(payload, answer);
+            return super::resume_with_data(payload, answer).map(Resumed::Output);
         };
-        answer_text(question, answer).map(|text| ToolOutput::ok(format!("User answered: {text}")))
+        answer_text(question, answer)
+            .map(|text| Resumed::Output(ToolOutput::ok(format!("User answered: {text}"))))
     }
 }
 

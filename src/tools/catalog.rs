@@ -102,8 +102,8 @@ impl ToolCatalog {
             }
             let checked = config
                 .endpoint()
-                .and_then(|endpoint| Ok((endpoint, config.timeouts()?)));
-            let (endpoint, timeouts) = checked.map_err(|reason| CatalogError::Server {
+                .and_then(|endpoint| Ok((endpoint, config.protocol()?, config.timeouts()?)));
+            let (endpoint, protocol, timeouts) = checked.map_err(|reason| CatalogError::Server {
                 name: config.name.clone(),
                 reason,
             })?;
@@ -111,22 +111,20 @@ impl ToolCatalog {
                 tracing::warn!(server = %config.name, "MCP server is not used by any agent: not connected");
                 continue;
             }
-            connect.push((config, endpoint, timeouts));
+            connect.push((config, endpoint, protocol, timeouts));
         }
         // All at once; the first failure ends the others. The servers stay
         // in configuration order.
-        let servers = try_join_all(
-            connect
-                .into_iter()
-                .map(|(config, endpoint, timeouts)| async move {
-                    McpServer::connect(config, endpoint, timeouts)
-                        .await
-                        .map_err(|reason| CatalogError::Server {
-                            name: config.name.clone(),
-                            reason,
-                        })
-                }),
-        )
+        let servers = try_join_all(connect.into_iter().map(
+            |(config, endpoint, protocol, timeouts)| async move {
+                McpServer::connect(config, endpoint, protocol, timeouts)
+                    .await
+                    .map_err(|reason| CatalogError::Server {
+                        name: config.name.clone(),
+                        reason,
+                    })
+            },
+        ))
         .await?;
         Ok(Self {
             tools,

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 
 use serde_json::{Map, Value};
 
-use super::{Tool, ToolContext, ToolOutcome};
+use super::{Resumed, Tool, ToolContext, ToolOutcome};
 use crate::domain::{Answer, AnswerError, SuspendPayload, ToolDefinition, ToolOutput, ToolSpec};
 
 /// Longest tool name accepted (what model providers accept).
@@ -121,11 +121,12 @@ impl Tool for ClientTool {
         }
     }
 
-    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
+    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<Resumed, AnswerError> {
         match (payload, answer) {
             (SuspendPayload::ClientTool { .. }, Answer::Data(data)) => client_result(data),
             _ => super::resume_with_data(payload, answer),
         }
+        .map(Resumed::Output)
     }
 }
 

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{Tool, ToolContext, ToolOutcome};
+use super::{Resumed, Tool, ToolContext, ToolOutcome};
 use crate::domain::{Answer, AnswerError, SuspendPayload, ToolOutput, ToolSpec};
 
 /// The `human_review` tool.
@@ -177,13 +177,15 @@ impl Tool for HumanReview {
         }
     }
 
-    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
+    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<Resumed, AnswerError> {
         let (SuspendPayload::Custom { .. }, Answer::Data(data)) = (payload, answer) else {
-            return super::resume_with_data(payload, answer);
+            return super::resume_with_data(payload, answer).map(Resumed::Output);
         };
         let review: Review = serde_json::from_value(data.clone())
             .map_err(|e| AnswerError::new("data", format!("not a review: {e}")))?;
-        review.result_text().map(ToolOutput::ok)
+        review
+            .result_text()
+            .map(|text| Resumed::Output(ToolOutput::ok(text)))
     }
 }
 
@@ -202,7 +204,10 @@ mod tests {
         let payload = SuspendPayload::Custom {
             data: Map::from_iter([("draft".to_owned(), json!("Hi"))]),
         };
-        HumanReview::new().resume(&payload, &Answer::Data(data))
+        match HumanReview::new().resume(&payload, &Answer::Data(data))? {
+            Resumed::Output(output) => Ok(output),
+            Resumed::Proceed => panic!("a review's answer is its result"),
+        }
     }
 
     #[test]

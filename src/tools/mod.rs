@@ -22,7 +22,18 @@ pub use catalog::{CatalogError, ClientToolConfig, ToolCatalog, ToolConfig};
 pub use client::ClientTool;
 pub(crate) use human_review::HumanReview;
 pub(crate) use registry::{RegisteredTool, ToolSet};
+
 pub(crate) use secrets::expand_env;
+
+/// What an answer to a tool's suspension leads to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Resumed {
+    /// The answer makes the call's result.
+    Output(ToolOutput),
+    /// The tool goes on with the answer ([`Tool::proceed`]): the call is
+    /// not over, and may suspend again.
+    Proceed,
+}
 
 /// How a tool call ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,10 +71,28 @@ pub trait Tool: Send + Sync + 'static {
     async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome;
 
     /// Turns an answer to this tool's suspension into the result the model
-    /// sees, or says why the answer does not fit. Must not change anything:
-    /// a rejected answer leaves the run as it was.
-    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<ToolOutput, AnswerError> {
-        resume_with_data(payload, answer)
+    /// sees (or into going on with the call), or says why the answer does
+    /// not fit. Must not change anything: a rejected answer leaves the run
+    /// as it was.
+    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<Resumed, AnswerError> {
+        resume_with_data(payload, answer).map(Resumed::Output)
+    }
+
+    /// Goes on with the call made with `args` after `answer` (which
+    /// [`Tool::resume`] accepted as [`Resumed::Proceed`]) to its suspension
+    /// on `payload`. Only tools that proceed implement it.
+    async fn proceed(
+        &self,
+        args: &Value,
+        payload: &SuspendPayload,
+        answer: &Answer,
+        ctx: ToolContext,
+    ) -> ToolOutcome {
+        let _ = (args, payload, answer, ctx);
+        ToolOutcome::Done(ToolOutput::error(format!(
+            "{} cannot go on after an answer",
+            self.spec().name
+        )))
     }
 }
 
@@ -80,6 +109,13 @@ fn resume_with_data(payload: &SuspendPayload, answer: &Answer) -> Result<ToolOut
         (SuspendPayload::AskUser(_), _) => Err(AnswerError::new(
             "answer",
             "this call is a question: answer it with text or selections",
+        )),
+        (SuspendPayload::Elicitation(elicitation), _) => Err(AnswerError::new(
+            "answer",
+            format!(
+                "this call is a request for input from the MCP server {}: answer it with elicitation",
+                elicitation.server
+            ),
         )),
         (_, other) => Err(AnswerError::new(
             "data",

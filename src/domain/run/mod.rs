@@ -26,7 +26,8 @@ use super::{Tenant, Timestamp, ToolDefinition, TraceContext};
 
 pub use phase::{Lease, PendingCall, PendingCalls, Phase, Waiting};
 pub use state::{
-    AnswerRecord, AnswerVia, EditedCall, Resolution, ResumeRecord, RunOptions, RunState, ThreadLink,
+    AnswerRecord, AnswerVia, Continuation, EditedCall, Resolution, ResumeRecord, RunOptions, RunState,
+    ThreadLink,
 };
 pub use transitions::{Staged, WrongPhase};
 

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Answer, Args, Chunk, Message, Tenant, ThreadId, Timestamp, ToolCall, ToolOutput, Usage};
+use crate::domain::{
+    Answer, Args, Chunk, Message, SuspendPayload, Tenant, ThreadId, Timestamp, ToolCall, ToolOutput, Usage,
+};
 
 use super::RunId;
 
@@ -100,6 +102,11 @@ pub struct AnswerRecord {
     /// The tenant whose request answered.
     pub answered_by: Tenant,
     pub via: AnswerVia,
+    /// The suspension the tool goes on from with this answer (see
+    /// [`Resolution::Proceed`]), kept so that a replica that takes the run
+    /// over before the call ends goes on with it instead of calling again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proceeds_from: Option<SuspendPayload>,
 }
 
 /// How an answer reached a suspended call.
@@ -138,4 +145,28 @@ pub enum Resolution {
     /// The call was approved: the tool runs now, with these arguments
     /// instead of the model's when a person edited them.
     Execute { edited_args: Option<Args> },
+    /// The tool goes on with the answer (an MCP server that asked for
+    /// input gets it): the call is not over, and may suspend again.
+    Proceed,
+}
+
+/// A call an execution takes up where a Resume (or a takeover) left it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Continuation {
+    /// Run the call: it was approved and has not run.
+    Run(ToolCall),
+    /// Go on with the call after `answer` to its suspension on `payload`.
+    Proceed {
+        call: ToolCall,
+        payload: SuspendPayload,
+        answer: Answer,
+    },
+}
+
+impl Continuation {
+    pub fn call(&self) -> &ToolCall {
+        match self {
+            Continuation::Run(call) | Continuation::Proceed { call, .. } => call,
+        }
+    }
 }

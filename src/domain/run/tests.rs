@@ -79,6 +79,7 @@ fn answer(id: &str) -> AnswerRecord {
         answered_at: NOW,
         answered_by: Tenant::default(),
         via: AnswerVia::Resume,
+        proceeds_from: None,
     }
 }
 
@@ -158,7 +159,7 @@ fn an_approval_returns_the_call_to_run_and_records_no_result() {
     let (chunks, approved) = run
         .answer(0, answer("a"), None, execute, lease("a"))
         .expect("suspended");
-    assert_eq!(approved, Some(call("a")));
+    assert_eq!(approved, Some(Continuation::Run(call("a"))));
     assert_eq!(chunks.len(), 1, "only the continuation's start");
     assert!(run.state.messages.is_empty());
     assert!(run.state.resumes.is_empty(), "no request id, no record of it");
@@ -189,7 +190,11 @@ fn an_approval_with_edited_arguments_runs_them_and_keeps_the_models() {
         args: edited.clone(),
         ..call("b")
     };
-    assert_eq!(approved, Some(ran.clone()), "the tool runs the edited arguments");
+    assert_eq!(
+        approved,
+        Some(Continuation::Run(ran.clone())),
+        "the tool runs the edited arguments"
+    );
     assert_eq!(
         chunks[1],
         Chunk::ToolCall {

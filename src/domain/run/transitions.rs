@@ -7,11 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Chunk, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolCall, ToolOutput};
+use crate::domain::{Chunk, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolOutput};
 
 use super::{
-    AnswerRecord, Lease, PendingCall, PendingCalls, Phase, Position, Resolution, ResumeRecord, RunId,
-    RunOptions, RunRecord, RunState, RunStatus, Waiting,
+    AnswerRecord, Continuation, Lease, PendingCall, PendingCalls, Phase, Position, Resolution, ResumeRecord,
+    RunId, RunOptions, RunRecord, RunState, RunStatus, Waiting,
 };
 
 /// A transition asked of a run whose phase does not allow it. Nothing
@@ -149,16 +149,17 @@ impl RunRecord {
     /// Answers the pending call at `index` of a suspended run with
     /// `record`'s answer, resolved as `resolution`, and gives the run to
     /// `lease`: the continuation's `start`, then the call's result if the
-    /// answer is it. Returns the chunks, and the call to run now if the
-    /// answer approved it. The other pending calls keep waiting.
+    /// answer is it. Returns the chunks, and what to do with the call now
+    /// if the answer approved it or the tool goes on with it. The other
+    /// pending calls keep waiting.
     pub fn answer(
         &mut self,
         index: usize,
-        record: AnswerRecord,
+        mut record: AnswerRecord,
         request_id: Option<String>,
         resolution: Resolution,
         lease: Lease,
-    ) -> Result<(Vec<Chunk>, Option<ToolCall>), WrongPhase> {
+    ) -> Result<(Vec<Chunk>, Option<Continuation>), WrongPhase> {
         let Phase::Suspended { pending, .. } = &self.phase else {
             return Err(self.wrong("answer"));
         };
@@ -177,13 +178,12 @@ impl RunRecord {
                 first_seq: self.last_seq + 1,
             });
         }
-        self.state.answers.push(record);
-        let approved = match resolution {
+        let next = match resolution {
             Resolution::Output(output) => {
                 chunks.push(self.state.record_result(&answered.call, output));
                 None
             }
-            Resolution::Execute { edited_args: None } => Some(answered.call),
+            Resolution::Execute { edited_args: None } => Some(Continuation::Run(answered.call)),
             Resolution::Execute {
                 edited_args: Some(args),
             } => {
@@ -192,12 +192,25 @@ impl RunRecord {
                     call: call.clone(),
                     original_args: Some(original_args),
                 });
-                Some(call)
+                Some(Continuation::Run(call))
             }
+            Resolution::Proceed => match answered.waiting {
+                Waiting::Suspended { payload } => {
+                    record.proceeds_from = Some(payload.clone());
+                    Some(Continuation::Proceed {
+                        call: answered.call,
+                        payload,
+                        answer: record.answer.clone(),
+                    })
+                }
+                // Only a suspended tool goes on: an approval runs it.
+                Waiting::Approval => Some(Continuation::Run(answered.call)),
+            },
         };
+        self.state.answers.push(record);
         self.updated_at = now;
         self.phase = Phase::Running { lease, pending };
-        Ok((chunks, approved))
+        Ok((chunks, next))
     }
 
     /// Gives a running run whose holder is gone to `lease`: the `start` of

@@ -1,7 +1,8 @@
 //! Domain events -> `AgentChunk`.
 
 use crate::domain::{
-    Args, Chunk, Event, FinishReason, RunFailure, SelectionMode, SuspendPayload, ToolCall, Usage,
+    Args, Chunk, Elicitation, ElicitationRequest, Event, FinishReason, RunFailure, SelectionMode,
+    SuspendPayload, ToolCall, Usage,
 };
 use crate::pb;
 use crate::pb::agent_chunk::Chunk as P;
@@ -102,6 +103,26 @@ fn finish_reason(reason: FinishReason) -> pb::FinishReason {
     }
 }
 
+fn elicitation_to_proto(elicitation: &Elicitation) -> pb::Elicitation {
+    let (mode, requested_schema, url) = match &elicitation.request {
+        ElicitationRequest::Form { requested_schema } => (
+            pb::ElicitationMode::Form,
+            Some(json_to_struct(&serde_json::Value::Object(
+                requested_schema.clone(),
+            ))),
+            String::new(),
+        ),
+        ElicitationRequest::Url { url } => (pb::ElicitationMode::Url, None, url.clone()),
+    };
+    pb::Elicitation {
+        server: elicitation.server.clone(),
+        message: elicitation.message.clone(),
+        requested_schema,
+        mode: mode as i32,
+        url,
+    }
+}
+
 pub fn payload_to_proto(payload: &SuspendPayload) -> pb::SuspendPayload {
     use pb::suspend_payload::Kind;
     let kind = match payload {
@@ -128,6 +149,7 @@ pub fn payload_to_proto(payload: &SuspendPayload) -> pb::SuspendPayload {
             tool_name: tool_name.clone(),
             args: Some(json_to_struct(args)),
         }),
+        SuspendPayload::Elicitation(elicitation) => Kind::Elicitation(elicitation_to_proto(elicitation)),
     };
     pb::SuspendPayload { kind: Some(kind) }
 }

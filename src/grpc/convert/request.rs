@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::domain::{Answer, Args, Message, RunId, ThreadId};
+use serde_json::{Map, Value};
+
+use crate::domain::{Answer, Args, ElicitationAction, ElicitationResponse, Message, RunId, ThreadId};
 use crate::pb;
 use crate::runtime::{ResumeRun, RuntimeError, StartRun};
 
@@ -116,6 +118,26 @@ pub fn parse_thread_id(thread_id: &str) -> Result<ThreadId, RuntimeError> {
     parse_optional_thread_id(thread_id)?.ok_or_else(|| invalid("thread_id", "thread_id is required"))
 }
 
+/// An elicitation answer: an action, and content only with ACCEPT.
+fn elicitation_response(response: pb::ElicitationResponse) -> Result<ElicitationResponse, RuntimeError> {
+    let action = match pb::ElicitationAction::try_from(response.action) {
+        Ok(pb::ElicitationAction::Accept) => ElicitationAction::Accept,
+        Ok(pb::ElicitationAction::Decline) => ElicitationAction::Decline,
+        Ok(pb::ElicitationAction::Cancel) => ElicitationAction::Cancel,
+        Ok(pb::ElicitationAction::Unspecified) | Err(_) => {
+            return Err(invalid(
+                "elicitation.action",
+                "say what the person did: ELICITATION_ACTION_ACCEPT, _DECLINE or _CANCEL",
+            ))
+        }
+    };
+    let content = response.content.map(|content| match struct_to_json(&content) {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    });
+    Ok(ElicitationResponse { action, content })
+}
+
 pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeError> {
     let pb::ResumeRequest {
         run_id,
@@ -128,7 +150,7 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         None => {
             return Err(invalid(
                 "answer",
-                "give an answer: text, selections, data or approval",
+                "give an answer: text, selections, data, approval or elicitation",
             ));
         }
         Some(A::Text(text)) => Answer::Text(text),
@@ -143,6 +165,7 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
             reason,
             edited_args: edited_args.map(|args| Args::from(struct_to_json(&args))),
         },
+        Some(A::Elicitation(response)) => Answer::Elicitation(elicitation_response(response)?),
     };
     Ok(ResumeRun {
         run_id: parse_run_id(&run_id)?,

@@ -145,6 +145,14 @@ fn answer_to_proto(answer: &AnswerRecord) -> pb::ThreadAnswer {
         Answer::Text(text) => text.clone(),
         Answer::Selections(labels) => labels.join(", "),
         Answer::Data(data) => data.to_string(),
+        Answer::Elicitation(response) => match &response.content {
+            Some(content) => format!(
+                "{}: {}",
+                response.action.as_str(),
+                serde_json::Value::Object(content.clone())
+            ),
+            None => response.action.as_str().to_owned(),
+        },
         Answer::Approval {
             approved: true,
             edited_args: None,
@@ -191,6 +199,7 @@ mod tests {
             answered_at: Timestamp(1_700_000_000_000_000),
             answered_by: crate::domain::Tenant::default(),
             via: AnswerVia::Resume,
+            proceeds_from: None,
         };
         let approval = |approved: bool, reason: &str, edited: Option<serde_json::Value>| Answer::Approval {
             approved,

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use super::Emitter;
 use crate::agent::{Agent, StepEnd};
 use crate::domain::{
-    Chunk, FinishReason, PendingCalls, RunFailure, RunRecord, Timestamp, ToolCall, WrongPhase,
+    Chunk, Continuation, FinishReason, PendingCalls, RunFailure, RunRecord, Timestamp, WrongPhase,
 };
 use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
 use crate::runtime::{lifecycle_log, Inner};
@@ -91,22 +91,38 @@ impl Execution {
     }
 
     /// Continues after a Resume claimed a suspension (or after a takeover):
-    /// runs the calls that were approved and have not run yet, then suspends
-    /// again while calls are pending, or steps on.
-    pub(super) async fn continue_after_resume(mut self, approved: Vec<ToolCall>) {
-        let outcome = self.continue_with(approved).await;
+    /// runs the calls that were approved and have not run yet and goes on
+    /// with those whose tool takes up an answer, then suspends again while
+    /// calls are pending, or steps on.
+    pub(super) async fn continue_after_resume(mut self, continuations: Vec<Continuation>) {
+        let outcome = self.continue_with(continuations).await;
         self.settle(outcome).await;
     }
 
-    async fn continue_with(&mut self, approved: Vec<ToolCall>) -> Result<(), Halt> {
+    async fn continue_with(&mut self, continuations: Vec<Continuation>) -> Result<(), Halt> {
         let mut pending = self.run.take_still_pending()?;
-        for call in approved {
+        for continuation in continuations {
+            let call = continuation.call().clone();
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
-            let outcome = self
-                .agent
-                .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
-                .instrument(span)
-                .await;
+            let ctx = ToolContext::IN_RUN;
+            let outcome = match &continuation {
+                Continuation::Run(call) => {
+                    self.agent
+                        .call_tool(&call.name, &call.args, ctx)
+                        .instrument(span)
+                        .await
+                }
+                Continuation::Proceed {
+                    call,
+                    payload,
+                    answer,
+                } => {
+                    self.agent
+                        .proceed(call, payload, answer, ctx)
+                        .instrument(span)
+                        .await
+                }
+            };
             let suspended = self
                 .agent
                 .record_outcome(&mut self.run.state, call, outcome, &mut self.emitter)

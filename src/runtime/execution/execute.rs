@@ -11,7 +11,7 @@ use super::drive::Execution;
 use super::tenant_runs::RunSlot;
 use super::Emitter;
 use crate::agent::Agent;
-use crate::domain::{Event, Lease, RunRecord, ToolCall, TraceContext};
+use crate::domain::{Continuation, Event, Lease, RunRecord, TraceContext};
 use crate::propagation;
 use crate::runtime::fanout::{ClientFeed, LiveRun};
 use crate::runtime::{Inner, RunStream, Runtime};
@@ -20,9 +20,9 @@ use crate::runtime::{Inner, RunStream, Runtime};
 pub(in crate::runtime) enum Work {
     /// Model steps, from where the run stands.
     Steps,
-    /// Run these approved calls, then suspend again while calls are
-    /// pending, or step on.
-    Continue(Vec<ToolCall>),
+    /// Take up these calls (approved ones run, answered ones go on), then
+    /// suspend again while calls are pending, or step on.
+    Continue(Vec<Continuation>),
 }
 
 /// The span an execution doing `work` runs in, made once with every field
@@ -137,8 +137,8 @@ impl Runtime {
 fn spawn(execution: Execution, work: Work, span: tracing::Span, trace: Option<TraceContext>) {
     match work {
         Work::Steps => tokio::spawn(propagation::scope(trace, execution.run_steps()).instrument(span)),
-        Work::Continue(approved) => tokio::spawn(
-            propagation::scope(trace, execution.continue_after_resume(approved)).instrument(span),
+        Work::Continue(continuations) => tokio::spawn(
+            propagation::scope(trace, execution.continue_after_resume(continuations)).instrument(span),
         ),
     };
 }

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::config::ServerConfig;
-use crate::domain::{Lease, RunRecord, Timestamp, ToolCall};
+use crate::domain::{AnswerRecord, Continuation, Lease, RunRecord, Timestamp, ToolCall};
 
 /// How leases are held and how orphaned runs are found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,10 +64,12 @@ pub fn new_replica_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-/// Approved calls that a Resume claimed but that never ran: calls of the
-/// last model step with neither a result nor a pending entry. Empty for any
-/// run that is not right after such a claim.
-pub(crate) fn approved_unexecuted(run: &RunRecord) -> Vec<ToolCall> {
+/// Calls that a Resume claimed but that did not end: calls of the last
+/// model step with neither a result nor a pending entry. Each goes on from
+/// its latest answer when its tool was going on with it (see
+/// `AnswerRecord::proceeds_from`), and runs otherwise (it was approved).
+/// Empty for any run that is not right after such a claim.
+pub(crate) fn unfinished_calls(run: &RunRecord) -> Vec<Continuation> {
     use crate::domain::Message;
     let state = &run.state;
     let Some(calls) = state.messages.iter().rev().find_map(|message| match message {
@@ -83,10 +85,29 @@ pub(crate) fn approved_unexecuted(run: &RunRecord) -> Vec<ToolCall> {
             .any(|message| matches!(message, Message::Tool { tool_call_id, .. } if tool_call_id == id))
     };
     let pending = |id: &str| run.pending().iter().any(|p| p.call.id == id);
+    let continuation = |call: &ToolCall| {
+        let latest = state
+            .answers
+            .iter()
+            .rev()
+            .find(|answer| answer.tool_call_id == call.id);
+        match latest {
+            Some(AnswerRecord {
+                answer,
+                proceeds_from: Some(payload),
+                ..
+            }) => Continuation::Proceed {
+                call: call.clone(),
+                payload: payload.clone(),
+                answer: answer.clone(),
+            },
+            _ => Continuation::Run(call.clone()),
+        }
+    };
     calls
         .iter()
         .filter(|call| !answered(&call.id) && !pending(&call.id))
-        .cloned()
+        .map(continuation)
         .collect()
 }
 
@@ -100,9 +121,7 @@ pub(crate) fn lease_expired(run: &RunRecord, now: Timestamp) -> bool {
 mod tests {
     use super::*;
     use crate::domain::Message;
-    use crate::domain::{
-        Answer, AnswerRecord, AnswerVia, PendingCall, PendingCalls, Resolution, RunState, Waiting,
-    };
+    use crate::domain::{Answer, AnswerVia, PendingCall, PendingCalls, Resolution, RunState, Waiting};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -159,28 +178,29 @@ mod tests {
             answered_at: Timestamp::now(),
             answered_by: Default::default(),
             via: AnswerVia::Resume,
+            proceeds_from: None,
         };
         let execute = Resolution::Execute { edited_args: None };
         run.answer(0, approved, None, execute, Lease::vacant())
             .expect("suspended");
         assert_eq!(run.pending(), &[approval("c")]);
-        assert_eq!(approved_unexecuted(&run), vec![call("b")]);
+        assert_eq!(unfinished_calls(&run), vec![Continuation::Run(call("b"))]);
     }
 
     #[test]
     fn a_run_between_steps_has_no_approved_calls() {
-        assert!(approved_unexecuted(&run_after_step(&[])).is_empty());
+        assert!(unfinished_calls(&run_after_step(&[])).is_empty());
         let mut run = run_after_step(&["a"]);
         run.state
             .messages
             .push(Message::tool("a", "human_review", "done", false));
-        assert!(approved_unexecuted(&run).is_empty());
+        assert!(unfinished_calls(&run).is_empty());
         // The latest assistant message decides, not an earlier one.
         run.state.messages.push(Message::Assistant {
             content: "All done.".into(),
             tool_calls: Vec::new(),
         });
-        assert!(approved_unexecuted(&run).is_empty());
+        assert!(unfinished_calls(&run).is_empty());
     }
 
     #[test]

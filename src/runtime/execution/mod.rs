@@ -32,7 +32,7 @@ pub(crate) use emitter::Emitter;
 pub(super) use execute::Work;
 pub(crate) use lease::new_replica_id;
 pub use lease::LeaseSettings;
-pub(super) use lease::{approved_unexecuted, lease_expired};
+pub(super) use lease::{lease_expired, unfinished_calls};
 pub(super) use run_agent::with_run_tools;
 pub use standalone_tool::ExecuteTool;
 pub(super) use tenant_runs::TenantRuns;

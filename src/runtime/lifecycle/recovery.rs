@@ -13,14 +13,15 @@
 //!
 //! What runs again: the step that was in progress at the crash (its model
 //! call and the tools it called), and an approved call claimed by a Resume
-//! whose execution had not committed. Its chunks that were stored before
+//! whose execution had not committed; a call whose tool was going on after
+//! an answer (an MCP server's request for input) goes on with it again. Its chunks that were stored before
 //! the crash stay in the log, followed by the new `start` and the step's new
 //! attempt. An answer that Resume acknowledged is never lost (it is stored
 //! with the claim), nor a suspension a client saw (it is stored before it
 //! is sent).
 
 use crate::domain::{RunFailure, RunRecord, RunStatus, Staged, Timestamp};
-use crate::runtime::execution::{approved_unexecuted, lease_expired, Work};
+use crate::runtime::execution::{lease_expired, unfinished_calls, Work};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::{Holder, Orphan, StoreError};
 
@@ -98,11 +99,11 @@ impl Runtime {
         if !self.commit_takeover(&run, &first, &previous).await? {
             return Ok(false);
         }
-        let approved = approved_unexecuted(&run);
-        let work = if approved.is_empty() && run.pending().is_empty() {
+        let unfinished = unfinished_calls(&run);
+        let work = if unfinished.is_empty() && run.pending().is_empty() {
             Work::Steps
         } else {
-            Work::Continue(approved)
+            Work::Continue(unfinished)
         };
         self.execute_detached(agent, run, first.events, work);
         Ok(true)

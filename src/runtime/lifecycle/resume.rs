@@ -101,10 +101,11 @@ impl Runtime {
             answered_at: Timestamp::now(),
             answered_by: tenant.clone(),
             via,
+            proceeds_from: None,
         };
         // The claim makes this replica the run's executor.
         let lease = self.inner.new_lease();
-        let (chunks, approved) = run
+        let (chunks, next) = run
             .answer(index, answer, request.request_id, resolution, lease)
             .map_err(|wrong| RuntimeError::NotSuspended(wrong.from))?;
         let first = run.stage(chunks);
@@ -125,7 +126,7 @@ impl Runtime {
         if let Some(answer) = run.state.answers.last() {
             crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
         }
-        let work = Work::Continue(approved.into_iter().collect());
+        let work = Work::Continue(next.into_iter().collect());
         Ok(self.execute(agent, run, first.events, work, slot, request.trace))
     }
 

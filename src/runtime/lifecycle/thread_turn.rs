@@ -101,6 +101,14 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
         Waiting::Suspended {
             payload: SuspendPayload::ClientTool { .. },
         } => return Err(refuse(&format!("the client-executed tool {}", pending.call.name))),
+        Waiting::Suspended {
+            payload: SuspendPayload::Elicitation(elicitation),
+        } => {
+            return Err(refuse(&format!(
+                "a request for input from the MCP server {}",
+                elicitation.server
+            )))
+        }
     };
     let text = request
         .messages

@@ -57,7 +57,28 @@ pub struct McpServerConfig {
     /// Deprecated spelling of `startup_timeout`, in milliseconds.
     #[serde(default)]
     pub startup_timeout_ms: Option<u64>,
+    /// The MCP protocol generation to speak (`"auto"`, the default: the
+    /// 2026-07-28 protocol when the server offers it, else the server's
+    /// own; or `"2026-07-28"`, `"2025-11-25"`, `"2025-06-18"` to pin one).
+    #[serde(default)]
+    pub protocol_version: Option<String>,
 }
+
+/// Which MCP protocol generation agentd speaks with a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// 2026-07-28 when the server offers it (`server/discover`), else the
+    /// version the server's `initialize` answers with.
+    Auto,
+    /// 2026-07-28 only.
+    Stateless,
+    /// This version, with the `initialize` handshake (2025-11-25 or
+    /// 2025-06-18).
+    Initialize(&'static str),
+}
+
+/// The protocol versions `protocol_version` may pin.
+const PINNABLE: [&str; 3] = ["2026-07-28", "2025-11-25", "2025-06-18"];
 
 impl fmt::Debug for McpServerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -75,6 +96,7 @@ impl fmt::Debug for McpServerConfig {
             .field("timeout_ms", &self.timeout_ms)
             .field("startup_timeout", &self.startup_timeout)
             .field("startup_timeout_ms", &self.startup_timeout_ms)
+            .field("protocol_version", &self.protocol_version)
             .finish()
     }
 }
@@ -152,6 +174,24 @@ impl McpServerConfig {
                 Err("give either command (stdio) or url (streamable HTTP), not both".into())
             }
             (None, None) => Err("give command (stdio) or url (streamable HTTP)".into()),
+        }
+    }
+
+    /// The protocol generation `protocol_version` asks for.
+    pub fn protocol(&self) -> Result<Protocol, String> {
+        match self.protocol_version.as_deref() {
+            None | Some("auto") => Ok(Protocol::Auto),
+            Some("2026-07-28") => Ok(Protocol::Stateless),
+            Some(version) => PINNABLE
+                .iter()
+                .find(|known| **known == version)
+                .map(|known| Protocol::Initialize(known))
+                .ok_or_else(|| {
+                    format!(
+                        "protocol_version: {version:?} is not one agentd speaks: use \"auto\" or one of {}",
+                        PINNABLE.join(", ")
+                    )
+                }),
         }
     }
 

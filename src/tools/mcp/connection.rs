@@ -4,23 +4,36 @@
 //! backoff. A call while the server is away is an error result, never a
 //! wait. Dropping the connection stops the supervisor (and a stdio server's
 //! process).
+//!
+//! A call runs on a task of its own and reports what happens to it as
+//! [`Event`]s: its end, or (2025 protocol generation) a request for input
+//! the server sent on the live session while the call was in flight. Such
+//! a request names no call, so it goes to the one call in flight on the
+//! session that is not already waiting for an answer.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation, RequestParamsMeta};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationCapability, ErrorData as McpError, FormElicitationCapability, Implementation,
+    ProtocolVersion, RequestParamsMeta, UrlElicitationCapability,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, Peer, RequestContext, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use serde_json::Value;
-use tokio::sync::Notify;
+use rmcp::ClientHandler;
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
-use super::config::Endpoint;
+use super::config::{Endpoint, Protocol};
 use super::traced_http::TracedHttpClient;
 
 /// A session with a server.
-pub(super) type Session = RunningService<RoleClient, ClientConfig>;
+pub(super) type Session = RunningService<RoleClient, Client>;
 
 /// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -37,6 +50,166 @@ pub(super) enum CallError {
     Refused(String),
     /// Anything else the client reports.
     Failed(String),
+}
+
+/// What happens to a call in flight.
+pub(super) enum Event {
+    /// The server asks for input on the live session; `reply` takes the
+    /// response (dropping it answers with an error).
+    Asked {
+        request: ElicitRequestParams,
+        reply: oneshot::Sender<ElicitResult>,
+    },
+    /// The call ended.
+    Ended(Result<CallToolResponse, CallError>),
+}
+
+/// A call in flight: its events, in order, until it ends.
+pub(super) struct Leg {
+    /// The call's id, unique across processes and restarts.
+    pub(super) id: String,
+    events: mpsc::Receiver<Event>,
+}
+
+impl Leg {
+    /// The call's next event, or [`CallError::TimedOut`] after `timeout`.
+    pub(super) async fn next(&mut self, timeout: Duration) -> Event {
+        match tokio::time::timeout(timeout, self.events.recv()).await {
+            Err(_) => Event::Ended(Err(CallError::TimedOut)),
+            Ok(Some(event)) => event,
+            // The call's task is gone without a word: the process is
+            // shutting down.
+            Ok(None) => Event::Ended(Err(CallError::Unavailable)),
+        }
+    }
+}
+
+/// A call suspended on a request for input of the live session: the
+/// reply the server waits for, and the rest of the call.
+pub(super) struct Waiting {
+    pub(super) reply: oneshot::Sender<ElicitResult>,
+    pub(super) leg: Leg,
+}
+
+/// One call in flight on the live session.
+struct InFlight {
+    id: String,
+    events: mpsc::Sender<Event>,
+    /// The call's request for input waits for an answer: the server asks
+    /// nothing more of this call until it has one.
+    asking: bool,
+}
+
+/// The calls of a connection: those in flight (for the server's requests
+/// for input to find theirs) and those suspended on such a request.
+#[derive(Default)]
+pub(super) struct Calls {
+    in_flight: Mutex<Vec<InFlight>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+impl Calls {
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, Vec<InFlight>> {
+        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The call a request for input of the live session is for: the one in
+    /// flight that waits for no answer, marked as asking.
+    fn asker(&self) -> Result<mpsc::Sender<Event>, McpError> {
+        let mut in_flight = self.lock_in_flight();
+        let mut free = in_flight.iter_mut().filter(|call| !call.asking);
+        match (free.next(), free.next()) {
+            (Some(call), None) => {
+                call.asking = true;
+                Ok(call.events.clone())
+            }
+            (None, _) => Err(McpError::invalid_request(
+                "agentd has no tool call in flight on this session that could ask for input",
+                None,
+            )),
+            (Some(_), Some(_)) => Err(McpError::invalid_request(
+                "agentd has several tool calls in flight on this session and cannot tell which one asks for input; \
+                 a server that asks during concurrent calls should speak the 2026-07-28 protocol",
+                None,
+            )),
+        }
+    }
+
+    /// The call `id` has its answer: it may ask again.
+    pub(super) fn answered(&self, id: &str) {
+        if let Some(call) = self.lock_in_flight().iter_mut().find(|call| call.id == id) {
+            call.asking = false;
+        }
+    }
+
+    /// Keeps a call suspended on a request for input until its answer.
+    pub(super) fn suspend(&self, waiting: Waiting) {
+        self.lock_waiting().insert(waiting.leg.id.clone(), waiting);
+    }
+
+    /// The suspended call `id`, if its request still waits here.
+    pub(super) fn take(&self, id: &str) -> Option<Waiting> {
+        self.lock_waiting().remove(id)
+    }
+
+    /// The call `id` ended: it is no longer in flight, and a request for
+    /// input it left unanswered is gone with it.
+    fn ended(&self, id: &str) {
+        self.lock_in_flight().retain(|call| call.id != id);
+        self.lock_waiting().remove(id);
+    }
+}
+
+/// agentd as an MCP client: it declares elicitation (form and URL) and
+/// hands each request for input of the live session to its call.
+#[derive(Clone)]
+pub(super) struct Client {
+    calls: Arc<Calls>,
+    protocol: Protocol,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::default();
+        config.client_info = Implementation::new("agentd", env!("CARGO_PKG_VERSION"));
+        if let Protocol::Initialize(version) = &self.protocol {
+            config.protocol_version = match *version {
+                "2025-06-18" => ProtocolVersion::V_2025_06_18,
+                _ => ProtocolVersion::V_2025_11_25,
+            };
+        }
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
+        config.capabilities = capabilities;
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        let call = self.calls.asker()?;
+        let (reply, answer) = oneshot::channel();
+        let ended = || {
+            McpError::internal_error(
+                "the tool call ended before its request for input was answered",
+                None,
+            )
+        };
+        call.send(Event::Asked { request, reply })
+            .await
+            .map_err(|_| ended())?;
+        answer.await.map_err(|_| ended())
+    }
 }
 
 /// The live session, as calls use it.
@@ -61,11 +234,19 @@ impl Slot {
     }
 }
 
+/// How to open a session with a server.
+#[derive(Clone)]
+pub(super) struct Dial {
+    pub(super) endpoint: Endpoint,
+    pub(super) protocol: Protocol,
+    pub(super) calls: Arc<Calls>,
+}
+
 /// A supervised connection to one server.
 pub(super) struct Connection {
     name: String,
     slot: Arc<Slot>,
-    call_timeout: Duration,
+    calls: Arc<Calls>,
     supervisor: JoinHandle<()>,
 }
 
@@ -76,20 +257,16 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Supervises `session` (already connected): from now on, a lost
-    /// session is replaced by a new one.
-    pub(super) fn supervise(
-        name: &str,
-        endpoint: Endpoint,
-        session: Session,
-        call_timeout: Duration,
-    ) -> Self {
+    /// Supervises `session` (already connected by `dial`): from now on, a
+    /// lost session is replaced by a new one.
+    pub(super) fn supervise(name: &str, dial: Dial, session: Session) -> Self {
         let slot = Arc::new(Slot::default());
-        let supervisor = tokio::spawn(supervise(name.to_owned(), endpoint, Arc::clone(&slot), session));
+        let calls = Arc::clone(&dial.calls);
+        let supervisor = tokio::spawn(supervise(name.to_owned(), dial, Arc::clone(&slot), session));
         Self {
             name: name.to_owned(),
             slot,
-            call_timeout,
+            calls,
             supervisor,
         }
     }
@@ -98,45 +275,71 @@ impl Connection {
         &self.name
     }
 
-    /// Calls `tool` with `args` (a JSON object), with the trace context of
-    /// the work it is made for in the request's `_meta` (see
-    /// `traced_http.rs` for the headers).
-    pub(super) async fn call(&self, tool: &str, args: &Value) -> Result<CallToolResult, CallError> {
+    pub(super) fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
+    /// Starts calling `tool` with `args` (a JSON object), or retrying a
+    /// call with `input_responses` and `request_state` (2026-07-28), with
+    /// the trace context of the work it is made for in the request's
+    /// `_meta` (see `traced_http.rs` for the headers).
+    pub(super) fn call(&self, mut params: CallToolRequestParams) -> Result<Leg, CallError> {
         let live = self.slot.get().ok_or(CallError::Unavailable)?;
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        if let Value::Object(arguments) = args {
-            params = params.with_arguments(arguments.clone());
-        }
         if let Some(trace) = crate::propagation::outgoing() {
             params.set_traceparent(&trace.traceparent());
             if let Some(state) = trace.tracestate() {
                 params.set_tracestate(&state);
             }
         }
-        match tokio::time::timeout(self.call_timeout, live.peer.call_tool(params)).await {
-            Err(_) => Err(CallError::TimedOut),
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::McpError(error))) => Err(CallError::Refused(error.message.to_string())),
-            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
-                live.broken.notify_one();
-                Err(CallError::Unavailable)
-            }
-            Ok(Err(other)) => Err(CallError::Failed(other.to_string())),
-        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let (sender, events) = mpsc::channel(1);
+        self.calls.lock_in_flight().push(InFlight {
+            id: id.clone(),
+            events: sender.clone(),
+            asking: false,
+        });
+        let calls = Arc::clone(&self.calls);
+        let call_id = id.clone();
+        tokio::spawn(async move {
+            let ended = match live.peer.call_tool_once(params).await {
+                Ok(response) => Ok(response),
+                Err(ServiceError::McpError(error)) => Err(CallError::Refused(error.message.to_string())),
+                Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                    live.broken.notify_one();
+                    Err(CallError::Unavailable)
+                }
+                Err(other) => Err(CallError::Failed(other.to_string())),
+            };
+            calls.ended(&call_id);
+            let _ = sender.send(Event::Ended(ended)).await;
+        });
+        Ok(Leg { id, events })
     }
 }
 
-/// What agentd tells servers about itself.
-fn client_config() -> ClientConfig {
-    let mut config = ClientConfig::default();
-    config.client_info = Implementation::new("agentd", env!("CARGO_PKG_VERSION"));
-    config
+/// How a session starts with a server that speaks `protocol`.
+fn lifecycle(protocol: &Protocol) -> ClientLifecycleMode {
+    match protocol {
+        Protocol::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        },
+        Protocol::Stateless => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        Protocol::Initialize(_) => ClientLifecycleMode::Initialize,
+    }
 }
 
 /// Opens a session: starts the process or reaches the URL, then runs the
-/// MCP handshake.
-pub(super) async fn connect(endpoint: &Endpoint) -> Result<Session, String> {
-    match endpoint {
+/// MCP handshake (or discovery, on the 2026-07-28 protocol).
+pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
+    let client = Client {
+        calls: Arc::clone(&dial.calls),
+        protocol: dial.protocol.clone(),
+    };
+    let lifecycle = lifecycle(&dial.protocol);
+    match &dial.endpoint {
         Endpoint::Stdio { command, args, env } => {
             let mut process = tokio::process::Command::new(command);
             process.args(args);
@@ -145,18 +348,18 @@ pub(super) async fn connect(endpoint: &Endpoint) -> Result<Session, String> {
             }
             let transport =
                 TokioChildProcess::new(process).map_err(|e| format!("cannot start {command:?}: {e}"))?;
-            client_config()
-                .serve(transport)
+            client
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| format!("handshake failed: {e}"))
         }
         Endpoint::Http { url, headers } => {
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers.clone());
-            let client = TracedHttpClient::new().map_err(|e| format!("cannot set up an HTTP client: {e}"))?;
-            let transport = StreamableHttpClientTransport::with_client(client, config);
-            client_config()
-                .serve(transport)
+            let http = TracedHttpClient::new().map_err(|e| format!("cannot set up an HTTP client: {e}"))?;
+            let transport = StreamableHttpClientTransport::with_client(http, config);
+            client
+                .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| format!("cannot reach {url}: {e}"))
         }
@@ -165,7 +368,7 @@ pub(super) async fn connect(endpoint: &Endpoint) -> Result<Session, String> {
 
 /// Keeps a session published; when it ends (or a call finds it broken),
 /// reconnects with backoff, forever.
-async fn supervise(name: String, endpoint: Endpoint, slot: Arc<Slot>, mut session: Session) {
+async fn supervise(name: String, dial: Dial, slot: Arc<Slot>, mut session: Session) {
     loop {
         let broken = Arc::new(Notify::new());
         slot.set(Some(Live {
@@ -182,19 +385,19 @@ async fn supervise(name: String, endpoint: Endpoint, slot: Arc<Slot>, mut sessio
             }
         }
         slot.set(None);
-        session = reconnect(&name, &endpoint).await;
+        session = reconnect(&name, &dial).await;
         tracing::info!(server = %name, "MCP server reconnected");
     }
 }
 
 /// Connects, retrying with backoff until it works. The first failure is a
 /// warning; the retries that follow are logged at debug level.
-async fn reconnect(name: &str, endpoint: &Endpoint) -> Session {
+async fn reconnect(name: &str, dial: &Dial) -> Session {
     let mut backoff = FIRST_BACKOFF;
     let mut failures = 0u32;
     loop {
         tokio::time::sleep(backoff).await;
-        match connect(endpoint).await {
+        match connect(dial).await {
             Ok(session) => return session,
             Err(reason) => {
                 failures += 1;
@@ -210,11 +413,11 @@ async fn reconnect(name: &str, endpoint: &Endpoint) -> Session {
 }
 
 /// Connects at start-up, retrying with backoff until `deadline` passes.
-pub(super) async fn connect_within(endpoint: &Endpoint, deadline: Duration) -> Result<Session, String> {
+pub(super) async fn connect_within(dial: &Dial, deadline: Duration) -> Result<Session, String> {
     let give_up = tokio::time::Instant::now() + deadline;
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let attempt = tokio::time::timeout_at(give_up, connect(endpoint)).await;
+        let attempt = tokio::time::timeout_at(give_up, connect(dial)).await;
         let reason = match attempt {
             Ok(Ok(session)) => return Ok(session),
             Ok(Err(reason)) => reason,

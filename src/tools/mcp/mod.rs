@@ -7,11 +7,14 @@
 //! ("MCP server NAME is unavailable"). Results become text for the model.
 //! A tool call carries the trace context of its run in `params._meta`
 //! (`traceparent`, `tracestate`, as MCP says), and over HTTP in the
-//! headers of its POST as well.
+//! headers of its POST as well. A server that asks for input during a call
+//! (MCP elicitation) suspends the run with the request (see `call.rs`).
 
+mod call;
 mod config;
 mod connection;
 mod content;
+mod elicitation;
 mod traced_http;
 
 use std::sync::Arc;
@@ -19,11 +22,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use config::{Endpoint, McpServerConfig, Timeouts, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT};
-use connection::{CallError, Connection};
+pub use config::{
+    Endpoint, McpServerConfig, Protocol, Timeouts, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,
+};
+pub use elicitation::check_response;
 
-use super::{Tool, ToolContext, ToolOutcome};
-use crate::domain::{ToolOutput, ToolSpec};
+use call::Call;
+use connection::{Connection, Dial};
+
+use super::{Resumed, Tool, ToolContext, ToolOutcome};
+use crate::domain::{Answer, AnswerError, SuspendPayload, ToolSpec};
 
 /// A connected MCP server and the tools it listed at start-up.
 pub struct McpServer {
@@ -50,22 +58,28 @@ impl McpServer {
     pub async fn connect(
         config: &McpServerConfig,
         endpoint: Endpoint,
+        protocol: Protocol,
         timeouts: Timeouts,
     ) -> Result<Self, String> {
         let call_timeout = timeouts.call;
-        let session = connection::connect_within(&endpoint, timeouts.startup).await?;
+        let dial = Dial {
+            endpoint,
+            protocol,
+            calls: Default::default(),
+        };
+        let session = connection::connect_within(&dial, timeouts.startup).await?;
         let listed = session
             .peer()
             .list_all_tools()
             .await
             .map_err(|e| format!("listing its tools failed: {e}"))?;
-        let connection = Arc::new(Connection::supervise(
-            &config.name,
-            endpoint,
-            session,
-            call_timeout,
-        ));
-        tracing::info!(server = %config.name, tools = listed.len(), "MCP server connected");
+        let protocol_version = session
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default();
+        let connection = Arc::new(Connection::supervise(&config.name, dial, session));
+        tracing::info!(server = %config.name, tools = listed.len(), %protocol_version, "MCP server connected");
         let tools = listed
             .into_iter()
             .map(|tool| {
@@ -116,28 +130,46 @@ struct McpTool {
     timeout: std::time::Duration,
 }
 
+impl McpTool {
+    fn call(&self, ctx: ToolContext) -> Call<'_> {
+        Call {
+            connection: &self.connection,
+            tool: &self.spec.name,
+            timeout: self.timeout,
+            ctx,
+        }
+    }
+}
+
 #[async_trait]
 impl Tool for McpTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn execute(&self, args: &Value, _ctx: ToolContext) -> ToolOutcome {
-        let server = self.connection.name();
-        let output = match self.connection.call(&self.spec.name, args).await {
-            Ok(result) => content::to_output(result),
-            Err(CallError::Unavailable) => ToolOutput::error(format!("MCP server {server} is unavailable")),
-            Err(CallError::TimedOut) => ToolOutput::error(format!(
-                "MCP server {server} did not answer within {} ms",
-                self.timeout.as_millis()
-            )),
-            Err(CallError::Refused(message)) => {
-                ToolOutput::error(format!("MCP server {server} refused the call: {message}"))
+    async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome {
+        self.call(ctx).start(args).await
+    }
+
+    /// An answer to the server's request for input goes to the server: the
+    /// call goes on with it, once it fits what the server asked.
+    fn resume(&self, payload: &SuspendPayload, answer: &Answer) -> Result<Resumed, AnswerError> {
+        match payload {
+            SuspendPayload::Elicitation(asked) => {
+                check_response(asked, answer)?;
+                Ok(Resumed::Proceed)
             }
-            Err(CallError::Failed(message)) => {
-                ToolOutput::error(format!("MCP call to {server} failed: {message}"))
-            }
-        };
-        ToolOutcome::Done(output)
+            _ => super::resume_with_data(payload, answer).map(Resumed::Output),
+        }
+    }
+
+    async fn proceed(
+        &self,
+        args: &Value,
+        payload: &SuspendPayload,
+        answer: &Answer,
+        ctx: ToolContext,
+    ) -> ToolOutcome {
+        self.call(ctx).proceed(args, payload, answer).await
     }
 }

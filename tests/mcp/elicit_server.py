@@ -1,0 +1,83 @@
+"""An MCP server whose tools ask for input (elicitation), written with the
+official MCP Python SDK, for agentd's tests.
+
+    python elicit_server.py stdio
+    python elicit_server.py http PORT
+
+Tools:
+- book(destination): asks for a booking form (several field types). Works
+  on both protocol generations: on 2026-07-28 the SDK answers the call with
+  an input-required result, on 2025-11-25 it sends elicitation/create on
+  the live session. The result says exactly what the server received.
+- pay(amount): asks the person to open a payment page (URL mode).
+- generation(): the protocol version the call came with.
+"""
+
+import json
+import sys
+from typing import Annotated, Literal
+
+from mcp_types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
+from pydantic import BaseModel, Field
+
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+
+server = MCPServer("travel")
+
+
+class Booking(BaseModel):
+    email: str = Field(description="Where the ticket goes", json_schema_extra={"format": "email"})
+    nights: int = Field(ge=1, le=30, description="How many nights")
+    budget: float = Field(default=100.0, description="Per night")
+    breakfast: bool = Field(default=False)
+    seat: Literal["window", "aisle"] = Field(default="window")
+    extras: list[Literal["wifi", "parking", "pool"]] = Field(default_factory=list)
+
+
+def ask_booking(destination: str) -> Elicit[Booking]:
+    return Elicit(f"Book a stay in {destination}?", Booking)
+
+
+@server.tool()
+async def book(
+    destination: str,
+    booking: Annotated[ElicitationResult[Booking], Resolve(ask_booking)],
+) -> str:
+    """Books a stay, asking the person for the details."""
+    if isinstance(booking, AcceptedElicitation):
+        received = booking.data.model_dump(mode="json")
+        return f"booked {destination}: " + json.dumps(received, sort_keys=True)
+    return f"not booked ({booking.action})"
+
+
+@server.tool()
+async def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
+    """Asks the person to pay on a page of its own."""
+    url = f"https://pay.example.com/checkout?amount={amount}"
+    if (ctx.protocol_version or "") >= "2026-07-28":
+        responses = ctx.input_responses or {}
+        if "pay" in responses:
+            return f"payment: {responses['pay'].get('action')}"
+        request = ElicitRequest(
+            params=ElicitRequestURLParams(
+                message=f"Pay {amount} EUR", url=url, elicitation_id=f"pay-{amount}"
+            )
+        )
+        return InputRequiredResult(input_requests={"pay": request}, request_state="pay-state")
+    result = await ctx.elicit_url(f"Pay {amount} EUR", url, f"pay-{amount}")
+    return f"payment: {result.action}"
+
+
+@server.tool()
+async def generation(ctx: Context) -> str:
+    """The protocol version of this call."""
+    return ctx.protocol_version or "unknown"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
