@@ -105,6 +105,34 @@ DISCONNECT_POLICY_CANCEL: DisconnectPolicy.ValueType  # 2
 """The run is cancelled."""
 Global___DisconnectPolicy: _TypeAlias = DisconnectPolicy  # noqa: Y015
 
+class _ElicitationAction:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ElicitationActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ElicitationAction.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ELICITATION_ACTION_UNSPECIFIED: _ElicitationAction.ValueType  # 0
+    """Not set: INVALID_ARGUMENT."""
+    ELICITATION_ACTION_ACCEPT: _ElicitationAction.ValueType  # 1
+    """Gave the values asked for (or, for a URL request, agreed to open it)."""
+    ELICITATION_ACTION_DECLINE: _ElicitationAction.ValueType  # 2
+    """Chose not to answer; the tool goes on without the values."""
+    ELICITATION_ACTION_CANCEL: _ElicitationAction.ValueType  # 3
+    """Dismissed the request without choosing."""
+
+class ElicitationAction(_ElicitationAction, metaclass=_ElicitationActionEnumTypeWrapper):
+    """What a person did with an MCP server's request for input."""
+
+ELICITATION_ACTION_UNSPECIFIED: ElicitationAction.ValueType  # 0
+"""Not set: INVALID_ARGUMENT."""
+ELICITATION_ACTION_ACCEPT: ElicitationAction.ValueType  # 1
+"""Gave the values asked for (or, for a URL request, agreed to open it)."""
+ELICITATION_ACTION_DECLINE: ElicitationAction.ValueType  # 2
+"""Chose not to answer; the tool goes on without the values."""
+ELICITATION_ACTION_CANCEL: ElicitationAction.ValueType  # 3
+"""Dismissed the request without choosing."""
+Global___ElicitationAction: _TypeAlias = ElicitationAction  # noqa: Y015
+
 class _RunEventKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -242,6 +270,30 @@ FINISH_REASON_CANCELLED: FinishReason.ValueType  # 4
 FINISH_REASON_ERROR: FinishReason.ValueType  # 5
 """The run failed; an `error` chunk came before."""
 Global___FinishReason: _TypeAlias = FinishReason  # noqa: Y015
+
+class _ElicitationMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ElicitationModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ElicitationMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ELICITATION_MODE_UNSPECIFIED: _ElicitationMode.ValueType  # 0
+    """Not set."""
+    ELICITATION_MODE_FORM: _ElicitationMode.ValueType  # 1
+    """Fill in the fields of `requested_schema`."""
+    ELICITATION_MODE_URL: _ElicitationMode.ValueType  # 2
+    """Open `url`, then ACCEPT (or DECLINE) without content."""
+
+class ElicitationMode(_ElicitationMode, metaclass=_ElicitationModeEnumTypeWrapper):
+    """How an MCP server's request for input is answered."""
+
+ELICITATION_MODE_UNSPECIFIED: ElicitationMode.ValueType  # 0
+"""Not set."""
+ELICITATION_MODE_FORM: ElicitationMode.ValueType  # 1
+"""Fill in the fields of `requested_schema`."""
+ELICITATION_MODE_URL: ElicitationMode.ValueType  # 2
+"""Open `url`, then ACCEPT (or DECLINE) without content."""
+Global___ElicitationMode: _TypeAlias = ElicitationMode  # noqa: Y015
 
 class _SelectionMode:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -519,6 +571,7 @@ class ResumeRequest(_message.Message):
     SELECTIONS_FIELD_NUMBER: _builtins.int
     DATA_FIELD_NUMBER: _builtins.int
     APPROVAL_FIELD_NUMBER: _builtins.int
+    ELICITATION_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The suspended run."""
@@ -550,6 +603,16 @@ class ResumeRequest(_message.Message):
     def approval(self) -> Global___Approval:
         """The decision on a call awaiting approval."""
 
+    @_builtins.property
+    def elicitation(self) -> Global___ElicitationResponse:
+        """The response to an MCP server's request for input (a suspension of
+        kind `elicitation`). ACCEPT's `content` is checked against the
+        request's `requested_schema`: content that breaks it is
+        INVALID_ARGUMENT with a BadRequest violation per field
+        (`elicitation.content.email: ...`), and the run stays as it was.
+        The server receives exactly the response given.
+        """
+
     def __init__(
         self,
         *,
@@ -559,17 +622,49 @@ class ResumeRequest(_message.Message):
         selections: Global___Selections | None = ...,
         data: _struct_pb2.Value | None = ...,
         approval: Global___Approval | None = ...,
+        elicitation: Global___ElicitationResponse | None = ...,
         request_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "selections", b"selections", "text", b"text"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "selections", b"selections", "text", b"text"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "request_id", b"request_id", "run_id", b"run_id", "selections", b"selections", "text", b"text", "tool_call_id", b"tool_call_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "request_id", b"request_id", "run_id", b"run_id", "selections", b"selections", "text", b"text", "tool_call_id", b"tool_call_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_answer: _TypeAlias = _typing.Literal["text", "selections", "data", "approval"]  # noqa: Y015
+    _WhichOneofReturnType_answer: _TypeAlias = _typing.Literal["text", "selections", "data", "approval", "elicitation"]  # noqa: Y015
     _WhichOneofArgType_answer: _TypeAlias = _typing.Literal["answer", b"answer"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_answer) -> _WhichOneofReturnType_answer | None: ...
 
 Global___ResumeRequest: _TypeAlias = ResumeRequest  # noqa: Y015
+
+@_typing.final
+class ElicitationResponse(_message.Message):
+    """A person's response to an MCP server's request for input."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTION_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    action: Global___ElicitationAction.ValueType
+    """What the person did."""
+    @_builtins.property
+    def content(self) -> _struct_pb2.Struct:
+        """With ACCEPT and a form request: the values, one per field of the
+        request's `requested_schema`. Empty otherwise (a URL request's ACCEPT
+        carries none).
+        """
+
+    def __init__(
+        self,
+        *,
+        action: Global___ElicitationAction.ValueType = ...,
+        content: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["content", b"content"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "content", b"content"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ElicitationResponse: _TypeAlias = ElicitationResponse  # noqa: Y015
 
 @_typing.final
 class Selections(_message.Message):
@@ -1996,6 +2091,7 @@ class SuspendPayload(_message.Message):
     ASK_USER_FIELD_NUMBER: _builtins.int
     CUSTOM_FIELD_NUMBER: _builtins.int
     CLIENT_TOOL_FIELD_NUMBER: _builtins.int
+    ELICITATION_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def ask_user(self) -> Global___AskUserPayload:
         """ask_user: a question for a person. Resume with `text` or `selections`."""
@@ -2011,22 +2107,75 @@ class SuspendPayload(_message.Message):
         tool's result, or an error envelope).
         """
 
+    @_builtins.property
+    def elicitation(self) -> Global___Elicitation:
+        """An MCP server asks for input (MCP elicitation) during a call of one
+        of its tools. Resume with `elicitation`.
+        """
+
     def __init__(
         self,
         *,
         ask_user: Global___AskUserPayload | None = ...,
         custom: _struct_pb2.Struct | None = ...,
         client_tool: Global___ClientToolCall | None = ...,
+        elicitation: Global___Elicitation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ask_user", b"ask_user", "client_tool", b"client_tool", "custom", b"custom", "kind", b"kind"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ask_user", b"ask_user", "client_tool", b"client_tool", "custom", b"custom", "elicitation", b"elicitation", "kind", b"kind"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask_user", b"ask_user", "client_tool", b"client_tool", "custom", b"custom", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask_user", b"ask_user", "client_tool", b"client_tool", "custom", b"custom", "elicitation", b"elicitation", "kind", b"kind"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["ask_user", "custom", "client_tool"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["ask_user", "custom", "client_tool", "elicitation"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
 Global___SuspendPayload: _TypeAlias = SuspendPayload  # noqa: Y015
+
+@_typing.final
+class Elicitation(_message.Message):
+    """An MCP server's request for input, made during a call of one of its
+    tools: a form to fill (`requested_schema`) or a URL to open.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    REQUESTED_SCHEMA_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    URL_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The MCP server that asks, as named in `[[mcp_servers]]`."""
+    message: _builtins.str
+    """What the server says to the person."""
+    mode: Global___ElicitationMode.ValueType
+    """How the person answers."""
+    url: _builtins.str
+    """URL: the page the person opens (outside agentd); empty for FORM."""
+    @_builtins.property
+    def requested_schema(self) -> _struct_pb2.Struct:
+        """FORM: the JSON Schema of the values asked for, an object of flat
+        fields (string, with an optional format; number; integer; boolean;
+        an enum, single or multi-select, with optional titles; defaults and
+        `required` as the schema says). Unset for URL.
+        """
+
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        message: _builtins.str = ...,
+        requested_schema: _struct_pb2.Struct | None = ...,
+        mode: Global___ElicitationMode.ValueType = ...,
+        url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["requested_schema", b"requested_schema"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "mode", b"mode", "requested_schema", b"requested_schema", "server", b"server", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Elicitation: _TypeAlias = Elicitation  # noqa: Y015
 
 @_typing.final
 class AskUserPayload(_message.Message):

@@ -297,7 +297,8 @@ export declare type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
    * free-text ask_user -> non-empty `text`; single-select -> `text` equal to
    * one option label; multi-select -> `selections` of one or more distinct
    * option labels; custom suspending tool or client tool -> `data`; a call
-   * awaiting approval -> `approval`.
+   * awaiting approval -> `approval`; an MCP server's request for input
+   * -> `elicitation`.
    *
    * @generated from oneof agentd.v1.ResumeRequest.answer
    */
@@ -339,6 +340,19 @@ export declare type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
      */
     value: Approval;
     case: "approval";
+  } | {
+    /**
+     * The response to an MCP server's request for input (a suspension of
+     * kind `elicitation`). ACCEPT's `content` is checked against the
+     * request's `requested_schema`: content that breaks it is
+     * INVALID_ARGUMENT with a BadRequest violation per field
+     * (`elicitation.content.email: ...`), and the run stays as it was.
+     * The server receives exactly the response given.
+     *
+     * @generated from field: agentd.v1.ElicitationResponse elicitation = 8;
+     */
+    value: ElicitationResponse;
+    case: "elicitation";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -356,6 +370,35 @@ export declare type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
  * Use `create(ResumeRequestSchema)` to create a new message.
  */
 export declare const ResumeRequestSchema: GenMessage<ResumeRequest>;
+
+/**
+ * A person's response to an MCP server's request for input.
+ *
+ * @generated from message agentd.v1.ElicitationResponse
+ */
+export declare type ElicitationResponse = Message$1<"agentd.v1.ElicitationResponse"> & {
+  /**
+   * What the person did.
+   *
+   * @generated from field: agentd.v1.ElicitationAction action = 1;
+   */
+  action: ElicitationAction;
+
+  /**
+   * With ACCEPT and a form request: the values, one per field of the
+   * request's `requested_schema`. Empty otherwise (a URL request's ACCEPT
+   * carries none).
+   *
+   * @generated from field: google.protobuf.Struct content = 2;
+   */
+  content?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.ElicitationResponse.
+ * Use `create(ElicitationResponseSchema)` to create a new message.
+ */
+export declare const ElicitationResponseSchema: GenMessage<ElicitationResponse>;
 
 /**
  * The labels chosen in a multi-select question.
@@ -1879,6 +1922,15 @@ export declare type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
      */
     value: ClientToolCall;
     case: "clientTool";
+  } | {
+    /**
+     * An MCP server asks for input (MCP elicitation) during a call of one
+     * of its tools. Resume with `elicitation`.
+     *
+     * @generated from field: agentd.v1.Elicitation elicitation = 4;
+     */
+    value: Elicitation;
+    case: "elicitation";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1887,6 +1939,58 @@ export declare type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
  * Use `create(SuspendPayloadSchema)` to create a new message.
  */
 export declare const SuspendPayloadSchema: GenMessage<SuspendPayload>;
+
+/**
+ * An MCP server's request for input, made during a call of one of its
+ * tools: a form to fill (`requested_schema`) or a URL to open.
+ *
+ * @generated from message agentd.v1.Elicitation
+ */
+export declare type Elicitation = Message$1<"agentd.v1.Elicitation"> & {
+  /**
+   * The MCP server that asks, as named in `[[mcp_servers]]`.
+   *
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * What the server says to the person.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * FORM: the JSON Schema of the values asked for, an object of flat
+   * fields (string, with an optional format; number; integer; boolean;
+   * an enum, single or multi-select, with optional titles; defaults and
+   * `required` as the schema says). Unset for URL.
+   *
+   * @generated from field: google.protobuf.Struct requested_schema = 3;
+   */
+  requestedSchema?: JsonObject | undefined;
+
+  /**
+   * How the person answers.
+   *
+   * @generated from field: agentd.v1.ElicitationMode mode = 4;
+   */
+  mode: ElicitationMode;
+
+  /**
+   * URL: the page the person opens (outside agentd); empty for FORM.
+   *
+   * @generated from field: string url = 5;
+   */
+  url: string;
+};
+
+/**
+ * Describes the message agentd.v1.Elicitation.
+ * Use `create(ElicitationSchema)` to create a new message.
+ */
+export declare const ElicitationSchema: GenMessage<Elicitation>;
 
 /**
  * A question for the user.
@@ -2057,6 +2161,46 @@ export enum DisconnectPolicy {
  * Describes the enum agentd.v1.DisconnectPolicy.
  */
 export declare const DisconnectPolicySchema: GenEnum<DisconnectPolicy>;
+
+/**
+ * What a person did with an MCP server's request for input.
+ *
+ * @generated from enum agentd.v1.ElicitationAction
+ */
+export enum ElicitationAction {
+  /**
+   * Not set: INVALID_ARGUMENT.
+   *
+   * @generated from enum value: ELICITATION_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Gave the values asked for (or, for a URL request, agreed to open it).
+   *
+   * @generated from enum value: ELICITATION_ACTION_ACCEPT = 1;
+   */
+  ACCEPT = 1,
+
+  /**
+   * Chose not to answer; the tool goes on without the values.
+   *
+   * @generated from enum value: ELICITATION_ACTION_DECLINE = 2;
+   */
+  DECLINE = 2,
+
+  /**
+   * Dismissed the request without choosing.
+   *
+   * @generated from enum value: ELICITATION_ACTION_CANCEL = 3;
+   */
+  CANCEL = 3,
+}
+
+/**
+ * Describes the enum agentd.v1.ElicitationAction.
+ */
+export declare const ElicitationActionSchema: GenEnum<ElicitationAction>;
 
 /**
  * What changed in a run.
@@ -2267,6 +2411,39 @@ export enum FinishReason {
  * Describes the enum agentd.v1.FinishReason.
  */
 export declare const FinishReasonSchema: GenEnum<FinishReason>;
+
+/**
+ * How an MCP server's request for input is answered.
+ *
+ * @generated from enum agentd.v1.ElicitationMode
+ */
+export enum ElicitationMode {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: ELICITATION_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Fill in the fields of `requested_schema`.
+   *
+   * @generated from enum value: ELICITATION_MODE_FORM = 1;
+   */
+  FORM = 1,
+
+  /**
+   * Open `url`, then ACCEPT (or DECLINE) without content.
+   *
+   * @generated from enum value: ELICITATION_MODE_URL = 2;
+   */
+  URL = 2,
+}
+
+/**
+ * Describes the enum agentd.v1.ElicitationMode.
+ */
+export declare const ElicitationModeSchema: GenEnum<ElicitationMode>;
 
 /**
  * How a question is answered.

@@ -38,7 +38,7 @@ import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bu
  * Describes the file agentd/v1/agentd.proto.
  */
 export const file_agentd_v1_agentd = /*@__PURE__*/
-  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLhAQoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABISCgpyZXF1ZXN0X2lkGAcgASgJQggKBmFuc3dlciIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSJaCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSLAoLZWRpdGVkX2FyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjgKE1N1YnNjcmliZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJiChBXYXRjaFJ1bnNSZXF1ZXN0EhQKDGFmdGVyX2N1cnNvchgBIAEoCRImCgVraW5kcxgCIAMoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSEAoIYWdlbnRfaWQYAyABKAki8wEKCFJ1bkV2ZW50Eg4KBmN1cnNvchgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAMgASgOMhcuYWdlbnRkLnYxLlJ1bkV2ZW50S2luZBIOCgZydW5faWQYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSEQoJdGhyZWFkX2lkGAYgASgJEiQKBnN0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgIIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkicAoPTGlzdFJ1bnNSZXF1ZXN0EiQKBnN0YXR1cxgBIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSEAoIYWdlbnRfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4uYWdlbnRkLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudGQudjEuQWdlbnQiYAoSRXhlY3V0ZVRvb2xSZXF1ZXN0EhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghhZ2VudF9pZBgDIAEoCSI4ChNFeGVjdXRlVG9vbFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgiJQoQR2V0VGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiOwoSTGlzdFRocmVhZHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIlIKE0xpc3RUaHJlYWRzUmVzcG9uc2USIgoHdGhyZWFkcxgBIAMoCzIRLmFnZW50ZC52MS5UaHJlYWQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZVRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIkIKFERlbGV0ZVRocmVhZFJlc3BvbnNlEhEKCXRocmVhZF9pZBgBIAEoCRIXCg9kZWxldGVkX3J1bl9pZHMYAiADKAkigAIKBlRocmVhZBIRCgl0aHJlYWRfaWQYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoIbWVzc2FnZXMYBCADKAsyGC5hZ2VudGQudjEuVGhyZWFkTWVzc2FnZRIPCgdydW5faWRzGAUgAygJEhUKDWxhdGVzdF9ydW5faWQYBiABKAkSLwoRbGF0ZXN0X3J1bl9zdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzIs0BCg1UaHJlYWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5hZ2VudGQudjEuUm9sZRIPCgdjb250ZW50GAIgASgJEicKCnRvb2xfY2FsbHMYAyADKAsyEy5hZ2VudGQudjEuVG9vbENhbGwSKgoLdG9vbF9yZXN1bHQYBCABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VsdBIOCgZydW5faWQYBSABKAkSJwoGYW5zd2VyGAYgASgLMhcuYWdlbnRkLnYxLlRocmVhZEFuc3dlciKhAQoMVGhyZWFkQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhMKC2Fuc3dlcmVkX2J5GAMgASgJEicKBnNvdXJjZRgEIAEoDjIXLmFnZW50ZC52MS5BbnN3ZXJTb3VyY2USLwoLYW5zd2VyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIroECgNSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEiQKBnN0YXR1cxgDIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgEIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwSHwoFdXNhZ2UYBSABKAsyEC5hZ2VudGQudjEuVXNhZ2USEgoKZmluYWxfdGV4dBgGIAEoCRINCgVzdGVwcxgHIAEoDRIQCghsYXN0X3NlcRgIIAEoBBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVlcnJvchgMIAEoCzITLmFnZW50ZC52MS5SdW5FcnJvchIuCghtZXRhZGF0YRgNIAMoCzIcLmFnZW50ZC52MS5SdW4uTWV0YWRhdGFFbnRyeRIVCg1jYW5jZWxfcmVhc29uGA4gASgJEhEKCXRocmVhZF9pZBgPIAEoCRIpCgxlZGl0ZWRfY2FsbHMYECADKAsyEy5hZ2VudGQudjEuVG9vbENhbGwaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNIrYBCghUb29sSW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAQgASgJEhgKEHJlcXVpcmVfYXBwcm92YWwYBSABKAgSLgoNcmVzdW1lX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgEEhUKDW91dHB1dF90b2tlbnMYAiABKAQirgQKCkFnZW50Q2h1bmsSDgoGcnVuX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgVzdGFydBgKIAEoCzIVLmFnZW50ZC52MS5SdW5TdGFydGVkSAASLAoKc3RlcF9zdGFydBgLIAEoCzIWLmFnZW50ZC52MS5TdGVwU3RhcnRlZEgAEioKCnRleHRfZGVsdGEYDCABKAsyFC5hZ2VudGQudjEuVGV4dERlbHRhSAASKAoJdG9vbF9jYWxsGA0gASgLMhMuYWdlbnRkLnYxLlRvb2xDYWxsSAASLAoLdG9vbF9yZXN1bHQYDiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VsdEgAEjsKE3Rvb2xfY2FsbF9zdXNwZW5kZWQYDyABKAsyHC5hZ2VudGQudjEuVG9vbENhbGxTdXNwZW5kZWRIABI5ChJ0b29sX2NhbGxfYXBwcm92YWwYECABKAsyGy5hZ2VudGQudjEuVG9vbENhbGxBcHByb3ZhbEgAEi4KC3N0ZXBfZmluaXNoGBEgASgLMhcuYWdlbnRkLnYxLlN0ZXBGaW5pc2hlZEgAEigKBmZpbmlzaBgSIAEoCzIWLmFnZW50ZC52MS5SdW5GaW5pc2hlZEgAEiQKBWVycm9yGBMgASgLMhMuYWdlbnRkLnYxLlJ1bkVycm9ySABCBwoFY2h1bmsiLwoKUnVuU3RhcnRlZBIQCghhZ2VudF9pZBgBIAEoCRIPCgdyZXN1bWVkGAIgASgIIhsKC1N0ZXBTdGFydGVkEgwKBHN0ZXAYASABKA0iGQoJVGV4dERlbHRhEgwKBHRleHQYASABKAkiigEKCFRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3JpZ2luYWxfYXJncxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWAoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSEAoIaXNfZXJyb3IYBCABKAgixwEKEVRvb2xDYWxsU3VzcGVuZGVkEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoPc3VzcGVuZF9wYXlsb2FkGAQgASgLMhkuYWdlbnRkLnYxLlN1c3BlbmRQYXlsb2FkEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImIKEFRvb2xDYWxsQXBwcm92YWwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9CgxTdGVwRmluaXNoZWQSDAoEc3RlcBgBIAEoDRIfCgV1c2FnZRgCIAEoCzIQLmFnZW50ZC52MS5Vc2FnZSJlCgtSdW5GaW5pc2hlZBInCgZyZWFzb24YASABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlEgwKBHRleHQYAyABKAkiKQoIUnVuRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqQBCg5TdXNwZW5kUGF5bG9hZBItCghhc2tfdXNlchgBIAEoCzIZLmFnZW50ZC52MS5Bc2tVc2VyUGF5bG9hZEgAEikKBmN1c3RvbRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIwCgtjbGllbnRfdG9vbBgDIAEoCzIZLmFnZW50ZC52MS5DbGllbnRUb29sQ2FsbEgAQgYKBGtpbmQifwoOQXNrVXNlclBheWxvYWQSEAoIcXVlc3Rpb24YASABKAkSKQoHb3B0aW9ucxgCIAMoCzIYLmFnZW50ZC52MS5Bc2tVc2VyT3B0aW9uEjAKDnNlbGVjdGlvbl9tb2RlGAMgASgOMhguYWdlbnRkLnYxLlNlbGVjdGlvbk1vZGUiMwoNQXNrVXNlck9wdGlvbhINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJKCg5DbGllbnRUb29sQ2FsbBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnMKEERpc2Nvbm5lY3RQb2xpY3kSIQodRElTQ09OTkVDVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpESVNDT05ORUNUX1BPTElDWV9DT05USU5VRRABEhwKGERJU0NPTk5FQ1RfUE9MSUNZX0NBTkNFTBACKvcBCgxSdW5FdmVudEtpbmQSHgoaUlVOX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIaChZSVU5fRVZFTlRfS0lORF9TVEFSVEVEEAESHAoYUlVOX0VWRU5UX0tJTkRfU1VTUEVOREVEEAISGgoWUlVOX0VWRU5UX0tJTkRfUkVTVU1FRBADEhwKGFJVTl9FVkVOVF9LSU5EX0NPTVBMRVRFRBAEEhkKFVJVTl9FVkVOVF9LSU5EX0ZBSUxFRBAFEhwKGFJVTl9FVkVOVF9LSU5EX0NBTkNFTExFRBAGEhoKFlJVTl9FVkVOVF9LSU5EX0VYUElSRUQQBypmCgxBbnN3ZXJTb3VyY2USHQoZQU5TV0VSX1NPVVJDRV9VTlNQRUNJRklFRBAAEhgKFEFOU1dFUl9TT1VSQ0VfUkVTVU1FEAESHQoZQU5TV0VSX1NPVVJDRV9BVVRPX1JFU1VNRRACKrwBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhgKFFJVTl9TVEFUVVNfU1VTUEVOREVEEAISGAoUUlVOX1NUQVRVU19DT01QTEVURUQQAxIVChFSVU5fU1RBVFVTX0ZBSUxFRBAEEhgKFFJVTl9TVEFUVVNfQ0FOQ0VMTEVEEAUSFgoSUlVOX1NUQVRVU19FWFBJUkVEEAYqtQEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGwoXRklOSVNIX1JFQVNPTl9TVVNQRU5ERUQQAhIbChdGSU5JU0hfUkVBU09OX01BWF9TVEVQUxADEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAQSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAFKnIKDVNlbGVjdGlvbk1vZGUSHgoaU0VMRUNUSU9OX01PREVfVU5TUEVDSUZJRUQQABIgChxTRUxFQ1RJT05fTU9ERV9TSU5HTEVfU0VMRUNUEAESHwobU0VMRUNUSU9OX01PREVfTVVMVElfU0VMRUNUEAIyxAYKDEFnZW50U2VydmljZRJFCgtTdHJlYW1BZ2VudBIdLmFnZW50ZC52MS5TdHJlYW1BZ2VudFJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEjsKBlJlc3VtZRIYLmFnZW50ZC52MS5SZXN1bWVSZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARJHCgxTdWJzY3JpYmVSdW4SHi5hZ2VudGQudjEuU3Vic2NyaWJlUnVuUmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESMgoGR2V0UnVuEhguYWdlbnRkLnYxLkdldFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkMKCExpc3RSdW5zEhouYWdlbnRkLnYxLkxpc3RSdW5zUmVxdWVzdBobLmFnZW50ZC52MS5MaXN0UnVuc1Jlc3BvbnNlEjgKCUNhbmNlbFJ1bhIbLmFnZW50ZC52MS5DYW5jZWxSdW5SZXF1ZXN0Gg4uYWdlbnRkLnYxLlJ1bhJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJMCgtFeGVjdXRlVG9vbBIdLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlcXVlc3QaHi5hZ2VudGQudjEuRXhlY3V0ZVRvb2xSZXNwb25zZRI7CglHZXRUaHJlYWQSGy5hZ2VudGQudjEuR2V0VGhyZWFkUmVxdWVzdBoRLmFnZW50ZC52MS5UaHJlYWQSTAoLTGlzdFRocmVhZHMSHS5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXF1ZXN0Gh4uYWdlbnRkLnYxLkxpc3RUaHJlYWRzUmVzcG9uc2USTwoMRGVsZXRlVGhyZWFkEh4uYWdlbnRkLnYxLkRlbGV0ZVRocmVhZFJlcXVlc3QaHy5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVzcG9uc2USPwoJV2F0Y2hSdW5zEhsuYWdlbnRkLnYxLldhdGNoUnVuc1JlcXVlc3QaEy5hZ2VudGQudjEuUnVuRXZlbnQwAUJBCg1kZXYuYWdlbnRkLnYxWiRhZ2VudGQvY2xpZW50cy9nby9hZ2VudGQvdjE7YWdlbnRkdjGqAglBZ2VudGQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCKYAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCUIICgZhbnN3ZXIibQoTRWxpY2l0YXRpb25SZXNwb25zZRIsCgZhY3Rpb24YASABKA4yHC5hZ2VudGQudjEuRWxpY2l0YXRpb25BY3Rpb24SKAoHY29udGVudBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiHAoKU2VsZWN0aW9ucxIOCgZsYWJlbHMYASADKAkiWgoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEiwKC2VkaXRlZF9hcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI4ChNTdWJzY3JpYmVSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiYgoQV2F0Y2hSdW5zUmVxdWVzdBIUCgxhZnRlcl9jdXJzb3IYASABKAkSJgoFa2luZHMYAiADKA4yFy5hZ2VudGQudjEuUnVuRXZlbnRLaW5kEhAKCGFnZW50X2lkGAMgASgJIvMBCghSdW5FdmVudBIOCgZjdXJzb3IYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgDIAEoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSDgoGcnVuX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhEKCXRocmVhZF9pZBgGIAEoCRIkCgZzdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYCCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJInAKD0xpc3RSdW5zUmVxdWVzdBIkCgZzdGF0dXMYASABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIkkKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmFnZW50ZC52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAuYWdlbnRkLnYxLkFnZW50ImAKEkV4ZWN1dGVUb29sUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIYWdlbnRfaWQYAyABKAkiOAoTRXhlY3V0ZVRvb2xSZXNwb25zZRIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIIiUKEEdldFRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5hZ2VudGQudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIoChNEZWxldGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCSJCChREZWxldGVUaHJlYWRSZXNwb25zZRIRCgl0aHJlYWRfaWQYASABKAkSFwoPZGVsZXRlZF9ydW5faWRzGAIgAygJIoACCgZUaHJlYWQSEQoJdGhyZWFkX2lkGAEgASgJEi4KCmNyZWF0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAQgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2USDwoHcnVuX2lkcxgFIAMoCRIVCg1sYXRlc3RfcnVuX2lkGAYgASgJEi8KEWxhdGVzdF9ydW5fc3RhdHVzGAcgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cyLNAQoNVGhyZWFkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8uYWdlbnRkLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRInCgp0b29sX2NhbGxzGAMgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKC3Rvb2xfcmVzdWx0GAQgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHQSDgoGcnVuX2lkGAUgASgJEicKBmFuc3dlchgGIAEoCzIXLmFnZW50ZC52MS5UaHJlYWRBbnN3ZXIioQEKDFRocmVhZEFuc3dlchIUCgx0b29sX2NhbGxfaWQYASABKAkSDAoEdGV4dBgCIAEoCRITCgthbnN3ZXJlZF9ieRgDIAEoCRInCgZzb3VyY2UYBCABKA4yFy5hZ2VudGQudjEuQW5zd2VyU291cmNlEi8KC2Fuc3dlcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK6BAoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgZzdGF0dXMYAyABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYBCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlEhIKCmZpbmFsX3RleHQYBiABKAkSDQoFc3RlcHMYByABKA0SEAoIbGFzdF9zZXEYCCABKAQSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFZXJyb3IYDCABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3ISLgoIbWV0YWRhdGEYDSADKAsyHC5hZ2VudGQudjEuUnVuLk1ldGFkYXRhRW50cnkSFQoNY2FuY2VsX3JlYXNvbhgOIAEoCRIRCgl0aHJlYWRfaWQYDyABKAkSKQoMZWRpdGVkX2NhbGxzGBAgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLgAQoPUGVuZGluZ1Rvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoPc3VzcGVuZF9wYXlsb2FkGAQgASgLMhkuYWdlbnRkLnYxLlN1c3BlbmRQYXlsb2FkEhkKEWF3YWl0aW5nX2FwcHJvdmFsGAUgASgIEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVtb2RlbBgDIAEoCRIiCgV0b29scxgEIAMoCzITLmFnZW50ZC52MS5Ub29sSW5mbxISCgppc19kZWZhdWx0GAUgASgIEhEKCW1heF9zdGVwcxgGIAEoDSK2AQoIVG9vbEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgEIAEoCRIYChByZXF1aXJlX2FwcHJvdmFsGAUgASgIEi4KDXJlc3VtZV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjQKBVVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoBBIVCg1vdXRwdXRfdG9rZW5zGAIgASgEIq4ECgpBZ2VudENodW5rEg4KBnJ1bl9pZBgBIAEoCRILCgNzZXEYAiABKAQSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RhcnQYCiABKAsyFS5hZ2VudGQudjEuUnVuU3RhcnRlZEgAEiwKCnN0ZXBfc3RhcnQYCyABKAsyFi5hZ2VudGQudjEuU3RlcFN0YXJ0ZWRIABIqCgp0ZXh0X2RlbHRhGAwgASgLMhQuYWdlbnRkLnYxLlRleHREZWx0YUgAEigKCXRvb2xfY2FsbBgNIAEoCzITLmFnZW50ZC52MS5Ub29sQ2FsbEgAEiwKC3Rvb2xfcmVzdWx0GA4gASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHRIABI7ChN0b29sX2NhbGxfc3VzcGVuZGVkGA8gASgLMhwuYWdlbnRkLnYxLlRvb2xDYWxsU3VzcGVuZGVkSAASOQoSdG9vbF9jYWxsX2FwcHJvdmFsGBAgASgLMhsuYWdlbnRkLnYxLlRvb2xDYWxsQXBwcm92YWxIABIuCgtzdGVwX2ZpbmlzaBgRIAEoCzIXLmFnZW50ZC52MS5TdGVwRmluaXNoZWRIABIoCgZmaW5pc2gYEiABKAsyFi5hZ2VudGQudjEuUnVuRmluaXNoZWRIABIkCgVlcnJvchgTIAEoCzITLmFnZW50ZC52MS5SdW5FcnJvckgAQgcKBWNodW5rIi8KClJ1blN0YXJ0ZWQSEAoIYWdlbnRfaWQYASABKAkSDwoHcmVzdW1lZBgCIAEoCCIbCgtTdGVwU3RhcnRlZBIMCgRzdGVwGAEgASgNIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIooBCghUb29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW9yaWdpbmFsX2FyZ3MYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlgKClRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIIscBChFUb29sQ2FsbFN1c3BlbmRlZBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjIKD3N1c3BlbmRfcGF5bG9hZBgEIAEoCzIZLmFnZW50ZC52MS5TdXNwZW5kUGF5bG9hZBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJiChBUb29sQ2FsbEFwcHJvdmFsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiPQoMU3RlcEZpbmlzaGVkEgwKBHN0ZXAYASABKA0SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2UiZQoLUnVuRmluaXNoZWQSJwoGcmVhc29uGAEgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIfCgV1c2FnZRgCIAEoCzIQLmFnZW50ZC52MS5Vc2FnZRIMCgR0ZXh0GAMgASgJIikKCFJ1bkVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSLTAQoOU3VzcGVuZFBheWxvYWQSLQoIYXNrX3VzZXIYASABKAsyGS5hZ2VudGQudjEuQXNrVXNlclBheWxvYWRIABIpCgZjdXN0b20YAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASMAoLY2xpZW50X3Rvb2wYAyABKAsyGS5hZ2VudGQudjEuQ2xpZW50VG9vbENhbGxIABItCgtlbGljaXRhdGlvbhgEIAEoCzIWLmFnZW50ZC52MS5FbGljaXRhdGlvbkgAQgYKBGtpbmQimAEKC0VsaWNpdGF0aW9uEg4KBnNlcnZlchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEjEKEHJlcXVlc3RlZF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBG1vZGUYBCABKA4yGi5hZ2VudGQudjEuRWxpY2l0YXRpb25Nb2RlEgsKA3VybBgFIAEoCSJ/Cg5Bc2tVc2VyUGF5bG9hZBIQCghxdWVzdGlvbhgBIAEoCRIpCgdvcHRpb25zGAIgAygLMhguYWdlbnRkLnYxLkFza1VzZXJPcHRpb24SMAoOc2VsZWN0aW9uX21vZGUYAyABKA4yGC5hZ2VudGQudjEuU2VsZWN0aW9uTW9kZSIzCg1Bc2tVc2VyT3B0aW9uEg0KBWxhYmVsGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIkoKDkNsaWVudFRvb2xDYWxsEhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCpfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqcwoQRGlzY29ubmVjdFBvbGljeRIhCh1ESVNDT05ORUNUX1BPTElDWV9VTlNQRUNJRklFRBAAEh4KGkRJU0NPTk5FQ1RfUE9MSUNZX0NPTlRJTlVFEAESHAoYRElTQ09OTkVDVF9QT0xJQ1lfQ0FOQ0VMEAIqlQEKEUVsaWNpdGF0aW9uQWN0aW9uEiIKHkVMSUNJVEFUSU9OX0FDVElPTl9VTlNQRUNJRklFRBAAEh0KGUVMSUNJVEFUSU9OX0FDVElPTl9BQ0NFUFQQARIeChpFTElDSVRBVElPTl9BQ1RJT05fREVDTElORRACEh0KGUVMSUNJVEFUSU9OX0FDVElPTl9DQU5DRUwQAyr3AQoMUnVuRXZlbnRLaW5kEh4KGlJVTl9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWUlVOX0VWRU5UX0tJTkRfU1RBUlRFRBABEhwKGFJVTl9FVkVOVF9LSU5EX1NVU1BFTkRFRBACEhoKFlJVTl9FVkVOVF9LSU5EX1JFU1VNRUQQAxIcChhSVU5fRVZFTlRfS0lORF9DT01QTEVURUQQBBIZChVSVU5fRVZFTlRfS0lORF9GQUlMRUQQBRIcChhSVU5fRVZFTlRfS0lORF9DQU5DRUxMRUQQBhIaChZSVU5fRVZFTlRfS0lORF9FWFBJUkVEEAcqZgoMQW5zd2VyU291cmNlEh0KGUFOU1dFUl9TT1VSQ0VfVU5TUEVDSUZJRUQQABIYChRBTlNXRVJfU09VUkNFX1JFU1VNRRABEh0KGUFOU1dFUl9TT1VSQ0VfQVVUT19SRVNVTUUQAiq8AQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBACEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAMSFQoRUlVOX1NUQVRVU19GQUlMRUQQBBIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAFEhYKElJVTl9TVEFUVVNfRVhQSVJFRBAGKrUBCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhsKF0ZJTklTSF9SRUFTT05fU1VTUEVOREVEEAISGwoXRklOSVNIX1JFQVNPTl9NQVhfU1RFUFMQAxIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBAEEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBSpoCg9FbGljaXRhdGlvbk1vZGUSIAocRUxJQ0lUQVRJT05fTU9ERV9VTlNQRUNJRklFRBAAEhkKFUVMSUNJVEFUSU9OX01PREVfRk9STRABEhgKFEVMSUNJVEFUSU9OX01PREVfVVJMEAIqcgoNU2VsZWN0aW9uTW9kZRIeChpTRUxFQ1RJT05fTU9ERV9VTlNQRUNJRklFRBAAEiAKHFNFTEVDVElPTl9NT0RFX1NJTkdMRV9TRUxFQ1QQARIfChtTRUxFQ1RJT05fTU9ERV9NVUxUSV9TRUxFQ1QQAjLEBgoMQWdlbnRTZXJ2aWNlEkUKC1N0cmVhbUFnZW50Eh0uYWdlbnRkLnYxLlN0cmVhbUFnZW50UmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESOwoGUmVzdW1lEhguYWdlbnRkLnYxLlJlc3VtZVJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEkcKDFN1YnNjcmliZVJ1bhIeLmFnZW50ZC52MS5TdWJzY3JpYmVSdW5SZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARIyCgZHZXRSdW4SGC5hZ2VudGQudjEuR2V0UnVuUmVxdWVzdBoOLmFnZW50ZC52MS5SdW4SQwoITGlzdFJ1bnMSGi5hZ2VudGQudjEuTGlzdFJ1bnNSZXF1ZXN0GhsuYWdlbnRkLnYxLkxpc3RSdW5zUmVzcG9uc2USOAoJQ2FuY2VsUnVuEhsuYWdlbnRkLnYxLkNhbmNlbFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkkKCkxpc3RBZ2VudHMSHC5hZ2VudGQudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5hZ2VudGQudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkwKC0V4ZWN1dGVUb29sEh0uYWdlbnRkLnYxLkV4ZWN1dGVUb29sUmVxdWVzdBoeLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlc3BvbnNlEjsKCUdldFRocmVhZBIbLmFnZW50ZC52MS5HZXRUaHJlYWRSZXF1ZXN0GhEuYWdlbnRkLnYxLlRocmVhZBJMCgtMaXN0VGhyZWFkcxIdLmFnZW50ZC52MS5MaXN0VGhyZWFkc1JlcXVlc3QaHi5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXNwb25zZRJPCgxEZWxldGVUaHJlYWQSHi5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVxdWVzdBofLmFnZW50ZC52MS5EZWxldGVUaHJlYWRSZXNwb25zZRI/CglXYXRjaFJ1bnMSGy5hZ2VudGQudjEuV2F0Y2hSdW5zUmVxdWVzdBoTLmFnZW50ZC52MS5SdW5FdmVudDABQkEKDWRldi5hZ2VudGQudjFaJGFnZW50ZC9jbGllbnRzL2dvL2FnZW50ZC92MTthZ2VudGR2MaoCCUFnZW50ZC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Describes the message agentd.v1.StreamAgentRequest.
@@ -76,291 +76,305 @@ export const ResumeRequestSchema = /*@__PURE__*/
   messageDesc(file_agentd_v1_agentd, 4);
 
 /**
+ * Describes the message agentd.v1.ElicitationResponse.
+ * Use `create(ElicitationResponseSchema)` to create a new message.
+ */
+export const ElicitationResponseSchema = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 5);
+
+/**
  * Describes the message agentd.v1.Selections.
  * Use `create(SelectionsSchema)` to create a new message.
  */
 export const SelectionsSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 5);
+  messageDesc(file_agentd_v1_agentd, 6);
 
 /**
  * Describes the message agentd.v1.Approval.
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 6);
+  messageDesc(file_agentd_v1_agentd, 7);
 
 /**
  * Describes the message agentd.v1.SubscribeRunRequest.
  * Use `create(SubscribeRunRequestSchema)` to create a new message.
  */
 export const SubscribeRunRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 7);
+  messageDesc(file_agentd_v1_agentd, 8);
 
 /**
  * Describes the message agentd.v1.WatchRunsRequest.
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 8);
+  messageDesc(file_agentd_v1_agentd, 9);
 
 /**
  * Describes the message agentd.v1.RunEvent.
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 9);
+  messageDesc(file_agentd_v1_agentd, 10);
 
 /**
  * Describes the message agentd.v1.GetRunRequest.
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 10);
+  messageDesc(file_agentd_v1_agentd, 11);
 
 /**
  * Describes the message agentd.v1.ListRunsRequest.
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 11);
+  messageDesc(file_agentd_v1_agentd, 12);
 
 /**
  * Describes the message agentd.v1.ListRunsResponse.
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 12);
+  messageDesc(file_agentd_v1_agentd, 13);
 
 /**
  * Describes the message agentd.v1.CancelRunRequest.
  * Use `create(CancelRunRequestSchema)` to create a new message.
  */
 export const CancelRunRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 13);
+  messageDesc(file_agentd_v1_agentd, 14);
 
 /**
  * Describes the message agentd.v1.ListAgentsRequest.
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 14);
+  messageDesc(file_agentd_v1_agentd, 15);
 
 /**
  * Describes the message agentd.v1.ListAgentsResponse.
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 15);
+  messageDesc(file_agentd_v1_agentd, 16);
 
 /**
  * Describes the message agentd.v1.ExecuteToolRequest.
  * Use `create(ExecuteToolRequestSchema)` to create a new message.
  */
 export const ExecuteToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 16);
+  messageDesc(file_agentd_v1_agentd, 17);
 
 /**
  * Describes the message agentd.v1.ExecuteToolResponse.
  * Use `create(ExecuteToolResponseSchema)` to create a new message.
  */
 export const ExecuteToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 17);
+  messageDesc(file_agentd_v1_agentd, 18);
 
 /**
  * Describes the message agentd.v1.GetThreadRequest.
  * Use `create(GetThreadRequestSchema)` to create a new message.
  */
 export const GetThreadRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 18);
+  messageDesc(file_agentd_v1_agentd, 19);
 
 /**
  * Describes the message agentd.v1.ListThreadsRequest.
  * Use `create(ListThreadsRequestSchema)` to create a new message.
  */
 export const ListThreadsRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 19);
+  messageDesc(file_agentd_v1_agentd, 20);
 
 /**
  * Describes the message agentd.v1.ListThreadsResponse.
  * Use `create(ListThreadsResponseSchema)` to create a new message.
  */
 export const ListThreadsResponseSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 20);
+  messageDesc(file_agentd_v1_agentd, 21);
 
 /**
  * Describes the message agentd.v1.DeleteThreadRequest.
  * Use `create(DeleteThreadRequestSchema)` to create a new message.
  */
 export const DeleteThreadRequestSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 21);
+  messageDesc(file_agentd_v1_agentd, 22);
 
 /**
  * Describes the message agentd.v1.DeleteThreadResponse.
  * Use `create(DeleteThreadResponseSchema)` to create a new message.
  */
 export const DeleteThreadResponseSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 22);
+  messageDesc(file_agentd_v1_agentd, 23);
 
 /**
  * Describes the message agentd.v1.Thread.
  * Use `create(ThreadSchema)` to create a new message.
  */
 export const ThreadSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 23);
+  messageDesc(file_agentd_v1_agentd, 24);
 
 /**
  * Describes the message agentd.v1.ThreadMessage.
  * Use `create(ThreadMessageSchema)` to create a new message.
  */
 export const ThreadMessageSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 24);
+  messageDesc(file_agentd_v1_agentd, 25);
 
 /**
  * Describes the message agentd.v1.ThreadAnswer.
  * Use `create(ThreadAnswerSchema)` to create a new message.
  */
 export const ThreadAnswerSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 25);
+  messageDesc(file_agentd_v1_agentd, 26);
 
 /**
  * Describes the message agentd.v1.Run.
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 26);
+  messageDesc(file_agentd_v1_agentd, 27);
 
 /**
  * Describes the message agentd.v1.PendingToolCall.
  * Use `create(PendingToolCallSchema)` to create a new message.
  */
 export const PendingToolCallSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 27);
+  messageDesc(file_agentd_v1_agentd, 28);
 
 /**
  * Describes the message agentd.v1.Agent.
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 28);
+  messageDesc(file_agentd_v1_agentd, 29);
 
 /**
  * Describes the message agentd.v1.ToolInfo.
  * Use `create(ToolInfoSchema)` to create a new message.
  */
 export const ToolInfoSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 29);
+  messageDesc(file_agentd_v1_agentd, 30);
 
 /**
  * Describes the message agentd.v1.Usage.
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 30);
+  messageDesc(file_agentd_v1_agentd, 31);
 
 /**
  * Describes the message agentd.v1.AgentChunk.
  * Use `create(AgentChunkSchema)` to create a new message.
  */
 export const AgentChunkSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 31);
+  messageDesc(file_agentd_v1_agentd, 32);
 
 /**
  * Describes the message agentd.v1.RunStarted.
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 32);
+  messageDesc(file_agentd_v1_agentd, 33);
 
 /**
  * Describes the message agentd.v1.StepStarted.
  * Use `create(StepStartedSchema)` to create a new message.
  */
 export const StepStartedSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 33);
+  messageDesc(file_agentd_v1_agentd, 34);
 
 /**
  * Describes the message agentd.v1.TextDelta.
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 34);
+  messageDesc(file_agentd_v1_agentd, 35);
 
 /**
  * Describes the message agentd.v1.ToolCall.
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 35);
+  messageDesc(file_agentd_v1_agentd, 36);
 
 /**
  * Describes the message agentd.v1.ToolResult.
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 36);
+  messageDesc(file_agentd_v1_agentd, 37);
 
 /**
  * Describes the message agentd.v1.ToolCallSuspended.
  * Use `create(ToolCallSuspendedSchema)` to create a new message.
  */
 export const ToolCallSuspendedSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 37);
+  messageDesc(file_agentd_v1_agentd, 38);
 
 /**
  * Describes the message agentd.v1.ToolCallApproval.
  * Use `create(ToolCallApprovalSchema)` to create a new message.
  */
 export const ToolCallApprovalSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 38);
+  messageDesc(file_agentd_v1_agentd, 39);
 
 /**
  * Describes the message agentd.v1.StepFinished.
  * Use `create(StepFinishedSchema)` to create a new message.
  */
 export const StepFinishedSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 39);
+  messageDesc(file_agentd_v1_agentd, 40);
 
 /**
  * Describes the message agentd.v1.RunFinished.
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 40);
+  messageDesc(file_agentd_v1_agentd, 41);
 
 /**
  * Describes the message agentd.v1.RunError.
  * Use `create(RunErrorSchema)` to create a new message.
  */
 export const RunErrorSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 41);
+  messageDesc(file_agentd_v1_agentd, 42);
 
 /**
  * Describes the message agentd.v1.SuspendPayload.
  * Use `create(SuspendPayloadSchema)` to create a new message.
  */
 export const SuspendPayloadSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 42);
+  messageDesc(file_agentd_v1_agentd, 43);
+
+/**
+ * Describes the message agentd.v1.Elicitation.
+ * Use `create(ElicitationSchema)` to create a new message.
+ */
+export const ElicitationSchema = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 44);
 
 /**
  * Describes the message agentd.v1.AskUserPayload.
  * Use `create(AskUserPayloadSchema)` to create a new message.
  */
 export const AskUserPayloadSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 43);
+  messageDesc(file_agentd_v1_agentd, 45);
 
 /**
  * Describes the message agentd.v1.AskUserOption.
  * Use `create(AskUserOptionSchema)` to create a new message.
  */
 export const AskUserOptionSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 44);
+  messageDesc(file_agentd_v1_agentd, 46);
 
 /**
  * Describes the message agentd.v1.ClientToolCall.
  * Use `create(ClientToolCallSchema)` to create a new message.
  */
 export const ClientToolCallSchema = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 45);
+  messageDesc(file_agentd_v1_agentd, 47);
 
 /**
  * Describes the enum agentd.v1.Role.
@@ -391,10 +405,24 @@ export const DisconnectPolicy = /*@__PURE__*/
   tsEnum(DisconnectPolicySchema);
 
 /**
+ * Describes the enum agentd.v1.ElicitationAction.
+ */
+export const ElicitationActionSchema = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 2);
+
+/**
+ * What a person did with an MCP server's request for input.
+ *
+ * @generated from enum agentd.v1.ElicitationAction
+ */
+export const ElicitationAction = /*@__PURE__*/
+  tsEnum(ElicitationActionSchema);
+
+/**
  * Describes the enum agentd.v1.RunEventKind.
  */
 export const RunEventKindSchema = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 2);
+  enumDesc(file_agentd_v1_agentd, 3);
 
 /**
  * What changed in a run.
@@ -408,7 +436,7 @@ export const RunEventKind = /*@__PURE__*/
  * Describes the enum agentd.v1.AnswerSource.
  */
 export const AnswerSourceSchema = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 3);
+  enumDesc(file_agentd_v1_agentd, 4);
 
 /**
  * How an answer reached a suspended call.
@@ -422,7 +450,7 @@ export const AnswerSource = /*@__PURE__*/
  * Describes the enum agentd.v1.RunStatus.
  */
 export const RunStatusSchema = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 4);
+  enumDesc(file_agentd_v1_agentd, 5);
 
 /**
  * Where a run is in its life.
@@ -436,7 +464,7 @@ export const RunStatus = /*@__PURE__*/
  * Describes the enum agentd.v1.FinishReason.
  */
 export const FinishReasonSchema = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 5);
+  enumDesc(file_agentd_v1_agentd, 6);
 
 /**
  * Why a stream ended.
@@ -447,10 +475,24 @@ export const FinishReason = /*@__PURE__*/
   tsEnum(FinishReasonSchema);
 
 /**
+ * Describes the enum agentd.v1.ElicitationMode.
+ */
+export const ElicitationModeSchema = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 7);
+
+/**
+ * How an MCP server's request for input is answered.
+ *
+ * @generated from enum agentd.v1.ElicitationMode
+ */
+export const ElicitationMode = /*@__PURE__*/
+  tsEnum(ElicitationModeSchema);
+
+/**
  * Describes the enum agentd.v1.SelectionMode.
  */
 export const SelectionModeSchema = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 6);
+  enumDesc(file_agentd_v1_agentd, 8);
 
 /**
  * How a question is answered.
