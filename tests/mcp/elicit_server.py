@@ -59,7 +59,11 @@ async def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
     if (ctx.protocol_version or "") >= "2026-07-28":
         responses = ctx.input_responses or {}
         if "pay" in responses:
-            return f"payment: {responses['pay'].get('action')}"
+            if ctx.request_state != "pay-state":
+                return f"payment: the state came back as {ctx.request_state!r}"
+            response = responses["pay"]
+            action = response.get("action") if isinstance(response, dict) else response.action
+            return f"payment: {action}"
         request = ElicitRequest(
             params=ElicitRequestURLParams(
                 message=f"Pay {amount} EUR", url=url, elicitation_id=f"pay-{amount}"

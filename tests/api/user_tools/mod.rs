@@ -5,6 +5,7 @@
 
 mod approval;
 mod client;
+mod elicitation;
 mod http;
 pub(crate) mod http_server;
 mod mcp;
