@@ -28,7 +28,9 @@ pub use run::{
     WrongPhase,
 };
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
-pub use suspend::{Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload};
+pub use suspend::{
+    Answer, AnswerError, AskUserOption, AskUserPayload, SelectionMode, SuspendPayload, DECLINED_TO_ANSWER,
+};
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
 pub(crate) use text::clip;
 pub use thread::{

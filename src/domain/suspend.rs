@@ -84,6 +84,10 @@ pub enum Answer {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         edited_args: Option<Args>,
     },
+    /// The person saw the question and chose not to answer it (an MCP
+    /// client's `decline`): the model learns that, and a call waiting for
+    /// approval is declined. No agentd.v1 answer carries it.
+    Declined,
 }
 
 impl Answer {
@@ -94,9 +98,13 @@ impl Answer {
             Answer::Selections(_) => "selections",
             Answer::Data(_) => "data",
             Answer::Approval { .. } => "approval",
+            Answer::Declined => "declined",
         }
     }
 }
+
+/// What the model reads when the person declined to answer a question.
+pub const DECLINED_TO_ANSWER: &str = "User declined to answer.";
 
 /// Why an answer does not fit what it answers.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -212,6 +212,9 @@ impl Tool for AskUser {
         let SuspendPayload::AskUser(question) = payload else {
             return super::resume_with_data(payload, answer);
         };
+        if *answer == Answer::Declined {
+            return Ok(ToolOutput::ok(crate::domain::DECLINED_TO_ANSWER));
+        }
         answer_text(question, answer).map(|text| ToolOutput::ok(format!("User answered: {text}")))
     }
 }
@@ -301,6 +304,22 @@ mod tests {
             ToolOutcome::Done(ToolOutput::error(
                 "Failed to ask user: selectionMode requires options."
             ))
+        );
+    }
+
+    #[test]
+    fn a_declined_question_tells_the_model_so() {
+        let question = SuspendPayload::AskUser(AskUserPayload {
+            question: "Which plan?".into(),
+            options: vec![AskUserOption {
+                label: "Pro".into(),
+                description: String::new(),
+            }],
+            selection_mode: SelectionMode::SingleSelect,
+        });
+        assert_eq!(
+            AskUser::new().resume(&question, &Answer::Declined),
+            Ok(ToolOutput::ok("User declined to answer."))
         );
     }
 
