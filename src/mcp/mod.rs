@@ -104,8 +104,9 @@ pub fn routes(
 /// Lets a request through with its caller's tenant, or refuses it: 403
 /// for a foreign origin, 401 without a valid API key.
 async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
-    if let Err(refusal) = check_origin(request.headers(), guard.cors.as_ref()) {
-        return refusal;
+    if !origin_allowed(request.headers(), guard.cors.as_ref()) {
+        let message = "Forbidden: pages of this Origin may not call /mcp (see --cors-allow-origin)\n";
+        return (StatusCode::FORBIDDEN, Body::from(message)).into_response();
     }
     let metadata = tonic::metadata::MetadataMap::from_headers(request.headers().clone());
     match guard.authenticator.authenticate(&metadata) {
@@ -125,23 +126,16 @@ async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> 
 
 /// A request with an `Origin` comes from a browser page: one served by
 /// this server (the origin names the request's `Host`) or one of `cors`.
-fn check_origin(headers: &HeaderMap, cors: Option<&AllowedOrigins>) -> Result<(), Response> {
+fn origin_allowed(headers: &HeaderMap, cors: Option<&AllowedOrigins>) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
-        return Ok(());
+        return true;
     };
     let origin = origin.to_str().unwrap_or_default();
     let host = headers.get(header::HOST).and_then(|host| host.to_str().ok());
     let same_origin = origin
         .split_once("://")
         .is_some_and(|(_, authority)| host.is_some_and(|host| host.eq_ignore_ascii_case(authority)));
-    if same_origin || cors.is_some_and(|cors| cors.allows(origin)) {
-        return Ok(());
-    }
-    Err((
-        StatusCode::FORBIDDEN,
-        Body::from("Forbidden: pages of this Origin may not call /mcp (see --cors-allow-origin)\n"),
-    )
-        .into_response())
+    same_origin || cors.is_some_and(|cors| cors.allows(origin))
 }
 
 #[cfg(test)]
@@ -157,12 +151,24 @@ mod tests {
 
     #[test]
     fn origins_of_this_server_or_allowed_pages_pass() {
-        assert!(check_origin(&HeaderMap::new(), None).is_ok());
-        assert!(check_origin(&headers("http://127.0.0.1:5000", "127.0.0.1:5000"), None).is_ok());
-        assert!(check_origin(&headers("http://evil.example", "127.0.0.1:5000"), None).is_err());
+        assert!(origin_allowed(&HeaderMap::new(), None));
+        assert!(origin_allowed(
+            &headers("http://127.0.0.1:5000", "127.0.0.1:5000"),
+            None
+        ));
+        assert!(!origin_allowed(
+            &headers("http://evil.example", "127.0.0.1:5000"),
+            None
+        ));
         let cors = AllowedOrigins::parse_list("https://app.example.com").unwrap();
-        assert!(check_origin(&headers("https://app.example.com", "127.0.0.1:5000"), Some(&cors)).is_ok());
-        assert!(check_origin(&headers("https://evil.example", "127.0.0.1:5000"), Some(&cors)).is_err());
+        assert!(origin_allowed(
+            &headers("https://app.example.com", "127.0.0.1:5000"),
+            Some(&cors)
+        ));
+        assert!(!origin_allowed(
+            &headers("https://evil.example", "127.0.0.1:5000"),
+            Some(&cors)
+        ));
     }
 
     #[test]

@@ -45,7 +45,10 @@ async fn the_endpoint_wants_a_key_and_refuses_other_sites() {
     let wrong = post(&url, &[("authorization", "Bearer not-a-key")]).await;
     assert_eq!(wrong.status(), 401, "a wrong key");
     assert_eq!(
-        wrong.headers().get("www-authenticate").map(|v| v.to_str().unwrap()),
+        wrong
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap()),
         Some("Bearer")
     );
     let bearer = format!("Bearer {ACME_KEY}");
@@ -58,7 +61,11 @@ async fn the_endpoint_wants_a_key_and_refuses_other_sites() {
     let foreign = post(&url, &[("origin", "http://evil.example.com")]).await;
     assert_eq!(foreign.status(), 403, "a page of another site");
     let own = format!("http://{}", open.addr);
-    assert_eq!(post(&url, &[("origin", &own)]).await.status(), 200, "a page of this server");
+    assert_eq!(
+        post(&url, &[("origin", &own)]).await.status(),
+        200,
+        "a page of this server"
+    );
     let rebound = post(&url, &[("host", "evil.example.com")]).await;
     assert_eq!(rebound.status(), 403, "a host name outside the allowed ones");
 }
@@ -66,13 +73,19 @@ async fn the_endpoint_wants_a_key_and_refuses_other_sites() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
 async fn the_mcp_python_sdk_drives_agentd() {
-    let python = std::env::var(PYTHON).unwrap_or_else(|_| panic!("{PYTHON} names a Python with mcp installed"));
+    let python =
+        std::env::var(PYTHON).unwrap_or_else(|_| panic!("{PYTHON} names a Python with mcp installed"));
     let open = TestServer::start().await;
     let keyed = two_tenants().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/mcp_client_test.py");
     let mut child = Command::new(python)
         .arg(script)
-        .args(["--open", &open.addr.to_string(), "--keyed", &keyed.addr.to_string()])
+        .args([
+            "--open",
+            &open.addr.to_string(),
+            "--keyed",
+            &keyed.addr.to_string(),
+        ])
         .args(["--acme-key", ACME_KEY, "--globex-key", GLOBEX_KEY])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -106,14 +119,18 @@ async fn the_mcp_python_sdk_drives_agentd() {
                 .into_inner()
                 .runs;
             let run_id = &runs.first().expect("a suspended run").run_id;
-            open.resume_text(run_id, "Enterprise").await.expect("the gRPC answer");
+            open.resume_text(run_id, "Enterprise")
+                .await
+                .expect("the gRPC answer");
             stdin.write_all(b"answered\n").await.expect("tell the client");
         }
     }
     let status = child.wait().await.expect("the client ran");
     let mut stderr = String::new();
     if let Some(mut err) = child.stderr.take() {
-        tokio::io::AsyncReadExt::read_to_string(&mut err, &mut stderr).await.ok();
+        tokio::io::AsyncReadExt::read_to_string(&mut err, &mut stderr)
+            .await
+            .ok();
     }
     println!("{output}");
     assert!(
@@ -124,13 +141,21 @@ async fn the_mcp_python_sdk_drives_agentd() {
     // Answered through MCP: another surface's answer comes too late.
     assert_eq!(answered.len(), 2, "{output}");
     for run_id in &answered {
-        let late = open.resume(resume_request(run_id, "", pb::resume_request::Answer::Text("Basic".into()))).await;
+        let late = open
+            .resume(resume_request(
+                run_id,
+                "",
+                pb::resume_request::Answer::Text("Basic".into()),
+            ))
+            .await;
         expect_code(late, Code::FailedPrecondition);
     }
     // The question a client without elicitation read waits for any
     // surface's answer.
     let waiting = waiting.expect("a waiting run");
-    open.resume_text(&waiting, "Pro").await.expect("answered through gRPC");
+    open.resume_text(&waiting, "Pro")
+        .await
+        .expect("answered through gRPC");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
