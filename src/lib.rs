@@ -11,6 +11,8 @@
 //!              API and never the store:
 //!   grpc/        agentd.v1 (also over gRPC-Web)   a2a/      A2A v1.0
 //!   inbox/       the web inbox's pages            webhooks/ outbound events
+//!   mcp/         the agents as MCP tools (Streamable HTTP at /mcp; a
+//!                suspended run asks the MCP client by elicitation)
 //!              (a2a/ and webhooks/ borrow grpc/'s conversions, its tenant
 //!              check and its stream gate)
 //! runtime/     the one API every surface calls (runtime/api.rs), and
@@ -57,6 +59,7 @@ pub mod grpc;
 pub mod http_client;
 mod inbox;
 pub mod limits;
+mod mcp;
 pub mod metrics;
 pub mod model;
 mod propagation;

@@ -156,6 +156,10 @@ impl Agent {
                     pending.call.name
                 ))))
             }
+            (Waiting::Approval, Answer::Declined) => Ok(Resolution::Output(ToolOutput::error(format!(
+                "The user declined this call of {}",
+                pending.call.name
+            )))),
             (Waiting::Approval, other) => Err(AnswerError::new(
                 other.field(),
                 "this call waits for approval: send approval",
@@ -164,6 +168,10 @@ impl Agent {
                 "approval",
                 "this call is suspended, not waiting for approval",
             )),
+            // Whatever the question, a person may decline to answer it.
+            (Waiting::Suspended { .. }, Answer::Declined) => Ok(Resolution::Output(ToolOutput::ok(
+                crate::domain::DECLINED_TO_ANSWER,
+            ))),
             (Waiting::Suspended { payload }, answer) => match self.tools.get(&pending.call.name) {
                 Some(tool) => {
                     // Resume data is checked against the tool's resume

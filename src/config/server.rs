@@ -51,6 +51,16 @@ settings! {
         cors_allow_origin: AllowedOrigins, flag "--cors-allow-origin ORIGINS",
             env "AGENTD_CORS_ALLOW_ORIGIN",
             default none "same origin only";
+        /// The secret (at least 32 bytes) that seals the requestState of
+        /// MCP input-required results, so that a client cannot forge or
+        /// alter one; replicas behind one address must share it.
+        mcp_state_key: String, flag "--mcp-state-key KEY", env "AGENTD_MCP_STATE_KEY",
+            default none "a random key per process";
+        /// Host names (or host:port) MCP requests to /mcp may name in their
+        /// Host header, against DNS rebinding: a comma-separated list, or
+        /// * for any.
+        mcp_allowed_hosts: String, flag "--mcp-allowed-hosts HOSTS", env "AGENTD_MCP_ALLOWED_HOSTS",
+            default "localhost,127.0.0.1,::1";
         /// Serve Prometheus metrics (GET /metrics) on this address, e.g.
         /// 127.0.0.1:9090.
         metrics_listen: ListenAddr, flag "--metrics-listen ADDR", env "AGENTD_METRICS_LISTEN",

@@ -30,7 +30,7 @@ pub use run::{
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};
 pub use suspend::{
     Answer, AnswerError, AskUserOption, AskUserPayload, Elicitation, ElicitationAction, ElicitationRequest,
-    ElicitationResponse, SelectionMode, SuspendPayload,
+    ElicitationResponse, SelectionMode, SuspendPayload, DECLINED_TO_ANSWER,
 };
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
 pub(crate) use text::clip;

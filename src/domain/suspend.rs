@@ -168,6 +168,10 @@ pub enum Answer {
         edited_args: Option<Args>,
     },
     Elicitation(ElicitationResponse),
+    /// The person saw the question and chose not to answer it (an MCP
+    /// client's `decline`): the model learns that, and a call waiting for
+    /// approval is declined. No agentd.v1 answer carries it.
+    Declined,
 }
 
 impl Answer {
@@ -179,9 +183,13 @@ impl Answer {
             Answer::Data(_) => "data",
             Answer::Approval { .. } => "approval",
             Answer::Elicitation(_) => "elicitation",
+            Answer::Declined => "declined",
         }
     }
 }
+
+/// What the model reads when the person declined to answer a question.
+pub const DECLINED_TO_ANSWER: &str = "User declined to answer.";
 
 /// Why an answer does not fit what it answers.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

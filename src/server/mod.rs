@@ -28,7 +28,7 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
 
-pub use options::{OptionsError, ServeOptions};
+pub use options::{McpOptions, OptionsError, ServeOptions};
 pub use settings::{FileConfig, ServerSettings, ThreadsFile};
 pub use tls::TlsError;
 
@@ -54,6 +54,8 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("invalid limits: {0}")]
     Limits(#[from] crate::limits::InvalidLimits),
+    #[error("the MCP endpoint: {0}")]
+    Mcp(#[from] crate::mcp::StateError),
     #[error("starting deliveries: {0}")]
     Deliveries(#[from] crate::runtime::DeliveryStartError),
 }
@@ -190,6 +192,21 @@ pub async fn serve_with(
         options.tls.is_some(),
     );
 
+    // MCP sessions end when shutdown begins, so that their open streams
+    // do not hold the drain.
+    let mcp_stop = tokio_util::sync::CancellationToken::new();
+    let mcp = crate::mcp::routes(
+        runtime.clone(),
+        options.authenticator.clone(),
+        options.cors.clone(),
+        &options.mcp,
+        mcp_stop.clone(),
+    )?;
+    let shutdown = async move {
+        shutdown.await;
+        mcp_stop.cancel();
+    };
+
     let store_watch = AbortOnDrop(health::spawn_store_watch(runtime.clone(), health.clone()));
     let (closed, streams_closed) = tokio::sync::oneshot::channel();
     let draining = drain::Draining {
@@ -231,7 +248,7 @@ pub async fn serve_with(
         .add_service(web::grpc_web(reflection_v1alpha))
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
-    let pages = cards.merge(crate::inbox::routes());
+    let pages = cards.merge(crate::inbox::routes()).merge(mcp);
     let routes = web::with_pages(grpc.routes(), pages, options.cors.as_ref());
     let serving = builder
         .add_routes(routes)

@@ -13,6 +13,7 @@ use super::TlsError;
 use crate::auth::{ApiKeys, AuthConfigError};
 use crate::config::{AllowedOrigins, ServerConfig};
 use crate::grpc::Authenticator;
+pub use crate::mcp::McpOptions;
 use crate::webhooks::{Known, Webhook, WebhookConfigError};
 
 /// How a server authenticates, encrypts and shuts down.
@@ -36,6 +37,8 @@ pub struct ServeOptions {
     pub cors: Option<AllowedOrigins>,
     /// A2A push notifications may go to non-public addresses.
     pub a2a_push_allow_private: bool,
+    /// The MCP endpoint's key and allowed host names.
+    pub mcp: McpOptions,
 }
 
 impl Default for ServeOptions {
@@ -50,6 +53,7 @@ impl Default for ServeOptions {
             webhooks: Vec::new(),
             cors: None,
             a2a_push_allow_private: false,
+            mcp: McpOptions::default(),
         }
     }
 }
@@ -86,6 +90,10 @@ impl ServeOptions {
             webhooks,
             cors: settings.server.cors_allow_origin.clone(),
             a2a_push_allow_private: settings.a2a.push_allow_private,
+            mcp: McpOptions {
+                state_key: settings.server.mcp_state_key.clone(),
+                allowed_hosts: crate::mcp::parse_hosts(&settings.server.mcp_allowed_hosts),
+            },
         })
     }
 

@@ -212,6 +212,9 @@ impl Tool for AskUser {
         let SuspendPayload::AskUser(question) = payload else {
             return super::resume_with_data(payload, answer).map(Resumed::Output);
         };
+        if *answer == Answer::Declined {
+            return Ok(Resumed::Output(ToolOutput::ok(crate::domain::DECLINED_TO_ANSWER)));
+        }
         answer_text(question, answer)
             .map(|text| Resumed::Output(ToolOutput::ok(format!("User answered: {text}"))))
     }
@@ -302,6 +305,22 @@ mod tests {
             ToolOutcome::Done(ToolOutput::error(
                 "Failed to ask user: selectionMode requires options."
             ))
+        );
+    }
+
+    #[test]
+    fn a_declined_question_tells_the_model_so() {
+        let question = SuspendPayload::AskUser(AskUserPayload {
+            question: "Which plan?".into(),
+            options: vec![AskUserOption {
+                label: "Pro".into(),
+                description: String::new(),
+            }],
+            selection_mode: SelectionMode::SingleSelect,
+        });
+        assert_eq!(
+            AskUser::new().resume(&question, &Answer::Declined),
+            Ok(Resumed::Output(ToolOutput::ok("User declined to answer.")))
         );
     }
 

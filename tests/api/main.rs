@@ -20,6 +20,7 @@ mod custom_tool;
 mod expiry;
 mod health;
 mod list_runs;
+mod mcp;
 mod metrics;
 mod pg;
 mod process;

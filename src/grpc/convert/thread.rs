@@ -173,6 +173,7 @@ fn answer_to_proto(answer: &AnswerRecord) -> pb::ThreadAnswer {
             reason,
             ..
         } => format!("declined: {reason}"),
+        Answer::Declined => "declined to answer".to_owned(),
     };
     let source = match answer.via {
         AnswerVia::Resume => pb::AnswerSource::Resume,

@@ -1,0 +1,236 @@
+//! A pending call as an MCP elicitation, and the client's answer back as
+//! the run's answer. Single-select is a string enum with titled options,
+//! multi-select an array of them, free text a string, an approval
+//! `{approved, reason?}`. What the answer is worth is not decided here:
+//! Resume validates it exactly as it validates an agentd.v1 answer.
+
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::{json, Map, Value};
+
+use crate::domain::{
+    Answer, AnswerError, AskUserPayload, PendingCall, SelectionMode, SuspendPayload, Waiting,
+};
+
+/// The property of the form that carries a question's answer.
+const ANSWER: &str = "answer";
+
+/// What a pending call asks, in the shapes an MCP form can take.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Question {
+    Ask(AskUserPayload),
+    Approval { tool: String, args: String },
+}
+
+/// What the client did with the form.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// Accepted, with an answer for Resume to check.
+    Answer(Answer),
+    Declined,
+    Cancelled,
+}
+
+impl Question {
+    /// The question `pending` asks; `None` for a suspension no form can
+    /// answer (a custom tool's resume data, a client tool's result).
+    pub fn of(pending: &PendingCall) -> Option<Self> {
+        match &pending.waiting {
+            Waiting::Approval => Some(Self::Approval {
+                tool: pending.call.name.clone(),
+                args: pending.call.args.json().get().to_owned(),
+            }),
+            Waiting::Suspended {
+                payload: SuspendPayload::AskUser(question),
+            } => Some(Self::Ask(question.clone())),
+            Waiting::Suspended { .. } => None,
+        }
+    }
+
+    /// The question as a person reads it.
+    pub fn message(&self) -> String {
+        match self {
+            Self::Ask(question) => question.question.clone(),
+            Self::Approval { tool, args } => format!("Approve this call of {tool}? Arguments: {args}"),
+        }
+    }
+
+    /// The form's JSON schema.
+    pub fn schema(&self) -> Value {
+        let options = |question: &AskUserPayload| -> Vec<Value> {
+            question
+                .options
+                .iter()
+                .map(|option| json!({"const": option.label, "title": option.label}))
+                .collect()
+        };
+        match self {
+            Self::Ask(question) => {
+                let answer = match question.selection_mode {
+                    SelectionMode::FreeText => json!({"type": "string", "title": "Answer"}),
+                    SelectionMode::SingleSelect => {
+                        json!({"type": "string", "title": "Answer", "oneOf": options(question)})
+                    }
+                    SelectionMode::MultiSelect => json!({
+                        "type": "array",
+                        "title": "Answer",
+                        "minItems": 1,
+                        "items": {"anyOf": options(question)},
+                    }),
+                };
+                json!({"type": "object", "properties": {ANSWER: answer}, "required": [ANSWER]})
+            }
+            Self::Approval { .. } => json!({
+                "type": "object",
+                "properties": {
+                    "approved": {"type": "boolean", "title": "Approve the call"},
+                    "reason": {"type": "string", "title": "Reason (when declining)"},
+                },
+                "required": ["approved"],
+            }),
+        }
+    }
+
+    /// The `elicitation/create` parameters that ask this question.
+    pub fn elicitation(&self) -> ElicitRequestParams {
+        let params = json!({
+            "mode": "form",
+            "message": self.message(),
+            "requestedSchema": self.schema(),
+        });
+        // The schema is one of the shapes above, which the type accepts.
+        serde_json::from_value(params).expect("a form elicitation")
+    }
+
+    /// What `result` (an `ElicitResult`) says, or why it cannot say it.
+    pub fn reply(&self, result: &ElicitResult) -> Result<Reply, AnswerError> {
+        match result.action {
+            ElicitationAction::Decline => return Ok(Reply::Declined),
+            ElicitationAction::Cancel => return Ok(Reply::Cancelled),
+            ElicitationAction::Accept => {}
+            _ => return Err(AnswerError::new("action", "accept, decline or cancel")),
+        }
+        let empty = Map::new();
+        let content = match &result.content {
+            Some(Value::Object(content)) => content,
+            None => &empty,
+            Some(_) => return Err(AnswerError::new("content", "the content must be an object")),
+        };
+        let answer = match self {
+            Self::Ask(question) => match (question.selection_mode, content.get(ANSWER)) {
+                (SelectionMode::MultiSelect, Some(Value::Array(labels))) => {
+                    let labels: Option<Vec<String>> = labels
+                        .iter()
+                        .map(|label| label.as_str().map(str::to_owned))
+                        .collect();
+                    Answer::Selections(
+                        labels.ok_or_else(|| AnswerError::new("content.answer", "labels are strings"))?,
+                    )
+                }
+                (SelectionMode::MultiSelect, _) => {
+                    return Err(AnswerError::new("content.answer", "an array of option labels"))
+                }
+                (_, Some(Value::String(text))) => Answer::Text(text.clone()),
+                (_, _) => return Err(AnswerError::new("content.answer", "a string is required")),
+            },
+            Self::Approval { .. } => {
+                let Some(Value::Bool(approved)) = content.get("approved") else {
+                    return Err(AnswerError::new("content.approved", "a boolean is required"));
+                };
+                let reason = match content.get("reason") {
+                    None | Some(Value::Null) => String::new(),
+                    Some(Value::String(reason)) => reason.clone(),
+                    Some(_) => return Err(AnswerError::new("content.reason", "a string")),
+                };
+                Answer::Approval {
+                    approved: *approved,
+                    reason,
+                    edited_args: None,
+                }
+            }
+        };
+        Ok(Reply::Answer(answer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::AskUserOption;
+
+    fn ask(mode: SelectionMode) -> Question {
+        Question::Ask(AskUserPayload {
+            question: "Which?".into(),
+            options: ["Pro", "Basic"]
+                .map(|label| AskUserOption {
+                    label: label.into(),
+                    description: String::new(),
+                })
+                .into(),
+            selection_mode: mode,
+        })
+    }
+
+    fn accepted(content: Value) -> ElicitResult {
+        ElicitResult::new(ElicitationAction::Accept).with_content(content)
+    }
+
+    #[test]
+    fn every_form_is_an_elicitation_schema() {
+        for question in [
+            ask(SelectionMode::FreeText),
+            ask(SelectionMode::SingleSelect),
+            ask(SelectionMode::MultiSelect),
+            Question::Approval {
+                tool: "send".into(),
+                args: "{}".into(),
+            },
+        ] {
+            let params = serde_json::to_value(question.elicitation()).unwrap();
+            assert_eq!(params["requestedSchema"], question.schema(), "{params}");
+        }
+        let single = ask(SelectionMode::SingleSelect).schema();
+        assert_eq!(
+            single["properties"]["answer"]["oneOf"][0],
+            json!({"const": "Pro", "title": "Pro"})
+        );
+        let multi = ask(SelectionMode::MultiSelect).schema();
+        assert_eq!(multi["properties"]["answer"]["type"], "array");
+    }
+
+    #[test]
+    fn replies_become_answers() {
+        let single = ask(SelectionMode::SingleSelect);
+        assert_eq!(
+            single.reply(&accepted(json!({"answer": "Pro"}))),
+            Ok(Reply::Answer(Answer::Text("Pro".into())))
+        );
+        assert!(single.reply(&accepted(json!({"answer": 3}))).is_err());
+        assert_eq!(
+            ask(SelectionMode::MultiSelect).reply(&accepted(json!({"answer": ["Pro", "Basic"]}))),
+            Ok(Reply::Answer(Answer::Selections(vec![
+                "Pro".into(),
+                "Basic".into()
+            ])))
+        );
+        let approval = Question::Approval {
+            tool: "send".into(),
+            args: "{}".into(),
+        };
+        assert_eq!(
+            approval.reply(&accepted(json!({"approved": false, "reason": "no"}))),
+            Ok(Reply::Answer(Answer::Approval {
+                approved: false,
+                reason: "no".into(),
+                edited_args: None
+            }))
+        );
+        assert_eq!(
+            single.reply(&ElicitResult::new(ElicitationAction::Decline)),
+            Ok(Reply::Declined)
+        );
+        assert_eq!(
+            single.reply(&ElicitResult::new(ElicitationAction::Cancel)),
+            Ok(Reply::Cancelled)
+        );
+    }
+}

@@ -1,0 +1,206 @@
+"""agentd's agents as MCP tools, driven by the official MCP Python SDK
+(`mcp`) over Streamable HTTP against real servers: one open, one with API
+keys for two tenants. Run by tests/api/mcp.rs, which answers one question
+through gRPC while this script's call waits (the lines `asked` and
+`answered` between them); exits non-zero on the first failed check. Prints
+`run: <id>` for each run the Rust side checks further."""
+
+import argparse
+import asyncio
+import sys
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+    print(f"ok: {what}", flush=True)
+
+
+def client(url, key=None, mode="legacy", elicitation=None):
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+    return Client(transport, mode=mode, elicitation_callback=elicitation)
+
+
+class Answers:
+    """An elicitation callback answering each question with the next reply
+    (a callable of the request's schema), and keeping what it was asked."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.asked = []
+
+    async def __call__(self, context, params):
+        self.asked.append(params)
+        return self.replies.pop(0)(params.requested_schema)
+
+
+def accept(answer):
+    return lambda schema: ElicitResult(action="accept", content={"answer": answer})
+
+
+def text_of(result):
+    return "".join(block.text for block in result.content if getattr(block, "text", None))
+
+
+async def tools_are_agents(url):
+    async with client(url) as mcp:
+        tools = (await mcp.list_tools()).tools
+        names = [tool.name for tool in tools]
+        check("assistant" in names, f"each agent is a tool: {names}")
+        schema = tools[names.index("assistant")].input_schema
+        check(schema["required"] == ["prompt"], "the tool takes a prompt")
+        check("thread_id" in schema["properties"], "and a thread id")
+
+
+async def questions_in_the_callback(url, mode):
+    answers = Answers(accept("Pro"))
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(message)
+
+    async with client(url, mode=mode, elicitation=answers) as mcp:
+        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"}, progress_callback=on_progress)
+        asked = answers.asked[0]
+        check(asked.message == "Which plan should I set up for you?", f"{mode}: the question is asked")
+        answer = asked.requested_schema["properties"]["answer"]
+        check(answer["type"] == "string", f"{mode}: single-select is a string")
+        check(
+            answer["oneOf"] == [{"const": label, "title": label} for label in ["Basic", "Pro", "Enterprise"]],
+            f"{mode}: with titled options",
+        )
+        check(not result.is_error, f"{mode}: the run completes")
+        check("Pro" in text_of(result), f"{mode}: the final text quotes the answer: {text_of(result)}")
+        structured = result.structured_content
+        check(structured["status"] == "completed", f"{mode}: structuredContent says completed")
+        check(structured["finalText"] == text_of(result), f"{mode}: and carries the final text")
+        print(f"run: {structured['runId']}", flush=True)
+
+        answers = Answers(accept(["Olives", "Basil"]))
+        mcp.session._elicitation_callback = answers
+        result = await mcp.call_tool("assistant", {"prompt": "multi"})
+        answer = answers.asked[0].requested_schema["properties"]["answer"]
+        check(answer["type"] == "array", f"{mode}: multi-select is an array")
+        check([o["const"] for o in answer["items"]["anyOf"]] == ["Mushrooms", "Olives", "Peppers", "Basil"], "of the options")
+        check("Olives, Basil" in text_of(result), f"{mode}: both labels answered: {text_of(result)}")
+
+        answers = Answers(accept("Ada"))
+        mcp.session._elicitation_callback = answers
+        result = await mcp.call_tool("assistant", {"prompt": "free"})
+        check(answers.asked[0].requested_schema["properties"]["answer"] == {"type": "string", "title": "Answer"}, "free text is a string")
+        check("Ada" in text_of(result), f"{mode}: the free-text answer reaches the model: {text_of(result)}")
+
+        answers = Answers(lambda schema: ElicitResult(action="decline"))
+        mcp.session._elicitation_callback = answers
+        result = await mcp.call_tool("assistant", {"prompt": "free"})
+        check(not result.is_error and result.structured_content["status"] == "completed", f"{mode}: a decline lets the run finish")
+        check("declined" in text_of(result).lower(), f"{mode}: the model learns of the decline: {text_of(result)}")
+
+        answers = Answers(lambda schema: ElicitResult(action="cancel"))
+        mcp.session._elicitation_callback = answers
+        result = await mcp.call_tool("assistant", {"prompt": "free"})
+        check(result.is_error, f"{mode}: a cancel ends the call with an error")
+        check(result.structured_content["status"] == "cancelled", f"{mode}: the run is cancelled")
+
+
+async def invalid_answer_leaves_the_run(url):
+    answers = Answers(accept("Platinum"))
+    async with client(url, elicitation=answers) as mcp:
+        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
+        check(result.is_error, "an answer that fits no option is an error result")
+        check("not accepted" in text_of(result), f"the client is told why: {text_of(result)}")
+        check(result.structured_content["status"] == "suspended", "the run still waits")
+
+
+async def without_elicitation(url):
+    async with client(url) as mcp:
+        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
+        text = text_of(result)
+        check("[Question for user]: Which plan should I set up for you?" in text, "a client without elicitation reads the question")
+        check("Options: Basic, Pro, Enterprise" in text, "with its options")
+        run_id = result.structured_content["runId"]
+        check(run_id in text and "Resume" in text, "the run id and how to answer it")
+        check(result.structured_content["status"] == "suspended", "the run waits")
+        print(f"waiting run: {run_id}", flush=True)
+
+
+async def answered_elsewhere(url):
+    """The question is answered through gRPC (by tests/api/mcp.rs) while
+    this call waits in the callback."""
+    loop = asyncio.get_running_loop()
+
+    async def never_answers(context, params):
+        print("asked", flush=True)
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        check(line.strip() == "answered", "answered through gRPC meanwhile")
+        return ElicitResult(action="decline")
+
+    async with client(url, elicitation=never_answers) as mcp:
+        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
+        check("Enterprise" in text_of(result), f"the call continues with the gRPC answer: {text_of(result)}")
+
+
+async def keys_and_tenants(url, acme, globex):
+    refused = False
+    try:
+        async with client(url) as mcp:
+            await mcp.list_tools()
+    except Exception:  # the SDK reports the HTTP status as an error of its own
+        refused = True
+    check(refused, "the SDK without a key is refused")
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        check(response.status_code == 401, f"no key is 401: {response.status_code}")
+        response = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"authorization": "Bearer wrong"})
+        check(response.status_code == 401, f"a wrong key is 401: {response.status_code}")
+
+    async with client(url, acme, mode="2026-07-28", elicitation=Answers(accept("Pro"))) as mine:
+        first = await mine.session.call_tool("assistant", {"prompt": "Help me pick a plan"}, allow_input_required=True)
+        check(first.result_type == "input_required", "a 2026-07-28 client gets an input-required result")
+        request = first.input_requests["answer"]
+        check(request.params.message == "Which plan should I set up for you?", "asking the question")
+        state = first.request_state
+        answer = {"answer": {"action": "accept", "content": {"answer": "Pro"}}}
+        async with client(url, globex, mode="2026-07-28") as theirs:
+            try:
+                await theirs.session.call_tool("assistant", {"prompt": "Help me pick a plan"}, input_responses=answer, request_state=state)
+                check(False, "another tenant cannot answer")
+            except MCPError as error:
+                check("requestState" in str(error), f"another tenant's state is refused: {error}")
+        try:
+            await mine.session.call_tool("assistant", {"prompt": "x"}, input_responses=answer, request_state=state[:-2] + "AA")
+            check(False, "an altered state is refused")
+        except MCPError as error:
+            check("requestState" in str(error), "an altered state is refused")
+        done = await mine.session.call_tool("assistant", {"prompt": "Help me pick a plan"}, input_responses=answer, request_state=state)
+        check("Pro" in text_of(done), "the owner's retry answers it")
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--open", required=True)
+    parser.add_argument("--keyed", required=True)
+    parser.add_argument("--acme-key", required=True)
+    parser.add_argument("--globex-key", required=True)
+    args = parser.parse_args()
+    open_url = f"http://{args.open}/mcp"
+    keyed_url = f"http://{args.keyed}/mcp"
+    await tools_are_agents(open_url)
+    await questions_in_the_callback(open_url, "legacy")
+    await questions_in_the_callback(open_url, "2026-07-28")
+    await invalid_answer_leaves_the_run(open_url)
+    await without_elicitation(open_url)
+    await keys_and_tenants(keyed_url, args.acme_key, args.globex_key)
+    await answered_elsewhere(open_url)
+    print('{"result": "passed"}', flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
