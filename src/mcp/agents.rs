@@ -367,6 +367,7 @@ fn waiting(
     let asks = match question {
         Some(Question::Ask(question)) => question.fallback_text(),
         Some(approval @ Question::Approval { .. }) => format!("[Approval needed]: {}", approval.message()),
+        Some(Question::Elicitation(asked)) => asked.fallback_text(),
         None => format!(
             "[Waiting]: the call {} of {} waits for its result",
             pending.call.id, pending.call.name

@@ -1,14 +1,18 @@
 //! A pending call as an MCP elicitation, and the client's answer back as
 //! the run's answer. Single-select is a string enum with titled options,
 //! multi-select an array of them, free text a string, an approval
-//! `{approved, reason?}`. What the answer is worth is not decided here:
-//! Resume validates it exactly as it validates an agentd.v1 answer.
+//! `{approved, reason?}`; an MCP server's own request for input (a tool of
+//! an MCP server that asked) is passed on as the server made it, and the
+//! client's response goes back to that server as given. What the answer is
+//! worth is not decided here: Resume validates it exactly as it validates
+//! an agentd.v1 answer.
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{json, Map, Value};
 
 use crate::domain::{
-    Answer, AnswerError, AskUserPayload, PendingCall, SelectionMode, SuspendPayload, Waiting,
+    Answer, AnswerError, AskUserPayload, Elicitation, ElicitationAction as Action, ElicitationRequest,
+    ElicitationResponse, PendingCall, SelectionMode, SuspendPayload, Waiting,
 };
 
 /// The property of the form that carries a question's answer.
@@ -18,7 +22,12 @@ const ANSWER: &str = "answer";
 #[derive(Clone, Debug, PartialEq)]
 pub enum Question {
     Ask(AskUserPayload),
-    Approval { tool: String, args: String },
+    Approval {
+        tool: String,
+        args: String,
+    },
+    /// An MCP server's request, passed on.
+    Elicitation(Elicitation),
 }
 
 /// What the client did with the form.
@@ -42,6 +51,9 @@ impl Question {
             Waiting::Suspended {
                 payload: SuspendPayload::AskUser(question),
             } => Some(Self::Ask(question.clone())),
+            Waiting::Suspended {
+                payload: SuspendPayload::Elicitation(asked),
+            } => Some(Self::Elicitation(asked.clone())),
             Waiting::Suspended { .. } => None,
         }
     }
@@ -51,6 +63,7 @@ impl Question {
         match self {
             Self::Ask(question) => question.question.clone(),
             Self::Approval { tool, args } => format!("Approve this call of {tool}? Arguments: {args}"),
+            Self::Elicitation(asked) => asked.message.clone(),
         }
     }
 
@@ -87,22 +100,41 @@ impl Question {
                 },
                 "required": ["approved"],
             }),
+            Self::Elicitation(asked) => match &asked.request {
+                ElicitationRequest::Form { requested_schema } => Value::Object(requested_schema.clone()),
+                ElicitationRequest::Url { .. } => json!({"type": "object", "properties": {}}),
+            },
         }
     }
 
     /// The `elicitation/create` parameters that ask this question.
     pub fn elicitation(&self) -> ElicitRequestParams {
-        let params = json!({
-            "mode": "form",
-            "message": self.message(),
-            "requestedSchema": self.schema(),
-        });
+        let params = match self {
+            Self::Elicitation(Elicitation {
+                server,
+                request: ElicitationRequest::Url { url },
+                ..
+            }) => json!({
+                "mode": "url",
+                "message": self.message(),
+                "url": url,
+                "elicitationId": format!("{server}:{}", uuid::Uuid::now_v7()),
+            }),
+            _ => json!({
+                "mode": "form",
+                "message": self.message(),
+                "requestedSchema": self.schema(),
+            }),
+        };
         // The schema is one of the shapes above, which the type accepts.
         serde_json::from_value(params).expect("a form elicitation")
     }
 
     /// What `result` (an `ElicitResult`) says, or why it cannot say it.
     pub fn reply(&self, result: &ElicitResult) -> Result<Reply, AnswerError> {
+        if let Self::Elicitation(_) = self {
+            return passed_back(result);
+        }
         match result.action {
             ElicitationAction::Decline => return Ok(Reply::Declined),
             ElicitationAction::Cancel => return Ok(Reply::Cancelled),
@@ -132,6 +164,7 @@ impl Question {
                 (_, Some(Value::String(text))) => Answer::Text(text.clone()),
                 (_, _) => return Err(AnswerError::new("content.answer", "a string is required")),
             },
+            Self::Elicitation(_) => return passed_back(result),
             Self::Approval { .. } => {
                 let Some(Value::Bool(approved)) = content.get("approved") else {
                     return Err(AnswerError::new("content.approved", "a boolean is required"));
@@ -150,6 +183,26 @@ impl Question {
         };
         Ok(Reply::Answer(answer))
     }
+}
+
+/// The response to an MCP server's own request, as the client gave it:
+/// the server that asked gets it as given, and Resume checks it against
+/// the server's form.
+fn passed_back(result: &ElicitResult) -> Result<Reply, AnswerError> {
+    let action = match result.action {
+        ElicitationAction::Accept => Action::Accept,
+        ElicitationAction::Decline => Action::Decline,
+        _ => Action::Cancel,
+    };
+    let content = match &result.content {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(content)) => Some(content.clone()),
+        Some(_) => return Err(AnswerError::new("content", "the content must be an object")),
+    };
+    Ok(Reply::Answer(Answer::Elicitation(ElicitationResponse {
+        action,
+        content,
+    })))
 }
 
 #[cfg(test)]
@@ -172,6 +225,40 @@ mod tests {
 
     fn accepted(content: Value) -> ElicitResult {
         ElicitResult::new(ElicitationAction::Accept).with_content(content)
+    }
+
+    #[test]
+    fn an_mcp_servers_request_is_passed_on_and_its_response_back() {
+        let schema = json!({"type": "object", "properties": {"nights": {"type": "integer"}}});
+        let Value::Object(requested_schema) = schema.clone() else {
+            unreachable!()
+        };
+        let asked = Question::Elicitation(Elicitation {
+            server: "travel".into(),
+            message: "How long?".into(),
+            request: ElicitationRequest::Form { requested_schema },
+            continuation: json!({"protocol": "live", "call": "c1"}),
+        });
+        assert_eq!(asked.schema(), schema, "the server's own form");
+        assert_eq!(asked.message(), "How long?");
+        let declined = ElicitResult::new(ElicitationAction::Decline);
+        let expected = Answer::Elicitation(ElicitationResponse {
+            action: Action::Decline,
+            content: None,
+        });
+        assert_eq!(
+            asked.reply(&declined),
+            Ok(Reply::Answer(expected)),
+            "a decline goes back to the server"
+        );
+        let Ok(Reply::Answer(Answer::Elicitation(accepted))) = asked.reply(&accepted(json!({"nights": 2})))
+        else {
+            panic!("an answer")
+        };
+        assert_eq!(
+            accepted.content,
+            Some(Map::from_iter([("nights".to_owned(), json!(2))]))
+        );
     }
 
     #[test]
