@@ -191,6 +191,18 @@ impl Agent {
         }
     }
 
+    /// Tells the tools of `pending` (the calls of a run that was cancelled
+    /// or expired) that nobody will answer them.
+    pub fn abandon(&self, pending: &[PendingCall]) {
+        for call in pending {
+            if let (Waiting::Suspended { payload }, Some(tool)) =
+                (&call.waiting, self.tools.get(&call.call.name))
+            {
+                tool.tool().abandon(payload);
+            }
+        }
+    }
+
     /// Goes on with a call after an answer its tool accepted as
     /// [`Resumed::Proceed`]; a tool that left the configuration meanwhile
     /// is an `Unknown tool` error result.

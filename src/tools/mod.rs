@@ -78,6 +78,13 @@ pub trait Tool: Send + Sync + 'static {
         resume_with_data(payload, answer).map(Resumed::Output)
     }
 
+    /// The run no longer waits for an answer to this tool's suspension on
+    /// `payload` (it was cancelled, or it expired): the tool lets go of
+    /// what it holds for it. Best effort, on the replica that ended it.
+    fn abandon(&self, payload: &SuspendPayload) {
+        let _ = payload;
+    }
+
     /// Goes on with the call made with `args` after `answer` (which
     /// [`Tool::resume`] accepted as [`Resumed::Proceed`]) to its suspension
     /// on `payload`. Only tools that proceed implement it.

@@ -11,8 +11,10 @@ Tools:
   the live session. The result says exactly what the server received.
 - pay(amount): asks the person to open a payment page (URL mode).
 - generation(): the protocol version the call came with.
+- outcome(n): what the n-th call of book ended with, once it has ended.
 """
 
+import asyncio
 import json
 import sys
 from typing import Annotated, Literal
@@ -25,6 +27,19 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 
 server = MCPServer("travel")
+
+# What each call of book ended with, in order, for outcome() to wait on.
+outcomes: list[str] = []
+ended: asyncio.Condition | None = None
+
+
+async def record(outcome: str) -> str:
+    global ended
+    ended = ended or asyncio.Condition()
+    async with ended:
+        outcomes.append(outcome)
+        ended.notify_all()
+    return outcome
 
 
 class Booking(BaseModel):
@@ -48,8 +63,8 @@ async def book(
     """Books a stay, asking the person for the details."""
     if isinstance(booking, AcceptedElicitation):
         received = booking.data.model_dump(mode="json")
-        return f"booked {destination}: " + json.dumps(received, sort_keys=True)
-    return f"not booked ({booking.action})"
+        return await record(f"booked {destination}: " + json.dumps(received, sort_keys=True))
+    return await record(f"not booked ({booking.action})")
 
 
 @server.tool()
@@ -72,6 +87,16 @@ async def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
         return InputRequiredResult(input_requests={"pay": request}, request_state="pay-state")
     result = await ctx.elicit_url(f"Pay {amount} EUR", url, f"pay-{amount}")
     return f"payment: {result.action}"
+
+
+@server.tool()
+async def outcome(n: int) -> str:
+    """What the n-th call of book ended with (waits for it, up to 20 s)."""
+    global ended
+    ended = ended or asyncio.Condition()
+    async with ended:
+        await asyncio.wait_for(ended.wait_for(lambda: len(outcomes) >= n), 20)
+    return outcomes[n - 1]
 
 
 @server.tool()

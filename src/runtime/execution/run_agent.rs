@@ -22,6 +22,14 @@ pub(in crate::runtime) fn with_run_tools(
 
 impl Inner {
     /// The agent that continues a stored run, with the run's own tools.
+    /// Tells the tools of `run`'s `pending` calls that nobody will answer
+    /// them (the run was cancelled or expired).
+    pub(in crate::runtime) fn abandon(&self, run: &RunRecord, pending: &[crate::domain::PendingCall]) {
+        if let Ok(agent) = self.agent_for_run(run) {
+            agent.abandon(pending);
+        }
+    }
+
     pub(in crate::runtime) fn agent_for_run(&self, run: &RunRecord) -> Result<Arc<Agent>, RuntimeError> {
         let agent = self
             .agents

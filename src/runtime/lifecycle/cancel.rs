@@ -65,6 +65,7 @@ impl Runtime {
     /// are answered as declined, and the chunks go to anyone waiting on it.
     async fn cancel_stored(&self, mut run: RunRecord, reason: &str) -> Result<RunRecord, RuntimeError> {
         let suspended_since = (run.status() == RunStatus::Suspended).then_some(run.updated_at);
+        let pending = run.pending().to_vec();
         // A lease still held belongs to an execution elsewhere that did not
         // stop: the version guard fences it at its next write.
         let chunks = run
@@ -76,6 +77,7 @@ impl Runtime {
             .commit(&run, staged.expected_version, &staged.events)
             .await?;
         crate::runtime::lifecycle_log::finished(&run, crate::domain::FinishReason::Cancelled);
+        self.inner.abandon(&run, &pending);
         self.inner
             .config
             .metrics

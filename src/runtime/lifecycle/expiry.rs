@@ -75,6 +75,7 @@ impl Inner {
     /// Stores a suspended run past its time to live as expired.
     async fn store_expiry(&self, run: &mut RunRecord) -> Result<(), RuntimeError> {
         let suspended_since = run.updated_at;
+        let pending = run.pending().to_vec();
         let chunks = run.expire(Timestamp::now())?;
         let staged = run.stage(chunks);
         match self
@@ -85,6 +86,7 @@ impl Inner {
             Ok(()) => {
                 crate::runtime::lifecycle_log::expired(run, suspended_since);
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);
+                self.abandon(run, &pending);
                 if let Some(live) = self.live.get(run.id) {
                     live.close();
                 }

@@ -187,6 +187,20 @@ impl Call<'_> {
         self.follow(leg, &args, 0).await
     }
 
+    /// Answers `cancel` to the request of the call `payload` suspended on,
+    /// if it waits on this process's live session.
+    pub(super) fn abandon(connection: &Connection, payload: &SuspendPayload) {
+        let SuspendPayload::Elicitation(asked) = payload else {
+            return;
+        };
+        if let Ok(Continuation::Live { call }) = serde_json::from_value(asked.continuation.clone()) {
+            if let Some(Waiting { reply, .. }) = connection.calls().take(&call) {
+                let _ = reply.send(nobody_answers());
+                connection.calls().answered(&call);
+            }
+        }
+    }
+
     fn reply_live(&self, id: &str, reply: tokio::sync::oneshot::Sender<ElicitResult>, result: ElicitResult) {
         let _ = reply.send(result);
         self.connection.calls().answered(id);

@@ -163,6 +163,12 @@ impl Tool for McpTool {
         }
     }
 
+    /// A request for input that waits on this process's live session is
+    /// answered `cancel`, so that the server stops waiting for it.
+    fn abandon(&self, payload: &SuspendPayload) {
+        Call::abandon(&self.connection, payload);
+    }
+
     async fn proceed(
         &self,
         args: &Value,

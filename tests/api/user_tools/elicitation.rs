@@ -3,8 +3,9 @@
 //! generations, over stdio and streamable HTTP: the request suspends the
 //! run as a typed elicitation; an answer through Resume reaches the server
 //! exactly as given; an answer that breaks the form is refused per field
-//! with the run unchanged; decline, cancel and URL requests; and a kill -9
-//! while suspended, answered after the restart.
+//! with the run unchanged; decline, cancel and URL requests; a run
+//! cancelled while the server waits; and a kill -9 while suspended,
+//! answered after the restart.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -278,6 +279,26 @@ async fn an_http_server_asks_on_either_protocol() {
     speaks(&legacy, "2025-11-25").await;
     a_form_is_answered(&legacy).await;
     decline_and_cancel(&legacy).await;
+}
+
+/// A run cancelled while the server's request waits on the live session:
+/// the server is answered `cancel` and stops waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn a_cancelled_run_lets_the_server_go() {
+    let server = travel(&stdio("2025-11-25")).await;
+    let run = asks_for_a_booking(&server).await;
+    server
+        .client()
+        .cancel_run(pb::CancelRunRequest {
+            run_id: run.clone(),
+            reason: "changed plans".into(),
+        })
+        .await
+        .expect("CancelRun");
+    assert_eq!(status_of(&server.get_run(&run).await), pb::RunStatus::Cancelled);
+    let told = server.result_of("travel", r#"call outcome {"n": 1}"#).await;
+    assert_eq!(told.content, "not booked (cancel)");
 }
 
 /// agentd killed while suspended: on 2026-07-28 the restarted process
