@@ -10,9 +10,9 @@ import {
   type PendingToolCall,
   type ToolInfo,
 } from "./gen/agentd/v1/agentd_pb";
-import { codeOf, describe, type Agentd } from "./api";
+import { codeOf, describe, violations, type Agentd } from "./api";
 import { h } from "./dom";
-import { pendingForm, type Answer } from "./forms";
+import { pendingForm, type Answer, type Refusal } from "./forms";
 import { ago, full, until } from "./time";
 import { Transcript } from "./transcript";
 
@@ -145,7 +145,7 @@ export class RunCard {
     this.meta.replaceChildren(...parts);
   }
 
-  private async answer(toolCallId: string, answer: Answer, summary: string): Promise<string | null> {
+  private async answer(toolCallId: string, answer: Answer, summary: string): Promise<Refusal | null> {
     this.busy = true;
     const iterator = this.context.client.resume({ runId: this.runId, toolCallId, answer })[Symbol.asyncIterator]();
     let first: IteratorResult<AgentChunk>;
@@ -154,7 +154,7 @@ export class RunCard {
     } catch (error) {
       this.busy = false;
       if (codeOf(error) === Code.FailedPrecondition) void this.refresh();
-      return describe(error);
+      return { message: describe(error), violations: violations(error) };
     }
     const form = this.forms.get(toolCallId);
     this.forms.delete(toolCallId);

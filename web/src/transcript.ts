@@ -3,6 +3,7 @@
 // ended. Used for a continuation after an answer and for a run's history.
 import { FinishReason, type AgentChunk } from "./gen/agentd/v1/agentd_pb";
 import { h, pretty } from "./dom";
+import { elicitationHeadline } from "./forms";
 
 const ENDINGS: Record<FinishReason, string> = {
   [FinishReason.UNSPECIFIED]: "The stream ended",
@@ -70,9 +71,11 @@ export class Transcript {
         const what =
           payload?.case === "askUser"
             ? `Asks: ${payload.value.question}`
-            : payload?.case === "clientTool"
-              ? `Waits for the client to run ${event.value.toolName}`
-              : `${event.value.toolName} waits for a response`;
+            : payload?.case === "elicitation"
+              ? elicitationHeadline(payload.value)
+              : payload?.case === "clientTool"
+                ? `Waits for the client to run ${event.value.toolName}`
+                : `${event.value.toolName} waits for a response`;
         this.add("question", what);
         break;
       }

@@ -2,8 +2,10 @@
 //! chromium with playwright-core through the page's accessibility contract
 //! (answering each kind of question, approving with edited arguments,
 //! declining, a refused answer, a suspension appearing live, history,
-//! cancel, the agent filter, signing in with a key). Also the pages' routes
-//! themselves, which need no browser.
+//! cancel, the agent filter, signing in with a key), and an MCP server's
+//! requests for input (`web/test/elicitation.ts`: a form from its schema,
+//! refused then answered; a page to open, declined). Also the pages'
+//! routes themselves, which need no browser.
 
 use agentd::agent::AgentSpec;
 
@@ -50,6 +52,49 @@ async fn the_inbox_in_a_real_browser() {
     })
     .await
     .expect("the script's task");
+}
+
+/// A server whose agent `travel` (the scripted model) uses the MCP server
+/// `tests/mcp/elicit_server.py` over stdio, which asks for input.
+async fn elicitation_server() -> SecureServer {
+    let python = std::env::var("AGENTD_TEST_MCP_PYTHON")
+        .expect("AGENTD_TEST_MCP_PYTHON names a Python with the MCP SDK (mcp) installed");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/elicit_server.py");
+    let config = format!(
+        r#"
+        [[mcp_servers]]
+        name = "travel"
+        command = {python:?}
+        args = [{script:?}, "stdio"]
+        timeout = "20s"
+        startup_timeout = "30s"
+        "#
+    );
+    SecureServer::start(move |dir, settings| {
+        let configured = crate::user_tools::settings_with(
+            dir,
+            vec![crate::user_tools::agent_with("travel", &["mcp:travel"])],
+            &config,
+        );
+        settings.agents = configured.agents;
+        settings.mcp_servers = configured.mcp_servers;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs chromium, Node (npm ci in web/) and AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn an_mcp_servers_request_for_input_in_a_real_browser() {
+    let server = elicitation_server().await;
+    let url = format!("http://{}", server.addr);
+    // AGENTD_INBOX_ELICITATION_SCREENSHOT=PATH saves the form as first shown
+    // (a relative path is from the repository).
+    let screenshot = std::env::var("AGENTD_INBOX_ELICITATION_SCREENSHOT")
+        .map(|path| super::node::web_dir().join("..").join(path).display().to_string())
+        .unwrap_or_default();
+    tokio::task::spawn_blocking(move || run_script("elicitation.ts", &[&url, &screenshot]))
+        .await
+        .expect("the script's task");
 }
 
 #[tokio::test]

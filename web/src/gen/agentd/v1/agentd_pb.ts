@@ -41,7 +41,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agentd.proto.
  */
 export const file_agentd_v1_agentd: GenFile = /*@__PURE__*/
-  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLhAQoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABISCgpyZXF1ZXN0X2lkGAcgASgJQggKBmFuc3dlciIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSJaCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSLAoLZWRpdGVkX2FyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjgKE1N1YnNjcmliZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJiChBXYXRjaFJ1bnNSZXF1ZXN0EhQKDGFmdGVyX2N1cnNvchgBIAEoCRImCgVraW5kcxgCIAMoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSEAoIYWdlbnRfaWQYAyABKAki8wEKCFJ1bkV2ZW50Eg4KBmN1cnNvchgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAMgASgOMhcuYWdlbnRkLnYxLlJ1bkV2ZW50S2luZBIOCgZydW5faWQYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSEQoJdGhyZWFkX2lkGAYgASgJEiQKBnN0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgIIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkicAoPTGlzdFJ1bnNSZXF1ZXN0EiQKBnN0YXR1cxgBIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSEAoIYWdlbnRfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4uYWdlbnRkLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudGQudjEuQWdlbnQiYAoSRXhlY3V0ZVRvb2xSZXF1ZXN0EhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghhZ2VudF9pZBgDIAEoCSI4ChNFeGVjdXRlVG9vbFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgiJQoQR2V0VGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiOwoSTGlzdFRocmVhZHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIlIKE0xpc3RUaHJlYWRzUmVzcG9uc2USIgoHdGhyZWFkcxgBIAMoCzIRLmFnZW50ZC52MS5UaHJlYWQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZVRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIkIKFERlbGV0ZVRocmVhZFJlc3BvbnNlEhEKCXRocmVhZF9pZBgBIAEoCRIXCg9kZWxldGVkX3J1bl9pZHMYAiADKAkigAIKBlRocmVhZBIRCgl0aHJlYWRfaWQYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoIbWVzc2FnZXMYBCADKAsyGC5hZ2VudGQudjEuVGhyZWFkTWVzc2FnZRIPCgdydW5faWRzGAUgAygJEhUKDWxhdGVzdF9ydW5faWQYBiABKAkSLwoRbGF0ZXN0X3J1bl9zdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzIs0BCg1UaHJlYWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5hZ2VudGQudjEuUm9sZRIPCgdjb250ZW50GAIgASgJEicKCnRvb2xfY2FsbHMYAyADKAsyEy5hZ2VudGQudjEuVG9vbENhbGwSKgoLdG9vbF9yZXN1bHQYBCABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VsdBIOCgZydW5faWQYBSABKAkSJwoGYW5zd2VyGAYgASgLMhcuYWdlbnRkLnYxLlRocmVhZEFuc3dlciKhAQoMVGhyZWFkQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhMKC2Fuc3dlcmVkX2J5GAMgASgJEicKBnNvdXJjZRgEIAEoDjIXLmFnZW50ZC52MS5BbnN3ZXJTb3VyY2USLwoLYW5zd2VyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIroECgNSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEiQKBnN0YXR1cxgDIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgEIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwSHwoFdXNhZ2UYBSABKAsyEC5hZ2VudGQudjEuVXNhZ2USEgoKZmluYWxfdGV4dBgGIAEoCRINCgVzdGVwcxgHIAEoDRIQCghsYXN0X3NlcRgIIAEoBBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVlcnJvchgMIAEoCzITLmFnZW50ZC52MS5SdW5FcnJvchIuCghtZXRhZGF0YRgNIAMoCzIcLmFnZW50ZC52MS5SdW4uTWV0YWRhdGFFbnRyeRIVCg1jYW5jZWxfcmVhc29uGA4gASgJEhEKCXRocmVhZF9pZBgPIAEoCRIpCgxlZGl0ZWRfY2FsbHMYECADKAsyEy5hZ2VudGQudjEuVG9vbENhbGwaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNIrYBCghUb29sSW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAQgASgJEhgKEHJlcXVpcmVfYXBwcm92YWwYBSABKAgSLgoNcmVzdW1lX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgEEhUKDW91dHB1dF90b2tlbnMYAiABKAQirgQKCkFnZW50Q2h1bmsSDgoGcnVuX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgVzdGFydBgKIAEoCzIVLmFnZW50ZC52MS5SdW5TdGFydGVkSAASLAoKc3RlcF9zdGFydBgLIAEoCzIWLmFnZW50ZC52MS5TdGVwU3RhcnRlZEgAEioKCnRleHRfZGVsdGEYDCABKAsyFC5hZ2VudGQudjEuVGV4dERlbHRhSAASKAoJdG9vbF9jYWxsGA0gASgLMhMuYWdlbnRkLnYxLlRvb2xDYWxsSAASLAoLdG9vbF9yZXN1bHQYDiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VsdEgAEjsKE3Rvb2xfY2FsbF9zdXNwZW5kZWQYDyABKAsyHC5hZ2VudGQudjEuVG9vbENhbGxTdXNwZW5kZWRIABI5ChJ0b29sX2NhbGxfYXBwcm92YWwYECABKAsyGy5hZ2VudGQudjEuVG9vbENhbGxBcHByb3ZhbEgAEi4KC3N0ZXBfZmluaXNoGBEgASgLMhcuYWdlbnRkLnYxLlN0ZXBGaW5pc2hlZEgAEigKBmZpbmlzaBgSIAEoCzIWLmFnZW50ZC52MS5SdW5GaW5pc2hlZEgAEiQKBWVycm9yGBMgASgLMhMuYWdlbnRkLnYxLlJ1bkVycm9ySABCBwoFY2h1bmsiLwoKUnVuU3RhcnRlZBIQCghhZ2VudF9pZBgBIAEoCRIPCgdyZXN1bWVkGAIgASgIIhsKC1N0ZXBTdGFydGVkEgwKBHN0ZXAYASABKA0iGQoJVGV4dERlbHRhEgwKBHRleHQYASABKAkiigEKCFRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3JpZ2luYWxfYXJncxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWAoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSEAoIaXNfZXJyb3IYBCABKAgixwEKEVRvb2xDYWxsU3VzcGVuZGVkEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoPc3VzcGVuZF9wYXlsb2FkGAQgASgLMhkuYWdlbnRkLnYxLlN1c3BlbmRQYXlsb2FkEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImIKEFRvb2xDYWxsQXBwcm92YWwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9CgxTdGVwRmluaXNoZWQSDAoEc3RlcBgBIAEoDRIfCgV1c2FnZRgCIAEoCzIQLmFnZW50ZC52MS5Vc2FnZSJlCgtSdW5GaW5pc2hlZBInCgZyZWFzb24YASABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlEgwKBHRleHQYAyABKAkiKQoIUnVuRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqQBCg5TdXNwZW5kUGF5bG9hZBItCghhc2tfdXNlchgBIAEoCzIZLmFnZW50ZC52MS5Bc2tVc2VyUGF5bG9hZEgAEikKBmN1c3RvbRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIwCgtjbGllbnRfdG9vbBgDIAEoCzIZLmFnZW50ZC52MS5DbGllbnRUb29sQ2FsbEgAQgYKBGtpbmQifwoOQXNrVXNlclBheWxvYWQSEAoIcXVlc3Rpb24YASABKAkSKQoHb3B0aW9ucxgCIAMoCzIYLmFnZW50ZC52MS5Bc2tVc2VyT3B0aW9uEjAKDnNlbGVjdGlvbl9tb2RlGAMgASgOMhguYWdlbnRkLnYxLlNlbGVjdGlvbk1vZGUiMwoNQXNrVXNlck9wdGlvbhINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJKCg5DbGllbnRUb29sQ2FsbBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnMKEERpc2Nvbm5lY3RQb2xpY3kSIQodRElTQ09OTkVDVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpESVNDT05ORUNUX1BPTElDWV9DT05USU5VRRABEhwKGERJU0NPTk5FQ1RfUE9MSUNZX0NBTkNFTBACKvcBCgxSdW5FdmVudEtpbmQSHgoaUlVOX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIaChZSVU5fRVZFTlRfS0lORF9TVEFSVEVEEAESHAoYUlVOX0VWRU5UX0tJTkRfU1VTUEVOREVEEAISGgoWUlVOX0VWRU5UX0tJTkRfUkVTVU1FRBADEhwKGFJVTl9FVkVOVF9LSU5EX0NPTVBMRVRFRBAEEhkKFVJVTl9FVkVOVF9LSU5EX0ZBSUxFRBAFEhwKGFJVTl9FVkVOVF9LSU5EX0NBTkNFTExFRBAGEhoKFlJVTl9FVkVOVF9LSU5EX0VYUElSRUQQBypmCgxBbnN3ZXJTb3VyY2USHQoZQU5TV0VSX1NPVVJDRV9VTlNQRUNJRklFRBAAEhgKFEFOU1dFUl9TT1VSQ0VfUkVTVU1FEAESHQoZQU5TV0VSX1NPVVJDRV9BVVRPX1JFU1VNRRACKrwBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhgKFFJVTl9TVEFUVVNfU1VTUEVOREVEEAISGAoUUlVOX1NUQVRVU19DT01QTEVURUQQAxIVChFSVU5fU1RBVFVTX0ZBSUxFRBAEEhgKFFJVTl9TVEFUVVNfQ0FOQ0VMTEVEEAUSFgoSUlVOX1NUQVRVU19FWFBJUkVEEAYqtQEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGwoXRklOSVNIX1JFQVNPTl9TVVNQRU5ERUQQAhIbChdGSU5JU0hfUkVBU09OX01BWF9TVEVQUxADEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAQSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAFKnIKDVNlbGVjdGlvbk1vZGUSHgoaU0VMRUNUSU9OX01PREVfVU5TUEVDSUZJRUQQABIgChxTRUxFQ1RJT05fTU9ERV9TSU5HTEVfU0VMRUNUEAESHwobU0VMRUNUSU9OX01PREVfTVVMVElfU0VMRUNUEAIyxAYKDEFnZW50U2VydmljZRJFCgtTdHJlYW1BZ2VudBIdLmFnZW50ZC52MS5TdHJlYW1BZ2VudFJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEjsKBlJlc3VtZRIYLmFnZW50ZC52MS5SZXN1bWVSZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARJHCgxTdWJzY3JpYmVSdW4SHi5hZ2VudGQudjEuU3Vic2NyaWJlUnVuUmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESMgoGR2V0UnVuEhguYWdlbnRkLnYxLkdldFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkMKCExpc3RSdW5zEhouYWdlbnRkLnYxLkxpc3RSdW5zUmVxdWVzdBobLmFnZW50ZC52MS5MaXN0UnVuc1Jlc3BvbnNlEjgKCUNhbmNlbFJ1bhIbLmFnZW50ZC52MS5DYW5jZWxSdW5SZXF1ZXN0Gg4uYWdlbnRkLnYxLlJ1bhJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJMCgtFeGVjdXRlVG9vbBIdLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlcXVlc3QaHi5hZ2VudGQudjEuRXhlY3V0ZVRvb2xSZXNwb25zZRI7CglHZXRUaHJlYWQSGy5hZ2VudGQudjEuR2V0VGhyZWFkUmVxdWVzdBoRLmFnZW50ZC52MS5UaHJlYWQSTAoLTGlzdFRocmVhZHMSHS5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXF1ZXN0Gh4uYWdlbnRkLnYxLkxpc3RUaHJlYWRzUmVzcG9uc2USTwoMRGVsZXRlVGhyZWFkEh4uYWdlbnRkLnYxLkRlbGV0ZVRocmVhZFJlcXVlc3QaHy5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVzcG9uc2USPwoJV2F0Y2hSdW5zEhsuYWdlbnRkLnYxLldhdGNoUnVuc1JlcXVlc3QaEy5hZ2VudGQudjEuUnVuRXZlbnQwAUJBCg1kZXYuYWdlbnRkLnYxWiRhZ2VudGQvY2xpZW50cy9nby9hZ2VudGQvdjE7YWdlbnRkdjGqAglBZ2VudGQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCKYAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCUIICgZhbnN3ZXIibQoTRWxpY2l0YXRpb25SZXNwb25zZRIsCgZhY3Rpb24YASABKA4yHC5hZ2VudGQudjEuRWxpY2l0YXRpb25BY3Rpb24SKAoHY29udGVudBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiHAoKU2VsZWN0aW9ucxIOCgZsYWJlbHMYASADKAkiWgoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEiwKC2VkaXRlZF9hcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI4ChNTdWJzY3JpYmVSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiYgoQV2F0Y2hSdW5zUmVxdWVzdBIUCgxhZnRlcl9jdXJzb3IYASABKAkSJgoFa2luZHMYAiADKA4yFy5hZ2VudGQudjEuUnVuRXZlbnRLaW5kEhAKCGFnZW50X2lkGAMgASgJIvMBCghSdW5FdmVudBIOCgZjdXJzb3IYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgDIAEoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSDgoGcnVuX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhEKCXRocmVhZF9pZBgGIAEoCRIkCgZzdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYCCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJInAKD0xpc3RSdW5zUmVxdWVzdBIkCgZzdGF0dXMYASABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIkkKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmFnZW50ZC52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAuYWdlbnRkLnYxLkFnZW50ImAKEkV4ZWN1dGVUb29sUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIYWdlbnRfaWQYAyABKAkiOAoTRXhlY3V0ZVRvb2xSZXNwb25zZRIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIIiUKEEdldFRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5hZ2VudGQudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIoChNEZWxldGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCSJCChREZWxldGVUaHJlYWRSZXNwb25zZRIRCgl0aHJlYWRfaWQYASABKAkSFwoPZGVsZXRlZF9ydW5faWRzGAIgAygJIoACCgZUaHJlYWQSEQoJdGhyZWFkX2lkGAEgASgJEi4KCmNyZWF0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAQgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2USDwoHcnVuX2lkcxgFIAMoCRIVCg1sYXRlc3RfcnVuX2lkGAYgASgJEi8KEWxhdGVzdF9ydW5fc3RhdHVzGAcgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cyLNAQoNVGhyZWFkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8uYWdlbnRkLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRInCgp0b29sX2NhbGxzGAMgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKC3Rvb2xfcmVzdWx0GAQgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHQSDgoGcnVuX2lkGAUgASgJEicKBmFuc3dlchgGIAEoCzIXLmFnZW50ZC52MS5UaHJlYWRBbnN3ZXIioQEKDFRocmVhZEFuc3dlchIUCgx0b29sX2NhbGxfaWQYASABKAkSDAoEdGV4dBgCIAEoCRITCgthbnN3ZXJlZF9ieRgDIAEoCRInCgZzb3VyY2UYBCABKA4yFy5hZ2VudGQudjEuQW5zd2VyU291cmNlEi8KC2Fuc3dlcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK6BAoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgZzdGF0dXMYAyABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYBCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlEhIKCmZpbmFsX3RleHQYBiABKAkSDQoFc3RlcHMYByABKA0SEAoIbGFzdF9zZXEYCCABKAQSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFZXJyb3IYDCABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3ISLgoIbWV0YWRhdGEYDSADKAsyHC5hZ2VudGQudjEuUnVuLk1ldGFkYXRhRW50cnkSFQoNY2FuY2VsX3JlYXNvbhgOIAEoCRIRCgl0aHJlYWRfaWQYDyABKAkSKQoMZWRpdGVkX2NhbGxzGBAgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLgAQoPUGVuZGluZ1Rvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoPc3VzcGVuZF9wYXlsb2FkGAQgASgLMhkuYWdlbnRkLnYxLlN1c3BlbmRQYXlsb2FkEhkKEWF3YWl0aW5nX2FwcHJvdmFsGAUgASgIEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVtb2RlbBgDIAEoCRIiCgV0b29scxgEIAMoCzITLmFnZW50ZC52MS5Ub29sSW5mbxISCgppc19kZWZhdWx0GAUgASgIEhEKCW1heF9zdGVwcxgGIAEoDSK2AQoIVG9vbEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgEIAEoCRIYChByZXF1aXJlX2FwcHJvdmFsGAUgASgIEi4KDXJlc3VtZV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjQKBVVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoBBIVCg1vdXRwdXRfdG9rZW5zGAIgASgEIq4ECgpBZ2VudENodW5rEg4KBnJ1bl9pZBgBIAEoCRILCgNzZXEYAiABKAQSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RhcnQYCiABKAsyFS5hZ2VudGQudjEuUnVuU3RhcnRlZEgAEiwKCnN0ZXBfc3RhcnQYCyABKAsyFi5hZ2VudGQudjEuU3RlcFN0YXJ0ZWRIABIqCgp0ZXh0X2RlbHRhGAwgASgLMhQuYWdlbnRkLnYxLlRleHREZWx0YUgAEigKCXRvb2xfY2FsbBgNIAEoCzITLmFnZW50ZC52MS5Ub29sQ2FsbEgAEiwKC3Rvb2xfcmVzdWx0GA4gASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHRIABI7ChN0b29sX2NhbGxfc3VzcGVuZGVkGA8gASgLMhwuYWdlbnRkLnYxLlRvb2xDYWxsU3VzcGVuZGVkSAASOQoSdG9vbF9jYWxsX2FwcHJvdmFsGBAgASgLMhsuYWdlbnRkLnYxLlRvb2xDYWxsQXBwcm92YWxIABIuCgtzdGVwX2ZpbmlzaBgRIAEoCzIXLmFnZW50ZC52MS5TdGVwRmluaXNoZWRIABIoCgZmaW5pc2gYEiABKAsyFi5hZ2VudGQudjEuUnVuRmluaXNoZWRIABIkCgVlcnJvchgTIAEoCzITLmFnZW50ZC52MS5SdW5FcnJvckgAQgcKBWNodW5rIi8KClJ1blN0YXJ0ZWQSEAoIYWdlbnRfaWQYASABKAkSDwoHcmVzdW1lZBgCIAEoCCIbCgtTdGVwU3RhcnRlZBIMCgRzdGVwGAEgASgNIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIooBCghUb29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW9yaWdpbmFsX2FyZ3MYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlgKClRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIIscBChFUb29sQ2FsbFN1c3BlbmRlZBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjIKD3N1c3BlbmRfcGF5bG9hZBgEIAEoCzIZLmFnZW50ZC52MS5TdXNwZW5kUGF5bG9hZBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJiChBUb29sQ2FsbEFwcHJvdmFsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiPQoMU3RlcEZpbmlzaGVkEgwKBHN0ZXAYASABKA0SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2UiZQoLUnVuRmluaXNoZWQSJwoGcmVhc29uGAEgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIfCgV1c2FnZRgCIAEoCzIQLmFnZW50ZC52MS5Vc2FnZRIMCgR0ZXh0GAMgASgJIikKCFJ1bkVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSLTAQoOU3VzcGVuZFBheWxvYWQSLQoIYXNrX3VzZXIYASABKAsyGS5hZ2VudGQudjEuQXNrVXNlclBheWxvYWRIABIpCgZjdXN0b20YAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASMAoLY2xpZW50X3Rvb2wYAyABKAsyGS5hZ2VudGQudjEuQ2xpZW50VG9vbENhbGxIABItCgtlbGljaXRhdGlvbhgEIAEoCzIWLmFnZW50ZC52MS5FbGljaXRhdGlvbkgAQgYKBGtpbmQimAEKC0VsaWNpdGF0aW9uEg4KBnNlcnZlchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEjEKEHJlcXVlc3RlZF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBG1vZGUYBCABKA4yGi5hZ2VudGQudjEuRWxpY2l0YXRpb25Nb2RlEgsKA3VybBgFIAEoCSJ/Cg5Bc2tVc2VyUGF5bG9hZBIQCghxdWVzdGlvbhgBIAEoCRIpCgdvcHRpb25zGAIgAygLMhguYWdlbnRkLnYxLkFza1VzZXJPcHRpb24SMAoOc2VsZWN0aW9uX21vZGUYAyABKA4yGC5hZ2VudGQudjEuU2VsZWN0aW9uTW9kZSIzCg1Bc2tVc2VyT3B0aW9uEg0KBWxhYmVsGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIkoKDkNsaWVudFRvb2xDYWxsEhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCpfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqcwoQRGlzY29ubmVjdFBvbGljeRIhCh1ESVNDT05ORUNUX1BPTElDWV9VTlNQRUNJRklFRBAAEh4KGkRJU0NPTk5FQ1RfUE9MSUNZX0NPTlRJTlVFEAESHAoYRElTQ09OTkVDVF9QT0xJQ1lfQ0FOQ0VMEAIqlQEKEUVsaWNpdGF0aW9uQWN0aW9uEiIKHkVMSUNJVEFUSU9OX0FDVElPTl9VTlNQRUNJRklFRBAAEh0KGUVMSUNJVEFUSU9OX0FDVElPTl9BQ0NFUFQQARIeChpFTElDSVRBVElPTl9BQ1RJT05fREVDTElORRACEh0KGUVMSUNJVEFUSU9OX0FDVElPTl9DQU5DRUwQAyr3AQoMUnVuRXZlbnRLaW5kEh4KGlJVTl9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWUlVOX0VWRU5UX0tJTkRfU1RBUlRFRBABEhwKGFJVTl9FVkVOVF9LSU5EX1NVU1BFTkRFRBACEhoKFlJVTl9FVkVOVF9LSU5EX1JFU1VNRUQQAxIcChhSVU5fRVZFTlRfS0lORF9DT01QTEVURUQQBBIZChVSVU5fRVZFTlRfS0lORF9GQUlMRUQQBRIcChhSVU5fRVZFTlRfS0lORF9DQU5DRUxMRUQQBhIaChZSVU5fRVZFTlRfS0lORF9FWFBJUkVEEAcqZgoMQW5zd2VyU291cmNlEh0KGUFOU1dFUl9TT1VSQ0VfVU5TUEVDSUZJRUQQABIYChRBTlNXRVJfU09VUkNFX1JFU1VNRRABEh0KGUFOU1dFUl9TT1VSQ0VfQVVUT19SRVNVTUUQAiq8AQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBACEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAMSFQoRUlVOX1NUQVRVU19GQUlMRUQQBBIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAFEhYKElJVTl9TVEFUVVNfRVhQSVJFRBAGKrUBCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhsKF0ZJTklTSF9SRUFTT05fU1VTUEVOREVEEAISGwoXRklOSVNIX1JFQVNPTl9NQVhfU1RFUFMQAxIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBAEEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBSpoCg9FbGljaXRhdGlvbk1vZGUSIAocRUxJQ0lUQVRJT05fTU9ERV9VTlNQRUNJRklFRBAAEhkKFUVMSUNJVEFUSU9OX01PREVfRk9STRABEhgKFEVMSUNJVEFUSU9OX01PREVfVVJMEAIqcgoNU2VsZWN0aW9uTW9kZRIeChpTRUxFQ1RJT05fTU9ERV9VTlNQRUNJRklFRBAAEiAKHFNFTEVDVElPTl9NT0RFX1NJTkdMRV9TRUxFQ1QQARIfChtTRUxFQ1RJT05fTU9ERV9NVUxUSV9TRUxFQ1QQAjLEBgoMQWdlbnRTZXJ2aWNlEkUKC1N0cmVhbUFnZW50Eh0uYWdlbnRkLnYxLlN0cmVhbUFnZW50UmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESOwoGUmVzdW1lEhguYWdlbnRkLnYxLlJlc3VtZVJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEkcKDFN1YnNjcmliZVJ1bhIeLmFnZW50ZC52MS5TdWJzY3JpYmVSdW5SZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARIyCgZHZXRSdW4SGC5hZ2VudGQudjEuR2V0UnVuUmVxdWVzdBoOLmFnZW50ZC52MS5SdW4SQwoITGlzdFJ1bnMSGi5hZ2VudGQudjEuTGlzdFJ1bnNSZXF1ZXN0GhsuYWdlbnRkLnYxLkxpc3RSdW5zUmVzcG9uc2USOAoJQ2FuY2VsUnVuEhsuYWdlbnRkLnYxLkNhbmNlbFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkkKCkxpc3RBZ2VudHMSHC5hZ2VudGQudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5hZ2VudGQudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkwKC0V4ZWN1dGVUb29sEh0uYWdlbnRkLnYxLkV4ZWN1dGVUb29sUmVxdWVzdBoeLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlc3BvbnNlEjsKCUdldFRocmVhZBIbLmFnZW50ZC52MS5HZXRUaHJlYWRSZXF1ZXN0GhEuYWdlbnRkLnYxLlRocmVhZBJMCgtMaXN0VGhyZWFkcxIdLmFnZW50ZC52MS5MaXN0VGhyZWFkc1JlcXVlc3QaHi5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXNwb25zZRJPCgxEZWxldGVUaHJlYWQSHi5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVxdWVzdBofLmFnZW50ZC52MS5EZWxldGVUaHJlYWRSZXNwb25zZRI/CglXYXRjaFJ1bnMSGy5hZ2VudGQudjEuV2F0Y2hSdW5zUmVxdWVzdBoTLmFnZW50ZC52MS5SdW5FdmVudDABQkEKDWRldi5hZ2VudGQudjFaJGFnZW50ZC9jbGllbnRzL2dvL2FnZW50ZC92MTthZ2VudGR2MaoCCUFnZW50ZC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Starts a run. Exactly one of `prompt` and `messages` must be given.
@@ -304,7 +304,8 @@ export type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
    * free-text ask_user -> non-empty `text`; single-select -> `text` equal to
    * one option label; multi-select -> `selections` of one or more distinct
    * option labels; custom suspending tool or client tool -> `data`; a call
-   * awaiting approval -> `approval`.
+   * awaiting approval -> `approval`; an MCP server's request for input
+   * -> `elicitation`.
    *
    * @generated from oneof agentd.v1.ResumeRequest.answer
    */
@@ -346,6 +347,19 @@ export type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
      */
     value: Approval;
     case: "approval";
+  } | {
+    /**
+     * The response to an MCP server's request for input (a suspension of
+     * kind `elicitation`). ACCEPT's `content` is checked against the
+     * request's `requested_schema`: content that breaks it is
+     * INVALID_ARGUMENT with a BadRequest violation per field
+     * (`elicitation.content.email: ...`), and the run stays as it was.
+     * The server receives exactly the response given.
+     *
+     * @generated from field: agentd.v1.ElicitationResponse elicitation = 8;
+     */
+    value: ElicitationResponse;
+    case: "elicitation";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -366,6 +380,36 @@ export const ResumeRequestSchema: GenMessage<ResumeRequest> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agentd, 4);
 
 /**
+ * A person's response to an MCP server's request for input.
+ *
+ * @generated from message agentd.v1.ElicitationResponse
+ */
+export type ElicitationResponse = Message$1<"agentd.v1.ElicitationResponse"> & {
+  /**
+   * What the person did.
+   *
+   * @generated from field: agentd.v1.ElicitationAction action = 1;
+   */
+  action: ElicitationAction;
+
+  /**
+   * With ACCEPT and a form request: the values, one per field of the
+   * request's `requested_schema`. Empty otherwise (a URL request's ACCEPT
+   * carries none).
+   *
+   * @generated from field: google.protobuf.Struct content = 2;
+   */
+  content?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.ElicitationResponse.
+ * Use `create(ElicitationResponseSchema)` to create a new message.
+ */
+export const ElicitationResponseSchema: GenMessage<ElicitationResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 5);
+
+/**
  * The labels chosen in a multi-select question.
  *
  * @generated from message agentd.v1.Selections
@@ -384,7 +428,7 @@ export type Selections = Message$1<"agentd.v1.Selections"> & {
  * Use `create(SelectionsSchema)` to create a new message.
  */
 export const SelectionsSchema: GenMessage<Selections> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 5);
+  messageDesc(file_agentd_v1_agentd, 6);
 
 /**
  * A decision on a tool call that awaits approval.
@@ -429,7 +473,7 @@ export type Approval = Message$1<"agentd.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 6);
+  messageDesc(file_agentd_v1_agentd, 7);
 
 /**
  * Follows a run's chunks.
@@ -457,7 +501,7 @@ export type SubscribeRunRequest = Message$1<"agentd.v1.SubscribeRunRequest"> & {
  * Use `create(SubscribeRunRequestSchema)` to create a new message.
  */
 export const SubscribeRunRequestSchema: GenMessage<SubscribeRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 7);
+  messageDesc(file_agentd_v1_agentd, 8);
 
 /**
  * Follows the caller's run events.
@@ -494,7 +538,7 @@ export type WatchRunsRequest = Message$1<"agentd.v1.WatchRunsRequest"> & {
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 8);
+  messageDesc(file_agentd_v1_agentd, 9);
 
 /**
  * A change of a run's status.
@@ -560,7 +604,7 @@ export type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 9);
+  messageDesc(file_agentd_v1_agentd, 10);
 
 /**
  * Reads one run.
@@ -581,7 +625,7 @@ export type GetRunRequest = Message$1<"agentd.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 10);
+  messageDesc(file_agentd_v1_agentd, 11);
 
 /**
  * Lists runs, newest first (run ids are UUIDv7, so id order is creation
@@ -632,7 +676,7 @@ export type ListRunsRequest = Message$1<"agentd.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 11);
+  messageDesc(file_agentd_v1_agentd, 12);
 
 /**
  * A page of runs.
@@ -660,7 +704,7 @@ export type ListRunsResponse = Message$1<"agentd.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 12);
+  messageDesc(file_agentd_v1_agentd, 13);
 
 /**
  * Stops a run.
@@ -688,7 +732,7 @@ export type CancelRunRequest = Message$1<"agentd.v1.CancelRunRequest"> & {
  * Use `create(CancelRunRequestSchema)` to create a new message.
  */
 export const CancelRunRequestSchema: GenMessage<CancelRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 13);
+  messageDesc(file_agentd_v1_agentd, 14);
 
 /**
  * Lists the agents this server hosts.
@@ -703,7 +747,7 @@ export type ListAgentsRequest = Message$1<"agentd.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 14);
+  messageDesc(file_agentd_v1_agentd, 15);
 
 /**
  * The agents this server hosts.
@@ -724,7 +768,7 @@ export type ListAgentsResponse = Message$1<"agentd.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 15);
+  messageDesc(file_agentd_v1_agentd, 16);
 
 /**
  * Runs one tool outside of any run.
@@ -759,7 +803,7 @@ export type ExecuteToolRequest = Message$1<"agentd.v1.ExecuteToolRequest"> & {
  * Use `create(ExecuteToolRequestSchema)` to create a new message.
  */
 export const ExecuteToolRequestSchema: GenMessage<ExecuteToolRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 16);
+  messageDesc(file_agentd_v1_agentd, 17);
 
 /**
  * The result of a tool run outside of any run.
@@ -787,7 +831,7 @@ export type ExecuteToolResponse = Message$1<"agentd.v1.ExecuteToolResponse"> & {
  * Use `create(ExecuteToolResponseSchema)` to create a new message.
  */
 export const ExecuteToolResponseSchema: GenMessage<ExecuteToolResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 17);
+  messageDesc(file_agentd_v1_agentd, 18);
 
 /**
  * Reads one thread.
@@ -808,7 +852,7 @@ export type GetThreadRequest = Message$1<"agentd.v1.GetThreadRequest"> & {
  * Use `create(GetThreadRequestSchema)` to create a new message.
  */
 export const GetThreadRequestSchema: GenMessage<GetThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 18);
+  messageDesc(file_agentd_v1_agentd, 19);
 
 /**
  * Lists threads, newest first (by creation time, then thread id). Pages
@@ -839,7 +883,7 @@ export type ListThreadsRequest = Message$1<"agentd.v1.ListThreadsRequest"> & {
  * Use `create(ListThreadsRequestSchema)` to create a new message.
  */
 export const ListThreadsRequestSchema: GenMessage<ListThreadsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 19);
+  messageDesc(file_agentd_v1_agentd, 20);
 
 /**
  * A page of threads.
@@ -867,7 +911,7 @@ export type ListThreadsResponse = Message$1<"agentd.v1.ListThreadsResponse"> & {
  * Use `create(ListThreadsResponseSchema)` to create a new message.
  */
 export const ListThreadsResponseSchema: GenMessage<ListThreadsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 20);
+  messageDesc(file_agentd_v1_agentd, 21);
 
 /**
  * Deletes one thread.
@@ -888,7 +932,7 @@ export type DeleteThreadRequest = Message$1<"agentd.v1.DeleteThreadRequest"> & {
  * Use `create(DeleteThreadRequestSchema)` to create a new message.
  */
 export const DeleteThreadRequestSchema: GenMessage<DeleteThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 21);
+  messageDesc(file_agentd_v1_agentd, 22);
 
 /**
  * What DeleteThread deleted.
@@ -916,7 +960,7 @@ export type DeleteThreadResponse = Message$1<"agentd.v1.DeleteThreadResponse"> &
  * Use `create(DeleteThreadResponseSchema)` to create a new message.
  */
 export const DeleteThreadResponseSchema: GenMessage<DeleteThreadResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 22);
+  messageDesc(file_agentd_v1_agentd, 23);
 
 /**
  * A conversation thread: the runs started with one thread_id, in order.
@@ -980,7 +1024,7 @@ export type Thread = Message$1<"agentd.v1.Thread"> & {
  * Use `create(ThreadSchema)` to create a new message.
  */
 export const ThreadSchema: GenMessage<Thread> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 23);
+  messageDesc(file_agentd_v1_agentd, 24);
 
 /**
  * One message of a thread.
@@ -1037,7 +1081,7 @@ export type ThreadMessage = Message$1<"agentd.v1.ThreadMessage"> & {
  * Use `create(ThreadMessageSchema)` to create a new message.
  */
 export const ThreadMessageSchema: GenMessage<ThreadMessage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 24);
+  messageDesc(file_agentd_v1_agentd, 25);
 
 /**
  * An answer given to a suspended tool call.
@@ -1088,7 +1132,7 @@ export type ThreadAnswer = Message$1<"agentd.v1.ThreadAnswer"> & {
  * Use `create(ThreadAnswerSchema)` to create a new message.
  */
 export const ThreadAnswerSchema: GenMessage<ThreadAnswer> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 25);
+  messageDesc(file_agentd_v1_agentd, 26);
 
 /**
  * A run of an agent.
@@ -1217,7 +1261,7 @@ export type Run = Message$1<"agentd.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 26);
+  messageDesc(file_agentd_v1_agentd, 27);
 
 /**
  * A tool call that waits for Resume.
@@ -1273,7 +1317,7 @@ export type PendingToolCall = Message$1<"agentd.v1.PendingToolCall"> & {
  * Use `create(PendingToolCallSchema)` to create a new message.
  */
 export const PendingToolCallSchema: GenMessage<PendingToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 27);
+  messageDesc(file_agentd_v1_agentd, 28);
 
 /**
  * An agent hosted by this server.
@@ -1329,7 +1373,7 @@ export type Agent = Message$1<"agentd.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 28);
+  messageDesc(file_agentd_v1_agentd, 29);
 
 /**
  * A tool an agent may call.
@@ -1388,7 +1432,7 @@ export type ToolInfo = Message$1<"agentd.v1.ToolInfo"> & {
  * Use `create(ToolInfoSchema)` to create a new message.
  */
 export const ToolInfoSchema: GenMessage<ToolInfo> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 29);
+  messageDesc(file_agentd_v1_agentd, 30);
 
 /**
  * Token counts.
@@ -1416,7 +1460,7 @@ export type Usage = Message$1<"agentd.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 30);
+  messageDesc(file_agentd_v1_agentd, 31);
 
 /**
  * One event of a run. `seq` starts at 1 and rises by exactly 1 across the
@@ -1540,7 +1584,7 @@ export type AgentChunk = Message$1<"agentd.v1.AgentChunk"> & {
  * Use `create(AgentChunkSchema)` to create a new message.
  */
 export const AgentChunkSchema: GenMessage<AgentChunk> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 31);
+  messageDesc(file_agentd_v1_agentd, 32);
 
 /**
  * The first chunk of every stream.
@@ -1568,7 +1612,7 @@ export type RunStarted = Message$1<"agentd.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 32);
+  messageDesc(file_agentd_v1_agentd, 33);
 
 /**
  * A model step begins.
@@ -1589,7 +1633,7 @@ export type StepStarted = Message$1<"agentd.v1.StepStarted"> & {
  * Use `create(StepStartedSchema)` to create a new message.
  */
 export const StepStartedSchema: GenMessage<StepStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 33);
+  messageDesc(file_agentd_v1_agentd, 34);
 
 /**
  * A piece of model text.
@@ -1610,7 +1654,7 @@ export type TextDelta = Message$1<"agentd.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 34);
+  messageDesc(file_agentd_v1_agentd, 35);
 
 /**
  * The model calls a tool.
@@ -1657,7 +1701,7 @@ export type ToolCall = Message$1<"agentd.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 35);
+  messageDesc(file_agentd_v1_agentd, 36);
 
 /**
  * The result of a tool call, as the model sees it.
@@ -1699,7 +1743,7 @@ export type ToolResult = Message$1<"agentd.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 36);
+  messageDesc(file_agentd_v1_agentd, 37);
 
 /**
  * A tool call suspended the run. Sent only once the suspension is stored.
@@ -1748,7 +1792,7 @@ export type ToolCallSuspended = Message$1<"agentd.v1.ToolCallSuspended"> & {
  * Use `create(ToolCallSuspendedSchema)` to create a new message.
  */
 export const ToolCallSuspendedSchema: GenMessage<ToolCallSuspended> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 37);
+  messageDesc(file_agentd_v1_agentd, 38);
 
 /**
  * A tool call waits for approval before the tool runs.
@@ -1783,7 +1827,7 @@ export type ToolCallApproval = Message$1<"agentd.v1.ToolCallApproval"> & {
  * Use `create(ToolCallApprovalSchema)` to create a new message.
  */
 export const ToolCallApprovalSchema: GenMessage<ToolCallApproval> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 38);
+  messageDesc(file_agentd_v1_agentd, 39);
 
 /**
  * A model step ended.
@@ -1811,7 +1855,7 @@ export type StepFinished = Message$1<"agentd.v1.StepFinished"> & {
  * Use `create(StepFinishedSchema)` to create a new message.
  */
 export const StepFinishedSchema: GenMessage<StepFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 39);
+  messageDesc(file_agentd_v1_agentd, 40);
 
 /**
  * The last chunk of every stream.
@@ -1846,7 +1890,7 @@ export type RunFinished = Message$1<"agentd.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 40);
+  messageDesc(file_agentd_v1_agentd, 41);
 
 /**
  * A failure inside a run.
@@ -1885,7 +1929,7 @@ export type RunError = Message$1<"agentd.v1.RunError"> & {
  * Use `create(RunErrorSchema)` to create a new message.
  */
 export const RunErrorSchema: GenMessage<RunError> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 41);
+  messageDesc(file_agentd_v1_agentd, 42);
 
 /**
  * What a suspended tool call asks for.
@@ -1924,6 +1968,15 @@ export type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
      */
     value: ClientToolCall;
     case: "clientTool";
+  } | {
+    /**
+     * An MCP server asks for input (MCP elicitation) during a call of one
+     * of its tools. Resume with `elicitation`.
+     *
+     * @generated from field: agentd.v1.Elicitation elicitation = 4;
+     */
+    value: Elicitation;
+    case: "elicitation";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1932,7 +1985,60 @@ export type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
  * Use `create(SuspendPayloadSchema)` to create a new message.
  */
 export const SuspendPayloadSchema: GenMessage<SuspendPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 42);
+  messageDesc(file_agentd_v1_agentd, 43);
+
+/**
+ * An MCP server's request for input, made during a call of one of its
+ * tools: a form to fill (`requested_schema`) or a URL to open.
+ *
+ * @generated from message agentd.v1.Elicitation
+ */
+export type Elicitation = Message$1<"agentd.v1.Elicitation"> & {
+  /**
+   * The MCP server that asks, as named in `[[mcp_servers]]`.
+   *
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * What the server says to the person.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * FORM: the JSON Schema of the values asked for, an object of flat
+   * fields (string, with an optional format; number; integer; boolean;
+   * an enum, single or multi-select, with optional titles; defaults and
+   * `required` as the schema says). Unset for URL.
+   *
+   * @generated from field: google.protobuf.Struct requested_schema = 3;
+   */
+  requestedSchema?: JsonObject | undefined;
+
+  /**
+   * How the person answers.
+   *
+   * @generated from field: agentd.v1.ElicitationMode mode = 4;
+   */
+  mode: ElicitationMode;
+
+  /**
+   * URL: the page the person opens (outside agentd); empty for FORM.
+   *
+   * @generated from field: string url = 5;
+   */
+  url: string;
+};
+
+/**
+ * Describes the message agentd.v1.Elicitation.
+ * Use `create(ElicitationSchema)` to create a new message.
+ */
+export const ElicitationSchema: GenMessage<Elicitation> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 44);
 
 /**
  * A question for the user.
@@ -1967,7 +2073,7 @@ export type AskUserPayload = Message$1<"agentd.v1.AskUserPayload"> & {
  * Use `create(AskUserPayloadSchema)` to create a new message.
  */
 export const AskUserPayloadSchema: GenMessage<AskUserPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 43);
+  messageDesc(file_agentd_v1_agentd, 45);
 
 /**
  * One option of a question.
@@ -1995,7 +2101,7 @@ export type AskUserOption = Message$1<"agentd.v1.AskUserOption"> & {
  * Use `create(AskUserOptionSchema)` to create a new message.
  */
 export const AskUserOptionSchema: GenMessage<AskUserOption> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 44);
+  messageDesc(file_agentd_v1_agentd, 46);
 
 /**
  * A tool that the caller executes: the run waits for its result. Resume
@@ -2025,7 +2131,7 @@ export type ClientToolCall = Message$1<"agentd.v1.ClientToolCall"> & {
  * Use `create(ClientToolCallSchema)` to create a new message.
  */
 export const ClientToolCallSchema: GenMessage<ClientToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 45);
+  messageDesc(file_agentd_v1_agentd, 47);
 
 /**
  * The author of a message.
@@ -2110,6 +2216,47 @@ export const DisconnectPolicySchema: GenEnum<DisconnectPolicy> = /*@__PURE__*/
   enumDesc(file_agentd_v1_agentd, 1);
 
 /**
+ * What a person did with an MCP server's request for input.
+ *
+ * @generated from enum agentd.v1.ElicitationAction
+ */
+export enum ElicitationAction {
+  /**
+   * Not set: INVALID_ARGUMENT.
+   *
+   * @generated from enum value: ELICITATION_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Gave the values asked for (or, for a URL request, agreed to open it).
+   *
+   * @generated from enum value: ELICITATION_ACTION_ACCEPT = 1;
+   */
+  ACCEPT = 1,
+
+  /**
+   * Chose not to answer; the tool goes on without the values.
+   *
+   * @generated from enum value: ELICITATION_ACTION_DECLINE = 2;
+   */
+  DECLINE = 2,
+
+  /**
+   * Dismissed the request without choosing.
+   *
+   * @generated from enum value: ELICITATION_ACTION_CANCEL = 3;
+   */
+  CANCEL = 3,
+}
+
+/**
+ * Describes the enum agentd.v1.ElicitationAction.
+ */
+export const ElicitationActionSchema: GenEnum<ElicitationAction> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 2);
+
+/**
  * What changed in a run.
  *
  * @generated from enum agentd.v1.RunEventKind
@@ -2170,7 +2317,7 @@ export enum RunEventKind {
  * Describes the enum agentd.v1.RunEventKind.
  */
 export const RunEventKindSchema: GenEnum<RunEventKind> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 2);
+  enumDesc(file_agentd_v1_agentd, 3);
 
 /**
  * How an answer reached a suspended call.
@@ -2204,7 +2351,7 @@ export enum AnswerSource {
  * Describes the enum agentd.v1.AnswerSource.
  */
 export const AnswerSourceSchema: GenEnum<AnswerSource> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 3);
+  enumDesc(file_agentd_v1_agentd, 4);
 
 /**
  * Where a run is in its life.
@@ -2266,7 +2413,7 @@ export enum RunStatus {
  * Describes the enum agentd.v1.RunStatus.
  */
 export const RunStatusSchema: GenEnum<RunStatus> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 4);
+  enumDesc(file_agentd_v1_agentd, 5);
 
 /**
  * Why a stream ended.
@@ -2321,7 +2468,41 @@ export enum FinishReason {
  * Describes the enum agentd.v1.FinishReason.
  */
 export const FinishReasonSchema: GenEnum<FinishReason> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 5);
+  enumDesc(file_agentd_v1_agentd, 6);
+
+/**
+ * How an MCP server's request for input is answered.
+ *
+ * @generated from enum agentd.v1.ElicitationMode
+ */
+export enum ElicitationMode {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: ELICITATION_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Fill in the fields of `requested_schema`.
+   *
+   * @generated from enum value: ELICITATION_MODE_FORM = 1;
+   */
+  FORM = 1,
+
+  /**
+   * Open `url`, then ACCEPT (or DECLINE) without content.
+   *
+   * @generated from enum value: ELICITATION_MODE_URL = 2;
+   */
+  URL = 2,
+}
+
+/**
+ * Describes the enum agentd.v1.ElicitationMode.
+ */
+export const ElicitationModeSchema: GenEnum<ElicitationMode> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 7);
 
 /**
  * How a question is answered.
@@ -2355,7 +2536,7 @@ export enum SelectionMode {
  * Describes the enum agentd.v1.SelectionMode.
  */
 export const SelectionModeSchema: GenEnum<SelectionMode> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 6);
+  enumDesc(file_agentd_v1_agentd, 8);
 
 /**
  * AgentService runs agents, streams their output, and resumes runs that a
