@@ -644,7 +644,18 @@ pub fn check_resume_request(data: &[u8]) {
         return;
     };
     let id_parses = uuid::Uuid::try_parse(&request.run_id).is_ok();
+    let several = !request.answers.is_empty();
     match convert::resume_request(request.clone()) {
+        Ok(resume) if several => {
+            // Several answers: each names its call and carries an answer,
+            // and none comes with the single-answer fields.
+            assert!(id_parses && request.answer.is_none() && request.tool_call_id.is_empty());
+            assert_eq!(resume.answers.len(), request.answers.len());
+            for (wire, answer) in request.answers.iter().zip(&resume.answers) {
+                assert!(wire.answer.is_some(), "accepted {request:?}");
+                assert_eq!(answer.tool_call_id.as_deref(), Some(wire.tool_call_id.as_str()));
+            }
+        }
         Ok(resume) => {
             assert!(id_parses && request.answer.is_some(), "accepted {request:?}");
             assert_eq!(
@@ -654,10 +665,12 @@ pub fn check_resume_request(data: &[u8]) {
                     .hyphenated()
                     .to_string()
             );
-            assert_eq!(resume.tool_call_id.is_none(), request.tool_call_id.is_empty());
+            assert_eq!(resume.answers.len(), 1);
+            let answer = &resume.answers[0];
+            assert_eq!(answer.tool_call_id.is_none(), request.tool_call_id.is_empty());
             assert_eq!(resume.request_id.is_none(), request.request_id.is_empty());
             use pb::resume_request::Answer as Wire;
-            match (request.answer.as_ref(), &resume.answer) {
+            match (request.answer.as_ref(), &answer.answer) {
                 (Some(Wire::Text(a)), Answer::Text(b)) => assert_eq!(a, b),
                 (Some(Wire::Selections(a)), Answer::Selections(b)) => assert_eq!(&a.labels, b),
                 (Some(Wire::Data(_)), Answer::Data(_)) => {}
@@ -671,6 +684,9 @@ pub fn check_resume_request(data: &[u8]) {
                 ) => {
                     assert_eq!((a.approved, &a.reason), (*approved, reason));
                     assert_eq!(a.edited_args.is_some(), edited_args.is_some());
+                }
+                (Some(Wire::Elicitation(a)), Answer::Elicitation(b)) => {
+                    assert_eq!(a.content.is_some(), b.content.is_some());
                 }
                 (wire, domain) => panic!("{wire:?} became {domain:?}"),
             }
@@ -687,15 +703,21 @@ pub fn check_resume_request(data: &[u8]) {
                     payload: SuspendPayload::AskUser(question.clone()),
                 },
             };
-            let resolved = agent().resolve(&pending, &resume.answer);
+            let resolved = agent().resolve(&pending, &answer.answer);
             assert_eq!(
                 resolved.is_ok(),
-                expected_answer(&question, &resume.answer).is_some()
+                expected_answer(&question, &answer.answer).is_some()
             );
         }
         Err(error) => {
+            let malformed_answer = matches!(
+                &request.answer,
+                Some(pb::resume_request::Answer::Elicitation(response))
+                    if pb::ElicitationAction::try_from(response.action).is_err()
+                        || response.action == pb::ElicitationAction::Unspecified as i32
+            );
             assert!(
-                !id_parses || request.answer.is_none(),
+                !id_parses || several || request.answer.is_none() || malformed_answer,
                 "refused {request:?}: {error}"
             );
             assert_status_is_bounded(error);

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::domain::{Answer, ElicitationAction, ElicitationResponse, Message as Turn, RunId, ThreadId};
 use crate::grpc::convert::{invalid, value_to_json};
-use crate::runtime::{ResumeRun, RuntimeError, StartRun};
+use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
 
 /// The text of `parts`, joined by blank lines.
 fn text_of(parts: &[Part]) -> String {
@@ -93,8 +93,10 @@ pub fn resume_run(run_id: RunId, message: &Message) -> Result<ResumeRun, Runtime
     };
     Ok(ResumeRun {
         run_id,
-        tool_call_id: named,
-        answer,
+        answers: vec![CallAnswer {
+            tool_call_id: named,
+            answer,
+        }],
         request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
         trace: None,
     })

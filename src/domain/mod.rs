@@ -23,8 +23,8 @@ pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 pub use message::Message;
 pub use run::{
-    AnswerRecord, AnswerVia, Continuation, EditedCall, Lease, PendingCall, PendingCalls, Phase, Position,
-    Resolution, ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged,
+    AnswerRecord, AnswerVia, Answered, Continuation, EditedCall, Lease, PendingCall, PendingCalls, Phase,
+    Position, Resolution, ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged,
     ThreadLink, Waiting, WrongPhase,
 };
 pub use run_event::{EventCursor, EventPosition, MalformedCursor, RunEvent, RunEventKind};

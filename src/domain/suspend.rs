@@ -193,7 +193,7 @@ pub const DECLINED_TO_ANSWER: &str = "User declined to answer.";
 
 /// Why an answer does not fit what it answers.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
+#[error("{}{field}: {reason}", self.prefix())]
 pub struct AnswerError {
     /// The request field at fault, e.g. `text` or `selections.labels`.
     pub field: &'static str,
@@ -203,6 +203,9 @@ pub struct AnswerError {
     /// For a form: each field at fault (e.g. `elicitation.content.email`)
     /// with what is wrong with it.
     pub violations: Vec<(String, String)>,
+    /// When several calls are answered at once: the position of the answer
+    /// at fault among them, and the call it names (if it names one).
+    pub of: Option<(usize, Option<String>)>,
 }
 
 impl AnswerError {
@@ -212,7 +215,23 @@ impl AnswerError {
             reason: reason.into(),
             valid_labels: Vec::new(),
             violations: Vec::new(),
+            of: None,
         }
+    }
+
+    /// `answers[i].` for an answer among several, else nothing.
+    pub fn prefix(&self) -> String {
+        match &self.of {
+            Some((position, _)) => format!("answers[{position}]."),
+            None => String::new(),
+        }
+    }
+
+    /// The same error, of the answer at `position` (naming `tool_call_id`)
+    /// among several.
+    pub fn at(mut self, position: usize, tool_call_id: Option<String>) -> Self {
+        self.of = Some((position, tool_call_id));
+        self
     }
 
     pub fn with_violations(mut self, violations: Vec<(String, String)>) -> Self {

@@ -119,16 +119,26 @@ impl From<RuntimeError> for Status {
                 ),
             ),
             RuntimeError::InvalidAnswer(answer) => {
-                let mut metadata = vec![("field", answer.field.to_owned())];
+                // Among several answers, fields are named under theirs:
+                // `answers[1].selections.labels`.
+                let prefix = answer.prefix();
+                let field = format!("{prefix}{}", answer.field);
+                let mut metadata = vec![("field", field.clone())];
+                if let Some((_, Some(tool_call_id))) = &answer.of {
+                    metadata.push(("tool_call_id", tool_call_id.clone()));
+                }
                 if !answer.valid_labels.is_empty() {
                     metadata.push(("valid_labels", answer.valid_labels.join(", ")));
                 }
                 let details = if answer.violations.is_empty() {
-                    bad_request(answer.field, &answer.reason, "INVALID_ANSWER", &metadata)
+                    bad_request(&field, &answer.reason, "INVALID_ANSWER", &metadata)
                 } else {
                     let mut details = info("INVALID_ANSWER", &metadata);
                     for (field, description) in &answer.violations {
-                        details.add_bad_request_violation(clip(field.clone()), clip(description.clone()));
+                        details.add_bad_request_violation(
+                            clip(format!("{prefix}{field}")),
+                            clip(description.clone()),
+                        );
                     }
                     details
                 };

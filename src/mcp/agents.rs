@@ -24,7 +24,7 @@ use super::follow::{self, Progress};
 use super::question::{Question, Reply};
 use super::state::{Asked, StateSeal};
 use crate::domain::{Answer, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId};
-use crate::runtime::{ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
+use crate::runtime::{CallAnswer, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
 /// The key of the one input request of an input-required result.
 const INPUT: &str = "answer";
@@ -191,8 +191,10 @@ impl Agents {
         };
         let resume = ResumeRun {
             run_id: asked.run,
-            tool_call_id: Some(asked.call.clone()),
-            answer,
+            answers: vec![CallAnswer {
+                tool_call_id: Some(asked.call.clone()),
+                answer,
+            }],
             request_id: None,
             trace: None,
         };

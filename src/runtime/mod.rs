@@ -58,7 +58,7 @@ pub(crate) use execution::new_replica_id;
 pub use execution::{ExecuteTool, LeaseSettings};
 use fanout::LiveRuns;
 pub use fanout::{MapEvents, RunEventStream, RunStream, WatchRuns};
-pub use lifecycle::{ResumeRun, StartRun};
+pub use lifecycle::{CallAnswer, ResumeRun, StartRun};
 pub use reads::{ListRuns, ListThreads, RunPage, ThreadPage, ThreadView, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
 use crate::agent::AgentRegistry;

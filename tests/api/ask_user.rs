@@ -239,3 +239,101 @@ async fn seq_is_contiguous_from_one_across_stream_and_resumes() {
         .all(|c| c.run_id == id && c.time.is_some()));
     assert_eq!(server.get_run(&id).await.last_seq, seqs.len() as u64);
 }
+
+fn tool_answer(tool_call_id: &str, answer: pb::tool_answer::Answer) -> pb::ToolAnswer {
+    pb::ToolAnswer {
+        tool_call_id: tool_call_id.into(),
+        answer: Some(answer),
+    }
+}
+
+fn answers(run_id: &str, answers: Vec<pb::ToolAnswer>, request_id: &str) -> pb::ResumeRequest {
+    pb::ResumeRequest {
+        run_id: run_id.into(),
+        answers,
+        request_id: request_id.into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn two_questions_are_answered_in_one_step_all_or_nothing() {
+    use pb::tool_answer::Answer as A;
+    let server = TestServer::start().await;
+    let chunks = server.stream("ask me two questions").await;
+    let suspended = suspensions(&chunks);
+    let (first, second) = (&suspended[0].tool_call_id, &suspended[1].tool_call_id);
+    let id = run_id(&chunks);
+    let before = server.get_run(&id).await;
+
+    // The second answer is not an option: nothing is taken, and the error
+    // names it among the answers.
+    let refused = server
+        .resume(answers(
+            &id,
+            vec![
+                tool_answer(first, A::Text("Ada".into())),
+                tool_answer(second, A::Text("Gold".into())),
+            ],
+            "",
+        ))
+        .await;
+    let status = expect_code(refused, tonic::Code::InvalidArgument);
+    let violation = &status
+        .get_details_bad_request()
+        .expect("BadRequest")
+        .field_violations[0];
+    assert_eq!(violation.field, "answers[1].text", "{status:?}");
+    let info = status.get_details_error_info().expect("ErrorInfo");
+    assert_eq!(info.metadata.get("tool_call_id"), Some(second));
+    assert_eq!(
+        server.get_run(&id).await,
+        before,
+        "a refused Resume changes nothing"
+    );
+
+    // A call answered twice, a call without its id, and both ways at once
+    // are refused too.
+    let twice = vec![
+        tool_answer(first, A::Text("Ada".into())),
+        tool_answer(first, A::Text("Bo".into())),
+    ];
+    expect_code(
+        server.resume(answers(&id, twice, "")).await,
+        tonic::Code::InvalidArgument,
+    );
+    let unnamed = vec![
+        tool_answer("", A::Text("Ada".into())),
+        tool_answer(second, A::Text("Basic".into())),
+    ];
+    expect_code(
+        server.resume(answers(&id, unnamed, "")).await,
+        tonic::Code::InvalidArgument,
+    );
+    let mut both = answers(&id, vec![tool_answer(first, A::Text("Ada".into()))], "");
+    both.answer = Some(pb::resume_request::Answer::Text("Ada".into()));
+    expect_code(server.resume(both).await, tonic::Code::InvalidArgument);
+    assert_eq!(server.get_run(&id).await, before);
+
+    // Both fit: one continuation, the model sees both answers.
+    let both = vec![
+        tool_answer(second, A::Text("Basic".into())),
+        tool_answer(first, A::Text("Ada".into())),
+    ];
+    let done = server.resume(answers(&id, both.clone(), "both-1")).await.unwrap();
+    assert_eq!(kinds(&done)[..3], ["start", "tool_result", "tool_result"]);
+    assert_eq!(finish_reason(&done), FinishReason::Stop);
+    assert_eq!(finish(&done).text, "Thanks! You answered: Basic; Ada.");
+    // Retried with its key, it replays; with other answers, it is refused.
+    let replay = server.resume(answers(&id, both, "both-1")).await.unwrap();
+    let seqs = |chunks: &[pb::AgentChunk]| chunks.iter().map(|c| c.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(&replay), seqs(&done));
+    let other = vec![
+        tool_answer(second, A::Text("Pro".into())),
+        tool_answer(first, A::Text("Ada".into())),
+    ];
+    expect_code(
+        server.resume(answers(&id, other, "both-1")).await,
+        tonic::Code::FailedPrecondition,
+    );
+}

@@ -148,6 +148,7 @@ pub fn resume_request(
         tool_call_id: tool_call_id.into(),
         answer: Some(answer),
         request_id: String::new(),
+        answers: Vec::new(),
     }
 }
 

@@ -382,6 +382,7 @@ async fn a_retried_resume_replays_and_never_answers_twice() {
         tool_call_id: String::new(),
         answer: Some(Answer::Text(answer.into())),
         request_id: "answer-1".into(),
+        answers: Vec::new(),
     };
     let first = server.resume(resume("Pro")).await.unwrap();
     assert_eq!(finish_reason(&first), FinishReason::Stop);

@@ -26,8 +26,8 @@ use super::{Tenant, Timestamp, ToolDefinition, TraceContext};
 
 pub use phase::{Lease, PendingCall, PendingCalls, Phase, Waiting};
 pub use state::{
-    AnswerRecord, AnswerVia, Continuation, EditedCall, Resolution, ResumeRecord, RunOptions, RunState,
-    ThreadLink,
+    AnswerRecord, AnswerVia, Answered, Continuation, EditedCall, Resolution, ResumeRecord, RunOptions,
+    RunState, ThreadLink,
 };
 pub use transitions::{Staged, WrongPhase};
 

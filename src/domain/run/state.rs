@@ -150,6 +150,15 @@ pub enum Resolution {
     Proceed,
 }
 
+/// One answer of a Resume, checked: the pending call it answers (its
+/// index in the run's pending list), its record, and what it leads to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered {
+    pub index: usize,
+    pub record: AnswerRecord,
+    pub resolution: Resolution,
+}
+
 /// A call an execution takes up where a Resume (or a takeover) left it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Continuation {

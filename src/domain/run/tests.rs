@@ -83,6 +83,16 @@ fn answer(id: &str) -> AnswerRecord {
     }
 }
 
+/// The answer to the pending call at `index`, `id`'s, resolved as
+/// `resolution`.
+fn one(index: usize, id: &str, resolution: Resolution) -> Answered {
+    Answered {
+        index,
+        record: answer(id),
+        resolution,
+    }
+}
+
 fn calls(pending: Vec<PendingCall>) -> PendingCalls {
     PendingCalls::new(pending).expect("at least one call")
 }
@@ -129,9 +139,9 @@ fn an_answer_gives_the_run_to_its_lease_and_keeps_the_other_calls_waiting() {
     let mut run = suspended_on(&["a", "b"]);
     let output = Resolution::Output(ToolOutput::ok("User answered: Pro"));
     let (chunks, approved) = run
-        .answer(0, answer("a"), Some("req-1".into()), output, lease("b"))
+        .answer(vec![one(0, "a", output)], Some("req-1".into()), lease("b"))
         .expect("suspended");
-    assert_eq!(approved, None);
+    assert_eq!(approved, vec![]);
     assert!(matches!(&chunks[0], Chunk::Start { resumed: true, .. }));
     assert!(matches!(&chunks[1], Chunk::ToolResult { tool_call_id, .. } if tool_call_id == "a"));
     assert_eq!(run.lease(), Some(&lease("b")));
@@ -157,9 +167,9 @@ fn an_approval_returns_the_call_to_run_and_records_no_result() {
     run.suspend(PendingCalls::one(approval), NOW).expect("running");
     let execute = Resolution::Execute { edited_args: None };
     let (chunks, approved) = run
-        .answer(0, answer("a"), None, execute, lease("a"))
+        .answer(vec![one(0, "a", execute)], None, lease("a"))
         .expect("suspended");
-    assert_eq!(approved, Some(Continuation::Run(call("a"))));
+    assert_eq!(approved, vec![Continuation::Run(call("a"))]);
     assert_eq!(chunks.len(), 1, "only the continuation's start");
     assert!(run.state.messages.is_empty());
     assert!(run.state.resumes.is_empty(), "no request id, no record of it");
@@ -184,7 +194,7 @@ fn an_approval_with_edited_arguments_runs_them_and_keeps_the_models() {
         edited_args: Some(edited.clone()),
     };
     let (chunks, approved) = run
-        .answer(1, answer("b"), None, execute, lease("a"))
+        .answer(vec![one(1, "b", execute)], None, lease("a"))
         .expect("suspended");
     let ran = ToolCall {
         args: edited.clone(),
@@ -192,7 +202,7 @@ fn an_approval_with_edited_arguments_runs_them_and_keeps_the_models() {
     };
     assert_eq!(
         approved,
-        Some(Continuation::Run(ran.clone())),
+        vec![Continuation::Run(ran.clone())],
         "the tool runs the edited arguments"
     );
     assert_eq!(
@@ -244,7 +254,7 @@ fn every_transition_checks_the_phase_it_starts_from() {
             "answer",
             |run| {
                 let output = Resolution::Output(ToolOutput::ok("x"));
-                run.answer(0, answer("a"), None, output, lease("b")).map(drop)
+                run.answer(vec![one(0, "a", output)], None, lease("b")).map(drop)
             },
             &[RunStatus::Suspended],
         ),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::domain::{Chunk, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolOutput};
 
 use super::{
-    AnswerRecord, Continuation, Lease, PendingCall, PendingCalls, Phase, Position, Resolution, ResumeRecord,
+    Answered, Continuation, Lease, PendingCall, PendingCalls, Phase, Position, Resolution, ResumeRecord,
     RunId, RunOptions, RunRecord, RunState, RunStatus, Waiting,
 };
 
@@ -146,70 +146,86 @@ impl RunRecord {
         Ok(chunks)
     }
 
-    /// Answers the pending call at `index` of a suspended run with
-    /// `record`'s answer, resolved as `resolution`, and gives the run to
-    /// `lease`: the continuation's `start`, then the call's result if the
-    /// answer is it. Returns the chunks, and what to do with the call now
-    /// if the answer approved it or the tool goes on with it. The other
-    /// pending calls keep waiting.
+    /// Answers pending calls of a suspended run, each (at its `index` in
+    /// the pending list) with its record's answer resolved as its
+    /// resolution, all in one step, and gives the run to `lease`: the
+    /// continuation's `start`, then each call's result where the answer is
+    /// it. Returns the chunks, and what to do now with each call whose
+    /// answer approved it or whose tool goes on with it. The pending calls
+    /// not answered keep waiting.
     pub fn answer(
         &mut self,
-        index: usize,
-        mut record: AnswerRecord,
+        answers: Vec<Answered>,
         request_id: Option<String>,
-        resolution: Resolution,
         lease: Lease,
-    ) -> Result<(Vec<Chunk>, Option<Continuation>), WrongPhase> {
+    ) -> Result<(Vec<Chunk>, Vec<Continuation>), WrongPhase> {
         let Phase::Suspended { pending, .. } = &self.phase else {
             return Err(self.wrong("answer"));
         };
-        let mut pending = pending.to_vec();
-        let now = record.answered_at;
-        let answered = pending.remove(index);
+        let mut still = pending.to_vec();
+        let indexes: Vec<usize> = answers.iter().map(|answered| answered.index).collect();
+        let calls: Vec<PendingCall> = indexes.iter().map(|index| still[*index].clone()).collect();
+        let mut position = 0;
+        still.retain(|_| {
+            position += 1;
+            !indexes.contains(&(position - 1))
+        });
+        let now = answers
+            .first()
+            .map_or_else(Timestamp::now, |answered| answered.record.answered_at);
         let mut chunks = vec![Chunk::Start {
             agent_id: self.agent_id.clone(),
             resumed: true,
         }];
-        if let Some(request_id) = request_id {
-            self.state.resumes.push(ResumeRecord {
-                request_id,
-                tool_call_id: answered.call.id.clone(),
-                answer: record.answer.clone(),
-                first_seq: self.last_seq + 1,
-            });
-        }
-        let next = match resolution {
-            Resolution::Output(output) => {
-                chunks.push(self.state.record_result(&answered.call, output));
-                None
-            }
-            Resolution::Execute { edited_args: None } => Some(Continuation::Run(answered.call)),
-            Resolution::Execute {
-                edited_args: Some(args),
-            } => {
-                let (call, original_args) = self.state.edit_call(answered.call, args);
-                chunks.push(Chunk::ToolCall {
-                    call: call.clone(),
-                    original_args: Some(original_args),
+        let first_seq = self.last_seq + 1;
+        let mut next = Vec::new();
+        for (answered, call) in answers.into_iter().zip(calls) {
+            let Answered {
+                mut record,
+                resolution,
+                ..
+            } = answered;
+            if let Some(request_id) = &request_id {
+                self.state.resumes.push(ResumeRecord {
+                    request_id: request_id.clone(),
+                    tool_call_id: call.call.id.clone(),
+                    answer: record.answer.clone(),
+                    first_seq,
                 });
-                Some(Continuation::Run(call))
             }
-            Resolution::Proceed => match answered.waiting {
-                Waiting::Suspended { payload } => {
-                    record.proceeds_from = Some(payload.clone());
-                    Some(Continuation::Proceed {
-                        call: answered.call,
-                        payload,
-                        answer: record.answer.clone(),
-                    })
+            match resolution {
+                Resolution::Output(output) => chunks.push(self.state.record_result(&call.call, output)),
+                Resolution::Execute { edited_args: None } => next.push(Continuation::Run(call.call)),
+                Resolution::Execute {
+                    edited_args: Some(args),
+                } => {
+                    let (edited, original_args) = self.state.edit_call(call.call, args);
+                    chunks.push(Chunk::ToolCall {
+                        call: edited.clone(),
+                        original_args: Some(original_args),
+                    });
+                    next.push(Continuation::Run(edited));
                 }
-                // Only a suspended tool goes on: an approval runs it.
-                Waiting::Approval => Some(Continuation::Run(answered.call)),
-            },
-        };
-        self.state.answers.push(record);
+                Resolution::Proceed => match call.waiting {
+                    Waiting::Suspended { payload } => {
+                        record.proceeds_from = Some(payload.clone());
+                        next.push(Continuation::Proceed {
+                            call: call.call,
+                            payload,
+                            answer: record.answer.clone(),
+                        });
+                    }
+                    // Only a suspended tool goes on: an approval runs it.
+                    Waiting::Approval => next.push(Continuation::Run(call.call)),
+                },
+            }
+            self.state.answers.push(record);
+        }
         self.updated_at = now;
-        self.phase = Phase::Running { lease, pending };
+        self.phase = Phase::Running {
+            lease,
+            pending: still,
+        };
         Ok((chunks, next))
     }
 

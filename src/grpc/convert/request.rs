@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::domain::{Answer, Args, ElicitationAction, ElicitationResponse, Message, RunId, ThreadId};
+use crate::domain::{
+    Answer, AnswerError, Args, ElicitationAction, ElicitationResponse, Message, RunId, ThreadId,
+};
 use crate::pb;
-use crate::runtime::{ResumeRun, RuntimeError, StartRun};
+use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
 
 use super::invalid;
 use super::tools::tool_definitions;
@@ -144,34 +146,117 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         tool_call_id,
         answer,
         request_id,
+        answers,
     } = request;
-    use pb::resume_request::Answer as A;
-    let answer = match answer {
-        None => {
+    let answers = match (answer, answers.is_empty()) {
+        (None, true) => return Err(invalid(
+            "answer",
+            "give an answer: text, selections, data, approval or elicitation (or answers, for several calls)",
+        )),
+        (Some(_), false) => {
             return Err(invalid(
-                "answer",
-                "give an answer: text, selections, data, approval or elicitation",
-            ));
+                "answers",
+                "give either one answer (with tool_call_id) or answers, not both",
+            ))
         }
-        Some(A::Text(text)) => Answer::Text(text),
-        Some(A::Selections(pb::Selections { labels })) => Answer::Selections(labels),
-        Some(A::Data(value)) => Answer::Data(value_to_json(&value)),
-        Some(A::Approval(pb::Approval {
+        (Some(answer), true) => vec![CallAnswer {
+            tool_call_id: optional(tool_call_id),
+            answer: answer_of(answer.into())?,
+        }],
+        (None, false) if !tool_call_id.is_empty() => {
+            return Err(invalid(
+                "tool_call_id",
+                "with answers, each answer names its call: leave tool_call_id empty",
+            ))
+        }
+        (None, false) => answers
+            .into_iter()
+            .enumerate()
+            .map(|(position, answer)| tool_answer(position, answer))
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(ResumeRun {
+        run_id: parse_run_id(&run_id)?,
+        answers,
+        request_id: optional(request_id),
+        trace: None,
+    })
+}
+
+/// The answer of one call among several.
+fn tool_answer(position: usize, answer: pb::ToolAnswer) -> Result<CallAnswer, RuntimeError> {
+    let pb::ToolAnswer { tool_call_id, answer } = answer;
+    if tool_call_id.is_empty() {
+        return Err(RuntimeError::InvalidAnswer(
+            AnswerError::new("tool_call_id", "name the call this answer is for").at(position, None),
+        ));
+    }
+    let Some(answer) = answer else {
+        return Err(RuntimeError::InvalidAnswer(
+            AnswerError::new("answer", "give an answer").at(position, Some(tool_call_id)),
+        ));
+    };
+    let answer = answer_of(answer.into()).map_err(|error| match error {
+        RuntimeError::InvalidRequest { field, reason } => RuntimeError::InvalidAnswer(
+            AnswerError::new(field, reason).at(position, Some(tool_call_id.clone())),
+        ),
+        other => other,
+    })?;
+    Ok(CallAnswer {
+        tool_call_id: Some(tool_call_id),
+        answer,
+    })
+}
+
+/// The kinds of answer, whichever message carries them.
+enum AnyAnswer {
+    Text(String),
+    Selections(pb::Selections),
+    Data(prost_types::Value),
+    Approval(pb::Approval),
+    Elicitation(pb::ElicitationResponse),
+}
+
+impl From<pb::resume_request::Answer> for AnyAnswer {
+    fn from(answer: pb::resume_request::Answer) -> Self {
+        use pb::resume_request::Answer as A;
+        match answer {
+            A::Text(text) => Self::Text(text),
+            A::Selections(selections) => Self::Selections(selections),
+            A::Data(data) => Self::Data(data),
+            A::Approval(approval) => Self::Approval(approval),
+            A::Elicitation(response) => Self::Elicitation(response),
+        }
+    }
+}
+
+impl From<pb::tool_answer::Answer> for AnyAnswer {
+    fn from(answer: pb::tool_answer::Answer) -> Self {
+        use pb::tool_answer::Answer as A;
+        match answer {
+            A::Text(text) => Self::Text(text),
+            A::Selections(selections) => Self::Selections(selections),
+            A::Data(data) => Self::Data(data),
+            A::Approval(approval) => Self::Approval(approval),
+            A::Elicitation(response) => Self::Elicitation(response),
+        }
+    }
+}
+
+fn answer_of(answer: AnyAnswer) -> Result<Answer, RuntimeError> {
+    Ok(match answer {
+        AnyAnswer::Text(text) => Answer::Text(text),
+        AnyAnswer::Selections(pb::Selections { labels }) => Answer::Selections(labels),
+        AnyAnswer::Data(value) => Answer::Data(value_to_json(&value)),
+        AnyAnswer::Approval(pb::Approval {
             approved,
             reason,
             edited_args,
-        })) => Answer::Approval {
+        }) => Answer::Approval {
             approved,
             reason,
             edited_args: edited_args.map(|args| Args::from(struct_to_json(&args))),
         },
-        Some(A::Elicitation(response)) => Answer::Elicitation(elicitation_response(response)?),
-    };
-    Ok(ResumeRun {
-        run_id: parse_run_id(&run_id)?,
-        tool_call_id: optional(tool_call_id),
-        answer,
-        request_id: optional(request_id),
-        trace: None,
+        AnyAnswer::Elicitation(response) => Answer::Elicitation(elicitation_response(response)?),
     })
 }

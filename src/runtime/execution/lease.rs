@@ -121,7 +121,9 @@ pub(crate) fn lease_expired(run: &RunRecord, now: Timestamp) -> bool {
 mod tests {
     use super::*;
     use crate::domain::Message;
-    use crate::domain::{Answer, AnswerVia, PendingCall, PendingCalls, Resolution, RunState, Waiting};
+    use crate::domain::{
+        Answer, AnswerVia, Answered, PendingCall, PendingCalls, Resolution, RunState, Waiting,
+    };
 
     fn call(id: &str) -> ToolCall {
         ToolCall {
@@ -181,7 +183,12 @@ mod tests {
             proceeds_from: None,
         };
         let execute = Resolution::Execute { edited_args: None };
-        run.answer(0, approved, None, execute, Lease::vacant())
+        let answered = Answered {
+            index: 0,
+            record: approved,
+            resolution: execute,
+        };
+        run.answer(vec![answered], None, Lease::vacant())
             .expect("suspended");
         assert_eq!(run.pending(), &[approval("c")]);
         assert_eq!(unfinished_calls(&run), vec![Continuation::Run(call("b"))]);

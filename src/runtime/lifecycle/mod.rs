@@ -36,5 +36,5 @@ mod retention;
 mod start;
 mod thread_turn;
 
-pub use resume::ResumeRun;
+pub use resume::{CallAnswer, ResumeRun};
 pub use start::StartRun;

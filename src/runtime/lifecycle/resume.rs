@@ -9,26 +9,49 @@
 //! naming what the run became. An answer that any client saw taken is never
 //! lost.
 
+use crate::agent::Agent;
 use crate::domain::{
-    Answer, AnswerRecord, AnswerVia, PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant,
-    Timestamp, TraceContext,
+    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, PendingCall, ResumeRecord, RunId, RunRecord,
+    RunStatus, Tenant, Timestamp, TraceContext,
 };
 use crate::runtime::execution::Work;
 use crate::runtime::fanout::Wanted;
 use crate::runtime::{RunStream, Runtime, RuntimeError};
 use crate::store::StoreError;
 
-/// A request to answer a suspended call.
+/// A request to answer suspended calls of a run: one, or several at once
+/// (all or none).
 #[derive(Clone, Debug)]
 pub struct ResumeRun {
     pub run_id: RunId,
-    /// May be `None` when exactly one call is pending.
-    pub tool_call_id: Option<String>,
-    pub answer: Answer,
+    /// At least one; with several, each names its call.
+    pub answers: Vec<CallAnswer>,
     pub request_id: Option<String>,
     /// The W3C trace context the request came with: the continuation
     /// continues its trace (linked to the trace that started the run).
     pub trace: Option<TraceContext>,
+}
+
+/// One answer of a Resume, and the pending call it is for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallAnswer {
+    /// May be `None` when exactly one call is pending (and only one is
+    /// answered).
+    pub tool_call_id: Option<String>,
+    pub answer: Answer,
+}
+
+impl ResumeRun {
+    /// A request that answers one call (`tool_call_id` may be `None` when
+    /// only one is pending).
+    pub fn one(run_id: RunId, tool_call_id: Option<String>, answer: Answer) -> Self {
+        Self {
+            run_id,
+            answers: vec![CallAnswer { tool_call_id, answer }],
+            request_id: None,
+            trace: None,
+        }
+    }
 }
 
 /// Which pending call an answer is for.
@@ -87,26 +110,18 @@ impl Runtime {
             return Err(RuntimeError::NotSuspended(run.status()));
         }
         let agent = self.inner.agent_for_run(&run)?;
-        let index = pick_pending(run.pending(), request.tool_call_id.as_deref())?;
-        let resolution = agent.resolve(&run.pending()[index], &request.answer)?;
+        let now = Timestamp::now();
+        let answers = self.check_answers(&agent, &run, request.answers, tenant, via, now)?;
         let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
-        // The answer fits: claim the suspension. The answer is stored with
-        // the claim, so an acknowledged answer is never lost.
+        // The answers fit: claim the suspension. They are stored with the
+        // claim, so an acknowledged answer is never lost.
         let suspended_since = run.updated_at;
-        let answer = AnswerRecord {
-            tool_call_id: run.pending()[index].call.id.clone(),
-            answer: request.answer,
-            answered_at: Timestamp::now(),
-            answered_by: tenant.clone(),
-            via,
-            proceeds_from: None,
-        };
         // The claim makes this replica the run's executor.
         let lease = self.inner.new_lease();
         let (chunks, next) = run
-            .answer(index, answer, request.request_id, resolution, lease)
+            .answer(answers, request.request_id, lease)
             .map_err(|wrong| RuntimeError::NotSuspended(wrong.from))?;
         let first = run.stage(chunks);
         match self
@@ -126,8 +141,68 @@ impl Runtime {
         if let Some(answer) = run.state.answers.last() {
             crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
         }
-        let work = Work::Continue(next.into_iter().collect());
+        let work = Work::Continue(next);
         Ok(self.execute(agent, run, first.events, work, slot, request.trace))
+    }
+
+    /// Checks every answer of a Resume against the pending call it names,
+    /// without changing anything: each call at most once, each answer
+    /// fitting its call's question. The first misfit refuses them all,
+    /// naming the call when several are answered.
+    fn check_answers(
+        &self,
+        agent: &Agent,
+        run: &RunRecord,
+        answers: Vec<CallAnswer>,
+        tenant: &Tenant,
+        via: AnswerVia,
+        now: Timestamp,
+    ) -> Result<Vec<Answered>, RuntimeError> {
+        let several = answers.len() > 1;
+        if answers.is_empty() {
+            return Err(RuntimeError::InvalidAnswer(AnswerError::new(
+                "answer",
+                "give an answer",
+            )));
+        }
+        let mut checked: Vec<Answered> = Vec::with_capacity(answers.len());
+        for (position, CallAnswer { tool_call_id, answer }) in answers.into_iter().enumerate() {
+            if several && tool_call_id.is_none() {
+                return Err(RuntimeError::InvalidAnswer(
+                    AnswerError::new("tool_call_id", "name the call each answer is for").at(position, None),
+                ));
+            }
+            let index = pick_pending(run.pending(), tool_call_id.as_deref())?;
+            let pending = &run.pending()[index];
+            if checked.iter().any(|earlier| earlier.index == index) {
+                return Err(RuntimeError::InvalidAnswer(
+                    AnswerError::new("tool_call_id", "this call is answered twice")
+                        .at(position, Some(pending.call.id.clone())),
+                ));
+            }
+            let resolution = agent.resolve(pending, &answer).map_err(|error| {
+                let error = if several {
+                    error.at(position, Some(pending.call.id.clone()))
+                } else {
+                    error
+                };
+                RuntimeError::InvalidAnswer(error)
+            })?;
+            let record = AnswerRecord {
+                tool_call_id: pending.call.id.clone(),
+                answer,
+                answered_at: now,
+                answered_by: tenant.clone(),
+                via,
+                proceeds_from: None,
+            };
+            checked.push(Answered {
+                index,
+                record,
+                resolution,
+            });
+        }
+        Ok(checked)
     }
 
     /// Why a claim lost its compare-and-set: what the run is now (resumed
@@ -141,8 +216,8 @@ impl Runtime {
     }
 }
 
-/// The earlier Resume of this run with the same `request_id`, if any; the
-/// same key with another answer is refused.
+/// The earlier Resume of this run with the same `request_id`, if any (its
+/// first answer's record); the same key with other answers is refused.
 fn earlier_resume<'a>(
     run: &'a RunRecord,
     request: &ResumeRun,
@@ -150,15 +225,25 @@ fn earlier_resume<'a>(
     let Some(request_id) = &request.request_id else {
         return Ok(None);
     };
-    let Some(earlier) = run.state.resumes.iter().find(|r| &r.request_id == request_id) else {
+    let earlier: Vec<&ResumeRecord> = run
+        .state
+        .resumes
+        .iter()
+        .filter(|r| &r.request_id == request_id)
+        .collect();
+    let Some(first) = earlier.first() else {
         return Ok(None);
     };
-    let same_call = request
-        .tool_call_id
-        .as_ref()
-        .is_none_or(|id| *id == earlier.tool_call_id);
-    if same_call && earlier.answer == request.answer {
-        Ok(Some(earlier))
+    let same = earlier.len() == request.answers.len()
+        && earlier.iter().zip(&request.answers).all(|(earlier, asked)| {
+            let same_call = asked
+                .tool_call_id
+                .as_ref()
+                .is_none_or(|id| *id == earlier.tool_call_id);
+            same_call && earlier.answer == asked.answer
+        });
+    if same {
+        Ok(Some(first))
     } else {
         Err(RuntimeError::RequestIdReused(request_id.clone()))
     }

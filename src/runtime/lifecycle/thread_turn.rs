@@ -6,7 +6,7 @@
 //! starts from is read by `reads/thread_history.rs`.
 
 use super::auto_answer::answer_from_text;
-use super::{ResumeRun, StartRun};
+use super::{CallAnswer, ResumeRun, StartRun};
 use crate::domain::{Message, RunId, RunRecord, RunStatus, SuspendPayload, Tenant, ThreadId, Waiting};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
@@ -124,8 +124,10 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
         })?;
     Ok(ResumeRun {
         run_id: run.id,
-        tool_call_id: Some(pending.call.id.clone()),
-        answer: answer_from_text(question, text)?,
+        answers: vec![CallAnswer {
+            tool_call_id: Some(pending.call.id.clone()),
+            answer: answer_from_text(question, text)?,
+        }],
         request_id: request.request_id.clone(),
         trace: request.trace.clone(),
     })

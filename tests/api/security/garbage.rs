@@ -266,6 +266,14 @@ impl Gen {
                 } else {
                     self.string()
                 },
+                answers: if self.rng.bool() {
+                    Vec::new()
+                } else {
+                    vec![pb::ToolAnswer {
+                        tool_call_id: self.string(),
+                        answer: Some(pb::tool_answer::Answer::Text(self.string())),
+                    }]
+                },
             }
             .encode_to_vec(),
             "SubscribeRun" => pb::SubscribeRunRequest {

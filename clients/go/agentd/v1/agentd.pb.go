@@ -992,6 +992,14 @@ type ResumeRequest struct {
 	// gets the same continuation, replayed; the same key with a different
 	// answer is FAILED_PRECONDITION. Optional.
 	RequestId string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Several pending calls answered in one step, each naming its call:
+	// every answer is checked as the single answer is, and either all are
+	// taken together (one continuation) or none is, the run unchanged. A
+	// misfit is INVALID_ARGUMENT naming `answers[i]` and its field
+	// (`answers[1].selections.labels`). Each call at most once; the calls
+	// not answered keep waiting. Not with `tool_call_id` or the single
+	// answer above (INVALID_ARGUMENT).
+	Answers []*ToolAnswer `protobuf:"bytes,9,rep,name=answers,proto3" json:"answers,omitempty"`
 }
 
 func (x *ResumeRequest) Reset() {
@@ -1089,6 +1097,13 @@ func (x *ResumeRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *ResumeRequest) GetAnswers() []*ToolAnswer {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
 type isResumeRequest_Answer interface {
 	isResumeRequest_Answer()
 }
@@ -1139,6 +1154,141 @@ func (*ResumeRequest_Approval) isResumeRequest_Answer() {}
 
 func (*ResumeRequest_Elicitation) isResumeRequest_Answer() {}
 
+// The answer to one pending call, among several of one Resume.
+type ToolAnswer struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// The pending call; required.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The answer, of the kinds ResumeRequest.answer takes.
+	//
+	// Types that are assignable to Answer:
+	//
+	//	*ToolAnswer_Text
+	//	*ToolAnswer_Selections
+	//	*ToolAnswer_Data
+	//	*ToolAnswer_Approval
+	//	*ToolAnswer_Elicitation
+	Answer isToolAnswer_Answer `protobuf_oneof:"answer"`
+}
+
+func (x *ToolAnswer) Reset() {
+	*x = ToolAnswer{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_agentd_v1_agentd_proto_msgTypes[5]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *ToolAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolAnswer) ProtoMessage() {}
+
+func (x *ToolAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agentd_proto_msgTypes[5]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolAnswer.ProtoReflect.Descriptor instead.
+func (*ToolAnswer) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolAnswer) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (m *ToolAnswer) GetAnswer() isToolAnswer_Answer {
+	if m != nil {
+		return m.Answer
+	}
+	return nil
+}
+
+func (x *ToolAnswer) GetText() string {
+	if x, ok := x.GetAnswer().(*ToolAnswer_Text); ok {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ToolAnswer) GetSelections() *Selections {
+	if x, ok := x.GetAnswer().(*ToolAnswer_Selections); ok {
+		return x.Selections
+	}
+	return nil
+}
+
+func (x *ToolAnswer) GetData() *structpb.Value {
+	if x, ok := x.GetAnswer().(*ToolAnswer_Data); ok {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ToolAnswer) GetApproval() *Approval {
+	if x, ok := x.GetAnswer().(*ToolAnswer_Approval); ok {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *ToolAnswer) GetElicitation() *ElicitationResponse {
+	if x, ok := x.GetAnswer().(*ToolAnswer_Elicitation); ok {
+		return x.Elicitation
+	}
+	return nil
+}
+
+type isToolAnswer_Answer interface {
+	isToolAnswer_Answer()
+}
+
+type ToolAnswer_Text struct {
+	Text string `protobuf:"bytes,2,opt,name=text,proto3,oneof"`
+}
+
+type ToolAnswer_Selections struct {
+	Selections *Selections `protobuf:"bytes,3,opt,name=selections,proto3,oneof"`
+}
+
+type ToolAnswer_Data struct {
+	Data *structpb.Value `protobuf:"bytes,4,opt,name=data,proto3,oneof"`
+}
+
+type ToolAnswer_Approval struct {
+	Approval *Approval `protobuf:"bytes,5,opt,name=approval,proto3,oneof"`
+}
+
+type ToolAnswer_Elicitation struct {
+	Elicitation *ElicitationResponse `protobuf:"bytes,6,opt,name=elicitation,proto3,oneof"`
+}
+
+func (*ToolAnswer_Text) isToolAnswer_Answer() {}
+
+func (*ToolAnswer_Selections) isToolAnswer_Answer() {}
+
+func (*ToolAnswer_Data) isToolAnswer_Answer() {}
+
+func (*ToolAnswer_Approval) isToolAnswer_Answer() {}
+
+func (*ToolAnswer_Elicitation) isToolAnswer_Answer() {}
+
 // A person's response to an MCP server's request for input.
 type ElicitationResponse struct {
 	state         protoimpl.MessageState
@@ -1156,7 +1306,7 @@ type ElicitationResponse struct {
 func (x *ElicitationResponse) Reset() {
 	*x = ElicitationResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[5]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[6]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1169,7 +1319,7 @@ func (x *ElicitationResponse) String() string {
 func (*ElicitationResponse) ProtoMessage() {}
 
 func (x *ElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[5]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[6]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1332,7 @@ func (x *ElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElicitationResponse.ProtoReflect.Descriptor instead.
 func (*ElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{5}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ElicitationResponse) GetAction() ElicitationAction {
@@ -1212,7 +1362,7 @@ type Selections struct {
 func (x *Selections) Reset() {
 	*x = Selections{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[6]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[7]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1225,7 +1375,7 @@ func (x *Selections) String() string {
 func (*Selections) ProtoMessage() {}
 
 func (x *Selections) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[6]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[7]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1388,7 @@ func (x *Selections) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Selections.ProtoReflect.Descriptor instead.
 func (*Selections) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{6}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Selections) GetLabels() []string {
@@ -1275,7 +1425,7 @@ type Approval struct {
 func (x *Approval) Reset() {
 	*x = Approval{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[7]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[8]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1288,7 +1438,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[7]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[8]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1451,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{7}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Approval) GetApproved() bool {
@@ -1340,7 +1490,7 @@ type SubscribeRunRequest struct {
 func (x *SubscribeRunRequest) Reset() {
 	*x = SubscribeRunRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[8]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[9]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1353,7 +1503,7 @@ func (x *SubscribeRunRequest) String() string {
 func (*SubscribeRunRequest) ProtoMessage() {}
 
 func (x *SubscribeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[8]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[9]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1516,7 @@ func (x *SubscribeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRunRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{8}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SubscribeRunRequest) GetRunId() string {
@@ -1402,7 +1552,7 @@ type WatchRunsRequest struct {
 func (x *WatchRunsRequest) Reset() {
 	*x = WatchRunsRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[9]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[10]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1415,7 +1565,7 @@ func (x *WatchRunsRequest) String() string {
 func (*WatchRunsRequest) ProtoMessage() {}
 
 func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[9]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[10]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1578,7 @@ func (x *WatchRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunsRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{9}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WatchRunsRequest) GetAfterCursor() string {
@@ -1478,7 +1628,7 @@ type RunEvent struct {
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[10]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[11]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1491,7 +1641,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[10]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[11]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1654,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{10}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunEvent) GetCursor() string {
@@ -1576,7 +1726,7 @@ type GetRunRequest struct {
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[11]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[12]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1589,7 +1739,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[11]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[12]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1752,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{11}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -1640,7 +1790,7 @@ type ListRunsRequest struct {
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[12]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[13]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1653,7 +1803,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[12]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[13]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1816,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{12}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListRunsRequest) GetStatus() RunStatus {
@@ -1712,7 +1862,7 @@ type ListRunsResponse struct {
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[13]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[14]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1725,7 +1875,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[13]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[14]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1888,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{13}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -1770,7 +1920,7 @@ type CancelRunRequest struct {
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[14]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[15]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1783,7 +1933,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[14]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[15]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1946,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{14}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -1823,7 +1973,7 @@ type ListAgentsRequest struct {
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[15]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[16]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1836,7 +1986,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[15]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[16]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1999,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{15}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{16}
 }
 
 // The agents this server hosts.
@@ -1865,7 +2015,7 @@ type ListAgentsResponse struct {
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[16]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[17]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1878,7 +2028,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[16]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[17]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2041,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{16}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -1918,7 +2068,7 @@ type ExecuteToolRequest struct {
 func (x *ExecuteToolRequest) Reset() {
 	*x = ExecuteToolRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[17]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[18]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1931,7 +2081,7 @@ func (x *ExecuteToolRequest) String() string {
 func (*ExecuteToolRequest) ProtoMessage() {}
 
 func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[17]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[18]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2094,7 @@ func (x *ExecuteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{17}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecuteToolRequest) GetToolName() string {
@@ -1983,7 +2133,7 @@ type ExecuteToolResponse struct {
 func (x *ExecuteToolResponse) Reset() {
 	*x = ExecuteToolResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[18]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[19]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1996,7 +2146,7 @@ func (x *ExecuteToolResponse) String() string {
 func (*ExecuteToolResponse) ProtoMessage() {}
 
 func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[18]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[19]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2159,7 @@ func (x *ExecuteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteToolResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{18}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecuteToolResponse) GetContent() string {
@@ -2039,7 +2189,7 @@ type GetThreadRequest struct {
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[19]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[20]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2052,7 +2202,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[19]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[20]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2215,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{19}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -2093,7 +2243,7 @@ type ListThreadsRequest struct {
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[20]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[21]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2106,7 +2256,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[20]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[21]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2269,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{20}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -2151,7 +2301,7 @@ type ListThreadsResponse struct {
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[21]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[22]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2164,7 +2314,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[21]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[22]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2327,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{21}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*Thread {
@@ -2207,7 +2357,7 @@ type DeleteThreadRequest struct {
 func (x *DeleteThreadRequest) Reset() {
 	*x = DeleteThreadRequest{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[22]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[23]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2220,7 +2370,7 @@ func (x *DeleteThreadRequest) String() string {
 func (*DeleteThreadRequest) ProtoMessage() {}
 
 func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[22]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[23]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2383,7 @@ func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadRequest.ProtoReflect.Descriptor instead.
 func (*DeleteThreadRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{22}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteThreadRequest) GetThreadId() string {
@@ -2258,7 +2408,7 @@ type DeleteThreadResponse struct {
 func (x *DeleteThreadResponse) Reset() {
 	*x = DeleteThreadResponse{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[23]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[24]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2271,7 +2421,7 @@ func (x *DeleteThreadResponse) String() string {
 func (*DeleteThreadResponse) ProtoMessage() {}
 
 func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[23]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[24]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2434,7 @@ func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadResponse.ProtoReflect.Descriptor instead.
 func (*DeleteThreadResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{23}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteThreadResponse) GetThreadId() string {
@@ -2327,7 +2477,7 @@ type Thread struct {
 func (x *Thread) Reset() {
 	*x = Thread{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[24]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[25]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2340,7 +2490,7 @@ func (x *Thread) String() string {
 func (*Thread) ProtoMessage() {}
 
 func (x *Thread) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[24]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[25]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +2503,7 @@ func (x *Thread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thread.ProtoReflect.Descriptor instead.
 func (*Thread) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{24}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Thread) GetThreadId() string {
@@ -2429,7 +2579,7 @@ type ThreadMessage struct {
 func (x *ThreadMessage) Reset() {
 	*x = ThreadMessage{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[25]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[26]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2442,7 +2592,7 @@ func (x *ThreadMessage) String() string {
 func (*ThreadMessage) ProtoMessage() {}
 
 func (x *ThreadMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[25]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[26]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2605,7 @@ func (x *ThreadMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadMessage.ProtoReflect.Descriptor instead.
 func (*ThreadMessage) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{25}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ThreadMessage) GetRole() Role {
@@ -2523,7 +2673,7 @@ type ThreadAnswer struct {
 func (x *ThreadAnswer) Reset() {
 	*x = ThreadAnswer{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[26]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[27]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2536,7 +2686,7 @@ func (x *ThreadAnswer) String() string {
 func (*ThreadAnswer) ProtoMessage() {}
 
 func (x *ThreadAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[26]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[27]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2699,7 @@ func (x *ThreadAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadAnswer.ProtoReflect.Descriptor instead.
 func (*ThreadAnswer) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{26}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ThreadAnswer) GetToolCallId() string {
@@ -2633,7 +2783,7 @@ type Run struct {
 func (x *Run) Reset() {
 	*x = Run{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[27]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[28]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2646,7 +2796,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[27]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[28]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2659,7 +2809,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{27}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Run) GetRunId() string {
@@ -2797,7 +2947,7 @@ type PendingToolCall struct {
 func (x *PendingToolCall) Reset() {
 	*x = PendingToolCall{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[28]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[29]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2810,7 +2960,7 @@ func (x *PendingToolCall) String() string {
 func (*PendingToolCall) ProtoMessage() {}
 
 func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[28]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[29]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2973,7 @@ func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingToolCall.ProtoReflect.Descriptor instead.
 func (*PendingToolCall) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{28}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PendingToolCall) GetToolCallId() string {
@@ -2891,7 +3041,7 @@ type Agent struct {
 func (x *Agent) Reset() {
 	*x = Agent{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[29]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[30]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -2904,7 +3054,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[29]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[30]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3067,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{29}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Agent) GetAgentId() string {
@@ -2988,7 +3138,7 @@ type ToolInfo struct {
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[30]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[31]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3001,7 +3151,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[30]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[31]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3164,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{30}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -3074,7 +3224,7 @@ type Usage struct {
 func (x *Usage) Reset() {
 	*x = Usage{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[31]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[32]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3087,7 +3237,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[31]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[32]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3100,7 +3250,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{31}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -3151,7 +3301,7 @@ type AgentChunk struct {
 func (x *AgentChunk) Reset() {
 	*x = AgentChunk{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[32]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[33]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3164,7 +3314,7 @@ func (x *AgentChunk) String() string {
 func (*AgentChunk) ProtoMessage() {}
 
 func (x *AgentChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[32]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[33]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3327,7 @@ func (x *AgentChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentChunk.ProtoReflect.Descriptor instead.
 func (*AgentChunk) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{32}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AgentChunk) GetRunId() string {
@@ -3367,7 +3517,7 @@ type RunStarted struct {
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[33]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[34]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3380,7 +3530,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[33]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[34]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3543,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{33}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RunStarted) GetAgentId() string {
@@ -3423,7 +3573,7 @@ type StepStarted struct {
 func (x *StepStarted) Reset() {
 	*x = StepStarted{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[34]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[35]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3436,7 +3586,7 @@ func (x *StepStarted) String() string {
 func (*StepStarted) ProtoMessage() {}
 
 func (x *StepStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[34]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[35]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3599,7 @@ func (x *StepStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStarted.ProtoReflect.Descriptor instead.
 func (*StepStarted) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{34}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StepStarted) GetStep() uint32 {
@@ -3472,7 +3622,7 @@ type TextDelta struct {
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[35]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[36]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3485,7 +3635,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[35]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[36]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3648,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{35}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TextDelta) GetText() string {
@@ -3532,7 +3682,7 @@ type ToolCall struct {
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[36]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[37]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3545,7 +3695,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[36]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[37]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3708,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{36}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolCall) GetToolCallId() string {
@@ -3608,7 +3758,7 @@ type ToolResult struct {
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[37]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[38]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3621,7 +3771,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[37]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[38]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +3784,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{37}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolResult) GetToolCallId() string {
@@ -3686,7 +3836,7 @@ type ToolCallSuspended struct {
 func (x *ToolCallSuspended) Reset() {
 	*x = ToolCallSuspended{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[38]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[39]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3699,7 +3849,7 @@ func (x *ToolCallSuspended) String() string {
 func (*ToolCallSuspended) ProtoMessage() {}
 
 func (x *ToolCallSuspended) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[38]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[39]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3712,7 +3862,7 @@ func (x *ToolCallSuspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallSuspended.ProtoReflect.Descriptor instead.
 func (*ToolCallSuspended) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{38}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ToolCallSuspended) GetToolCallId() string {
@@ -3767,7 +3917,7 @@ type ToolCallApproval struct {
 func (x *ToolCallApproval) Reset() {
 	*x = ToolCallApproval{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[39]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[40]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3780,7 +3930,7 @@ func (x *ToolCallApproval) String() string {
 func (*ToolCallApproval) ProtoMessage() {}
 
 func (x *ToolCallApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[39]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[40]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3793,7 +3943,7 @@ func (x *ToolCallApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallApproval.ProtoReflect.Descriptor instead.
 func (*ToolCallApproval) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{39}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ToolCallApproval) GetToolCallId() string {
@@ -3832,7 +3982,7 @@ type StepFinished struct {
 func (x *StepFinished) Reset() {
 	*x = StepFinished{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[40]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[41]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3845,7 +3995,7 @@ func (x *StepFinished) String() string {
 func (*StepFinished) ProtoMessage() {}
 
 func (x *StepFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[40]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[41]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3858,7 +4008,7 @@ func (x *StepFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepFinished.ProtoReflect.Descriptor instead.
 func (*StepFinished) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{40}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StepFinished) GetStep() uint32 {
@@ -3892,7 +4042,7 @@ type RunFinished struct {
 func (x *RunFinished) Reset() {
 	*x = RunFinished{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[41]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[42]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3905,7 +4055,7 @@ func (x *RunFinished) String() string {
 func (*RunFinished) ProtoMessage() {}
 
 func (x *RunFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[41]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[42]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +4068,7 @@ func (x *RunFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunFinished.ProtoReflect.Descriptor instead.
 func (*RunFinished) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{41}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RunFinished) GetReason() FinishReason {
@@ -3968,7 +4118,7 @@ type RunError struct {
 func (x *RunError) Reset() {
 	*x = RunError{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[42]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[43]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -3981,7 +4131,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[42]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[43]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3994,7 +4144,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{42}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RunError) GetCode() string {
@@ -4031,7 +4181,7 @@ type SuspendPayload struct {
 func (x *SuspendPayload) Reset() {
 	*x = SuspendPayload{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[43]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[44]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -4044,7 +4194,7 @@ func (x *SuspendPayload) String() string {
 func (*SuspendPayload) ProtoMessage() {}
 
 func (x *SuspendPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[43]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[44]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4207,7 @@ func (x *SuspendPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuspendPayload.ProtoReflect.Descriptor instead.
 func (*SuspendPayload) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{43}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{44}
 }
 
 func (m *SuspendPayload) GetKind() isSuspendPayload_Kind {
@@ -4155,7 +4305,7 @@ type Elicitation struct {
 func (x *Elicitation) Reset() {
 	*x = Elicitation{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[44]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[45]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -4168,7 +4318,7 @@ func (x *Elicitation) String() string {
 func (*Elicitation) ProtoMessage() {}
 
 func (x *Elicitation) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[44]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[45]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4331,7 @@ func (x *Elicitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elicitation.ProtoReflect.Descriptor instead.
 func (*Elicitation) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{44}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Elicitation) GetServer() string {
@@ -4236,7 +4386,7 @@ type AskUserPayload struct {
 func (x *AskUserPayload) Reset() {
 	*x = AskUserPayload{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[45]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[46]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -4249,7 +4399,7 @@ func (x *AskUserPayload) String() string {
 func (*AskUserPayload) ProtoMessage() {}
 
 func (x *AskUserPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[45]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[46]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4412,7 @@ func (x *AskUserPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskUserPayload.ProtoReflect.Descriptor instead.
 func (*AskUserPayload) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{45}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AskUserPayload) GetQuestion() string {
@@ -4301,7 +4451,7 @@ type AskUserOption struct {
 func (x *AskUserOption) Reset() {
 	*x = AskUserOption{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[46]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[47]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -4314,7 +4464,7 @@ func (x *AskUserOption) String() string {
 func (*AskUserOption) ProtoMessage() {}
 
 func (x *AskUserOption) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[46]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[47]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4327,7 +4477,7 @@ func (x *AskUserOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskUserOption.ProtoReflect.Descriptor instead.
 func (*AskUserOption) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{46}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AskUserOption) GetLabel() string {
@@ -4361,7 +4511,7 @@ type ClientToolCall struct {
 func (x *ClientToolCall) Reset() {
 	*x = ClientToolCall{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_agentd_v1_agentd_proto_msgTypes[47]
+		mi := &file_agentd_v1_agentd_proto_msgTypes[48]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -4374,7 +4524,7 @@ func (x *ClientToolCall) String() string {
 func (*ClientToolCall) ProtoMessage() {}
 
 func (x *ClientToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agentd_proto_msgTypes[47]
+	mi := &file_agentd_v1_agentd_proto_msgTypes[48]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4387,7 +4537,7 @@ func (x *ClientToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientToolCall.ProtoReflect.Descriptor instead.
 func (*ClientToolCall) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{47}
+	return file_agentd_v1_agentd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ClientToolCall) GetToolName() string {
@@ -4469,7 +4619,7 @@ var file_agentd_v1_agentd_proto_rawDesc = []byte{
 	0x0c, 0x6f, 0x6e, 0x44, 0x69, 0x73, 0x63, 0x6f, 0x6e, 0x6e, 0x65, 0x63, 0x74, 0x12, 0x2e, 0x0a,
 	0x13, 0x73, 0x75, 0x73, 0x70, 0x65, 0x6e, 0x64, 0x5f, 0x74, 0x74, 0x6c, 0x5f, 0x73, 0x65, 0x63,
 	0x6f, 0x6e, 0x64, 0x73, 0x18, 0x04, 0x20, 0x01, 0x28, 0x04, 0x52, 0x11, 0x73, 0x75, 0x73, 0x70,
-	0x65, 0x6e, 0x64, 0x54, 0x74, 0x6c, 0x53, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x22, 0xe5, 0x02,
+	0x65, 0x6e, 0x64, 0x54, 0x74, 0x6c, 0x53, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x22, 0x96, 0x03,
 	0x0a, 0x0d, 0x52, 0x65, 0x73, 0x75, 0x6d, 0x65, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12,
 	0x15, 0x0a, 0x06, 0x72, 0x75, 0x6e, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52,
 	0x05, 0x72, 0x75, 0x6e, 0x49, 0x64, 0x12, 0x20, 0x0a, 0x0c, 0x74, 0x6f, 0x6f, 0x6c, 0x5f, 0x63,
@@ -4491,7 +4641,29 @@ var file_agentd_v1_agentd_proto_rawDesc = []byte{
 	0x61, 0x74, 0x69, 0x6f, 0x6e, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x48, 0x00, 0x52,
 	0x0b, 0x65, 0x6c, 0x69, 0x63, 0x69, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x12, 0x1d, 0x0a, 0x0a,
 	0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64, 0x18, 0x07, 0x20, 0x01, 0x28, 0x09,
-	0x52, 0x09, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x49, 0x64, 0x42, 0x08, 0x0a, 0x06, 0x61,
+	0x52, 0x09, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x49, 0x64, 0x12, 0x2f, 0x0a, 0x07, 0x61,
+	0x6e, 0x73, 0x77, 0x65, 0x72, 0x73, 0x18, 0x09, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x15, 0x2e, 0x61,
+	0x67, 0x65, 0x6e, 0x74, 0x64, 0x2e, 0x76, 0x31, 0x2e, 0x54, 0x6f, 0x6f, 0x6c, 0x41, 0x6e, 0x73,
+	0x77, 0x65, 0x72, 0x52, 0x07, 0x61, 0x6e, 0x73, 0x77, 0x65, 0x72, 0x73, 0x42, 0x08, 0x0a, 0x06,
+	0x61, 0x6e, 0x73, 0x77, 0x65, 0x72, 0x22, 0xac, 0x02, 0x0a, 0x0a, 0x54, 0x6f, 0x6f, 0x6c, 0x41,
+	0x6e, 0x73, 0x77, 0x65, 0x72, 0x12, 0x20, 0x0a, 0x0c, 0x74, 0x6f, 0x6f, 0x6c, 0x5f, 0x63, 0x61,
+	0x6c, 0x6c, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x0a, 0x74, 0x6f, 0x6f,
+	0x6c, 0x43, 0x61, 0x6c, 0x6c, 0x49, 0x64, 0x12, 0x14, 0x0a, 0x04, 0x74, 0x65, 0x78, 0x74, 0x18,
+	0x02, 0x20, 0x01, 0x28, 0x09, 0x48, 0x00, 0x52, 0x04, 0x74, 0x65, 0x78, 0x74, 0x12, 0x37, 0x0a,
+	0x0a, 0x73, 0x65, 0x6c, 0x65, 0x63, 0x74, 0x69, 0x6f, 0x6e, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28,
+	0x0b, 0x32, 0x15, 0x2e, 0x61, 0x67, 0x65, 0x6e, 0x74, 0x64, 0x2e, 0x76, 0x31, 0x2e, 0x53, 0x65,
+	0x6c, 0x65, 0x63, 0x74, 0x69, 0x6f, 0x6e, 0x73, 0x48, 0x00, 0x52, 0x0a, 0x73, 0x65, 0x6c, 0x65,
+	0x63, 0x74, 0x69, 0x6f, 0x6e, 0x73, 0x12, 0x2c, 0x0a, 0x04, 0x64, 0x61, 0x74, 0x61, 0x18, 0x04,
+	0x20, 0x01, 0x28, 0x0b, 0x32, 0x16, 0x2e, 0x67, 0x6f, 0x6f, 0x67, 0x6c, 0x65, 0x2e, 0x70, 0x72,
+	0x6f, 0x74, 0x6f, 0x62, 0x75, 0x66, 0x2e, 0x56, 0x61, 0x6c, 0x75, 0x65, 0x48, 0x00, 0x52, 0x04,
+	0x64, 0x61, 0x74, 0x61, 0x12, 0x31, 0x0a, 0x08, 0x61, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c,
+	0x18, 0x05, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x13, 0x2e, 0x61, 0x67, 0x65, 0x6e, 0x74, 0x64, 0x2e,
+	0x76, 0x31, 0x2e, 0x41, 0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c, 0x48, 0x00, 0x52, 0x08, 0x61,
+	0x70, 0x70, 0x72, 0x6f, 0x76, 0x61, 0x6c, 0x12, 0x42, 0x0a, 0x0b, 0x65, 0x6c, 0x69, 0x63, 0x69,
+	0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x18, 0x06, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x1e, 0x2e, 0x61,
+	0x67, 0x65, 0x6e, 0x74, 0x64, 0x2e, 0x76, 0x31, 0x2e, 0x45, 0x6c, 0x69, 0x63, 0x69, 0x74, 0x61,
+	0x74, 0x69, 0x6f, 0x6e, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x48, 0x00, 0x52, 0x0b,
+	0x65, 0x6c, 0x69, 0x63, 0x69, 0x74, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x42, 0x08, 0x0a, 0x06, 0x61,
 	0x6e, 0x73, 0x77, 0x65, 0x72, 0x22, 0x7e, 0x0a, 0x13, 0x45, 0x6c, 0x69, 0x63, 0x69, 0x74, 0x61,
 	0x74, 0x69, 0x6f, 0x6e, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x34, 0x0a, 0x06,
 	0x61, 0x63, 0x74, 0x69, 0x6f, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0e, 0x32, 0x1c, 0x2e, 0x61,
@@ -5071,7 +5243,7 @@ func file_agentd_v1_agentd_proto_rawDescGZIP() []byte {
 }
 
 var file_agentd_v1_agentd_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_agentd_v1_agentd_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_agentd_v1_agentd_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_agentd_v1_agentd_proto_goTypes = []interface{}{
 	(Role)(0),                     // 0: agentd.v1.Role
 	(DisconnectPolicy)(0),         // 1: agentd.v1.DisconnectPolicy
@@ -5087,163 +5259,169 @@ var file_agentd_v1_agentd_proto_goTypes = []interface{}{
 	(*Message)(nil),               // 11: agentd.v1.Message
 	(*RunOptions)(nil),            // 12: agentd.v1.RunOptions
 	(*ResumeRequest)(nil),         // 13: agentd.v1.ResumeRequest
-	(*ElicitationResponse)(nil),   // 14: agentd.v1.ElicitationResponse
-	(*Selections)(nil),            // 15: agentd.v1.Selections
-	(*Approval)(nil),              // 16: agentd.v1.Approval
-	(*SubscribeRunRequest)(nil),   // 17: agentd.v1.SubscribeRunRequest
-	(*WatchRunsRequest)(nil),      // 18: agentd.v1.WatchRunsRequest
-	(*RunEvent)(nil),              // 19: agentd.v1.RunEvent
-	(*GetRunRequest)(nil),         // 20: agentd.v1.GetRunRequest
-	(*ListRunsRequest)(nil),       // 21: agentd.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),      // 22: agentd.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),      // 23: agentd.v1.CancelRunRequest
-	(*ListAgentsRequest)(nil),     // 24: agentd.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),    // 25: agentd.v1.ListAgentsResponse
-	(*ExecuteToolRequest)(nil),    // 26: agentd.v1.ExecuteToolRequest
-	(*ExecuteToolResponse)(nil),   // 27: agentd.v1.ExecuteToolResponse
-	(*GetThreadRequest)(nil),      // 28: agentd.v1.GetThreadRequest
-	(*ListThreadsRequest)(nil),    // 29: agentd.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),   // 30: agentd.v1.ListThreadsResponse
-	(*DeleteThreadRequest)(nil),   // 31: agentd.v1.DeleteThreadRequest
-	(*DeleteThreadResponse)(nil),  // 32: agentd.v1.DeleteThreadResponse
-	(*Thread)(nil),                // 33: agentd.v1.Thread
-	(*ThreadMessage)(nil),         // 34: agentd.v1.ThreadMessage
-	(*ThreadAnswer)(nil),          // 35: agentd.v1.ThreadAnswer
-	(*Run)(nil),                   // 36: agentd.v1.Run
-	(*PendingToolCall)(nil),       // 37: agentd.v1.PendingToolCall
-	(*Agent)(nil),                 // 38: agentd.v1.Agent
-	(*ToolInfo)(nil),              // 39: agentd.v1.ToolInfo
-	(*Usage)(nil),                 // 40: agentd.v1.Usage
-	(*AgentChunk)(nil),            // 41: agentd.v1.AgentChunk
-	(*RunStarted)(nil),            // 42: agentd.v1.RunStarted
-	(*StepStarted)(nil),           // 43: agentd.v1.StepStarted
-	(*TextDelta)(nil),             // 44: agentd.v1.TextDelta
-	(*ToolCall)(nil),              // 45: agentd.v1.ToolCall
-	(*ToolResult)(nil),            // 46: agentd.v1.ToolResult
-	(*ToolCallSuspended)(nil),     // 47: agentd.v1.ToolCallSuspended
-	(*ToolCallApproval)(nil),      // 48: agentd.v1.ToolCallApproval
-	(*StepFinished)(nil),          // 49: agentd.v1.StepFinished
-	(*RunFinished)(nil),           // 50: agentd.v1.RunFinished
-	(*RunError)(nil),              // 51: agentd.v1.RunError
-	(*SuspendPayload)(nil),        // 52: agentd.v1.SuspendPayload
-	(*Elicitation)(nil),           // 53: agentd.v1.Elicitation
-	(*AskUserPayload)(nil),        // 54: agentd.v1.AskUserPayload
-	(*AskUserOption)(nil),         // 55: agentd.v1.AskUserOption
-	(*ClientToolCall)(nil),        // 56: agentd.v1.ClientToolCall
-	nil,                           // 57: agentd.v1.StreamAgentRequest.MetadataEntry
-	nil,                           // 58: agentd.v1.Run.MetadataEntry
-	(*structpb.Struct)(nil),       // 59: google.protobuf.Struct
-	(*structpb.Value)(nil),        // 60: google.protobuf.Value
-	(*timestamppb.Timestamp)(nil), // 61: google.protobuf.Timestamp
+	(*ToolAnswer)(nil),            // 14: agentd.v1.ToolAnswer
+	(*ElicitationResponse)(nil),   // 15: agentd.v1.ElicitationResponse
+	(*Selections)(nil),            // 16: agentd.v1.Selections
+	(*Approval)(nil),              // 17: agentd.v1.Approval
+	(*SubscribeRunRequest)(nil),   // 18: agentd.v1.SubscribeRunRequest
+	(*WatchRunsRequest)(nil),      // 19: agentd.v1.WatchRunsRequest
+	(*RunEvent)(nil),              // 20: agentd.v1.RunEvent
+	(*GetRunRequest)(nil),         // 21: agentd.v1.GetRunRequest
+	(*ListRunsRequest)(nil),       // 22: agentd.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),      // 23: agentd.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),      // 24: agentd.v1.CancelRunRequest
+	(*ListAgentsRequest)(nil),     // 25: agentd.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),    // 26: agentd.v1.ListAgentsResponse
+	(*ExecuteToolRequest)(nil),    // 27: agentd.v1.ExecuteToolRequest
+	(*ExecuteToolResponse)(nil),   // 28: agentd.v1.ExecuteToolResponse
+	(*GetThreadRequest)(nil),      // 29: agentd.v1.GetThreadRequest
+	(*ListThreadsRequest)(nil),    // 30: agentd.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),   // 31: agentd.v1.ListThreadsResponse
+	(*DeleteThreadRequest)(nil),   // 32: agentd.v1.DeleteThreadRequest
+	(*DeleteThreadResponse)(nil),  // 33: agentd.v1.DeleteThreadResponse
+	(*Thread)(nil),                // 34: agentd.v1.Thread
+	(*ThreadMessage)(nil),         // 35: agentd.v1.ThreadMessage
+	(*ThreadAnswer)(nil),          // 36: agentd.v1.ThreadAnswer
+	(*Run)(nil),                   // 37: agentd.v1.Run
+	(*PendingToolCall)(nil),       // 38: agentd.v1.PendingToolCall
+	(*Agent)(nil),                 // 39: agentd.v1.Agent
+	(*ToolInfo)(nil),              // 40: agentd.v1.ToolInfo
+	(*Usage)(nil),                 // 41: agentd.v1.Usage
+	(*AgentChunk)(nil),            // 42: agentd.v1.AgentChunk
+	(*RunStarted)(nil),            // 43: agentd.v1.RunStarted
+	(*StepStarted)(nil),           // 44: agentd.v1.StepStarted
+	(*TextDelta)(nil),             // 45: agentd.v1.TextDelta
+	(*ToolCall)(nil),              // 46: agentd.v1.ToolCall
+	(*ToolResult)(nil),            // 47: agentd.v1.ToolResult
+	(*ToolCallSuspended)(nil),     // 48: agentd.v1.ToolCallSuspended
+	(*ToolCallApproval)(nil),      // 49: agentd.v1.ToolCallApproval
+	(*StepFinished)(nil),          // 50: agentd.v1.StepFinished
+	(*RunFinished)(nil),           // 51: agentd.v1.RunFinished
+	(*RunError)(nil),              // 52: agentd.v1.RunError
+	(*SuspendPayload)(nil),        // 53: agentd.v1.SuspendPayload
+	(*Elicitation)(nil),           // 54: agentd.v1.Elicitation
+	(*AskUserPayload)(nil),        // 55: agentd.v1.AskUserPayload
+	(*AskUserOption)(nil),         // 56: agentd.v1.AskUserOption
+	(*ClientToolCall)(nil),        // 57: agentd.v1.ClientToolCall
+	nil,                           // 58: agentd.v1.StreamAgentRequest.MetadataEntry
+	nil,                           // 59: agentd.v1.Run.MetadataEntry
+	(*structpb.Struct)(nil),       // 60: google.protobuf.Struct
+	(*structpb.Value)(nil),        // 61: google.protobuf.Value
+	(*timestamppb.Timestamp)(nil), // 62: google.protobuf.Timestamp
 }
 var file_agentd_v1_agentd_proto_depIdxs = []int32{
 	11, // 0: agentd.v1.StreamAgentRequest.messages:type_name -> agentd.v1.Message
 	12, // 1: agentd.v1.StreamAgentRequest.options:type_name -> agentd.v1.RunOptions
-	57, // 2: agentd.v1.StreamAgentRequest.metadata:type_name -> agentd.v1.StreamAgentRequest.MetadataEntry
+	58, // 2: agentd.v1.StreamAgentRequest.metadata:type_name -> agentd.v1.StreamAgentRequest.MetadataEntry
 	10, // 3: agentd.v1.StreamAgentRequest.tools:type_name -> agentd.v1.ToolDefinition
-	59, // 4: agentd.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	60, // 4: agentd.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
 	0,  // 5: agentd.v1.Message.role:type_name -> agentd.v1.Role
 	1,  // 6: agentd.v1.RunOptions.on_disconnect:type_name -> agentd.v1.DisconnectPolicy
-	15, // 7: agentd.v1.ResumeRequest.selections:type_name -> agentd.v1.Selections
-	60, // 8: agentd.v1.ResumeRequest.data:type_name -> google.protobuf.Value
-	16, // 9: agentd.v1.ResumeRequest.approval:type_name -> agentd.v1.Approval
-	14, // 10: agentd.v1.ResumeRequest.elicitation:type_name -> agentd.v1.ElicitationResponse
-	2,  // 11: agentd.v1.ElicitationResponse.action:type_name -> agentd.v1.ElicitationAction
-	59, // 12: agentd.v1.ElicitationResponse.content:type_name -> google.protobuf.Struct
-	59, // 13: agentd.v1.Approval.edited_args:type_name -> google.protobuf.Struct
-	3,  // 14: agentd.v1.WatchRunsRequest.kinds:type_name -> agentd.v1.RunEventKind
-	61, // 15: agentd.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	3,  // 16: agentd.v1.RunEvent.kind:type_name -> agentd.v1.RunEventKind
-	5,  // 17: agentd.v1.RunEvent.status:type_name -> agentd.v1.RunStatus
-	37, // 18: agentd.v1.RunEvent.pending:type_name -> agentd.v1.PendingToolCall
-	5,  // 19: agentd.v1.ListRunsRequest.status:type_name -> agentd.v1.RunStatus
-	36, // 20: agentd.v1.ListRunsResponse.runs:type_name -> agentd.v1.Run
-	38, // 21: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.Agent
-	59, // 22: agentd.v1.ExecuteToolRequest.args:type_name -> google.protobuf.Struct
-	33, // 23: agentd.v1.ListThreadsResponse.threads:type_name -> agentd.v1.Thread
-	61, // 24: agentd.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	61, // 25: agentd.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
-	34, // 26: agentd.v1.Thread.messages:type_name -> agentd.v1.ThreadMessage
-	5,  // 27: agentd.v1.Thread.latest_run_status:type_name -> agentd.v1.RunStatus
-	0,  // 28: agentd.v1.ThreadMessage.role:type_name -> agentd.v1.Role
-	45, // 29: agentd.v1.ThreadMessage.tool_calls:type_name -> agentd.v1.ToolCall
-	46, // 30: agentd.v1.ThreadMessage.tool_result:type_name -> agentd.v1.ToolResult
-	35, // 31: agentd.v1.ThreadMessage.answer:type_name -> agentd.v1.ThreadAnswer
-	4,  // 32: agentd.v1.ThreadAnswer.source:type_name -> agentd.v1.AnswerSource
-	61, // 33: agentd.v1.ThreadAnswer.answered_at:type_name -> google.protobuf.Timestamp
-	5,  // 34: agentd.v1.Run.status:type_name -> agentd.v1.RunStatus
-	37, // 35: agentd.v1.Run.pending:type_name -> agentd.v1.PendingToolCall
-	40, // 36: agentd.v1.Run.usage:type_name -> agentd.v1.Usage
-	61, // 37: agentd.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	61, // 38: agentd.v1.Run.updated_at:type_name -> google.protobuf.Timestamp
-	61, // 39: agentd.v1.Run.expires_at:type_name -> google.protobuf.Timestamp
-	51, // 40: agentd.v1.Run.error:type_name -> agentd.v1.RunError
-	58, // 41: agentd.v1.Run.metadata:type_name -> agentd.v1.Run.MetadataEntry
-	45, // 42: agentd.v1.Run.edited_calls:type_name -> agentd.v1.ToolCall
-	59, // 43: agentd.v1.PendingToolCall.args:type_name -> google.protobuf.Struct
-	52, // 44: agentd.v1.PendingToolCall.suspend_payload:type_name -> agentd.v1.SuspendPayload
-	61, // 45: agentd.v1.PendingToolCall.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 46: agentd.v1.Agent.tools:type_name -> agentd.v1.ToolInfo
-	59, // 47: agentd.v1.ToolInfo.input_schema:type_name -> google.protobuf.Struct
-	59, // 48: agentd.v1.ToolInfo.resume_schema:type_name -> google.protobuf.Struct
-	61, // 49: agentd.v1.AgentChunk.time:type_name -> google.protobuf.Timestamp
-	42, // 50: agentd.v1.AgentChunk.start:type_name -> agentd.v1.RunStarted
-	43, // 51: agentd.v1.AgentChunk.step_start:type_name -> agentd.v1.StepStarted
-	44, // 52: agentd.v1.AgentChunk.text_delta:type_name -> agentd.v1.TextDelta
-	45, // 53: agentd.v1.AgentChunk.tool_call:type_name -> agentd.v1.ToolCall
-	46, // 54: agentd.v1.AgentChunk.tool_result:type_name -> agentd.v1.ToolResult
-	47, // 55: agentd.v1.AgentChunk.tool_call_suspended:type_name -> agentd.v1.ToolCallSuspended
-	48, // 56: agentd.v1.AgentChunk.tool_call_approval:type_name -> agentd.v1.ToolCallApproval
-	49, // 57: agentd.v1.AgentChunk.step_finish:type_name -> agentd.v1.StepFinished
-	50, // 58: agentd.v1.AgentChunk.finish:type_name -> agentd.v1.RunFinished
-	51, // 59: agentd.v1.AgentChunk.error:type_name -> agentd.v1.RunError
-	59, // 60: agentd.v1.ToolCall.args:type_name -> google.protobuf.Struct
-	59, // 61: agentd.v1.ToolCall.original_args:type_name -> google.protobuf.Struct
-	59, // 62: agentd.v1.ToolCallSuspended.args:type_name -> google.protobuf.Struct
-	52, // 63: agentd.v1.ToolCallSuspended.suspend_payload:type_name -> agentd.v1.SuspendPayload
-	61, // 64: agentd.v1.ToolCallSuspended.expires_at:type_name -> google.protobuf.Timestamp
-	59, // 65: agentd.v1.ToolCallApproval.args:type_name -> google.protobuf.Struct
-	40, // 66: agentd.v1.StepFinished.usage:type_name -> agentd.v1.Usage
-	6,  // 67: agentd.v1.RunFinished.reason:type_name -> agentd.v1.FinishReason
-	40, // 68: agentd.v1.RunFinished.usage:type_name -> agentd.v1.Usage
-	54, // 69: agentd.v1.SuspendPayload.ask_user:type_name -> agentd.v1.AskUserPayload
-	59, // 70: agentd.v1.SuspendPayload.custom:type_name -> google.protobuf.Struct
-	56, // 71: agentd.v1.SuspendPayload.client_tool:type_name -> agentd.v1.ClientToolCall
-	53, // 72: agentd.v1.SuspendPayload.elicitation:type_name -> agentd.v1.Elicitation
-	59, // 73: agentd.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
-	7,  // 74: agentd.v1.Elicitation.mode:type_name -> agentd.v1.ElicitationMode
-	55, // 75: agentd.v1.AskUserPayload.options:type_name -> agentd.v1.AskUserOption
-	8,  // 76: agentd.v1.AskUserPayload.selection_mode:type_name -> agentd.v1.SelectionMode
-	59, // 77: agentd.v1.ClientToolCall.args:type_name -> google.protobuf.Struct
-	9,  // 78: agentd.v1.AgentService.StreamAgent:input_type -> agentd.v1.StreamAgentRequest
-	13, // 79: agentd.v1.AgentService.Resume:input_type -> agentd.v1.ResumeRequest
-	17, // 80: agentd.v1.AgentService.SubscribeRun:input_type -> agentd.v1.SubscribeRunRequest
-	20, // 81: agentd.v1.AgentService.GetRun:input_type -> agentd.v1.GetRunRequest
-	21, // 82: agentd.v1.AgentService.ListRuns:input_type -> agentd.v1.ListRunsRequest
-	23, // 83: agentd.v1.AgentService.CancelRun:input_type -> agentd.v1.CancelRunRequest
-	24, // 84: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
-	26, // 85: agentd.v1.AgentService.ExecuteTool:input_type -> agentd.v1.ExecuteToolRequest
-	28, // 86: agentd.v1.AgentService.GetThread:input_type -> agentd.v1.GetThreadRequest
-	29, // 87: agentd.v1.AgentService.ListThreads:input_type -> agentd.v1.ListThreadsRequest
-	31, // 88: agentd.v1.AgentService.DeleteThread:input_type -> agentd.v1.DeleteThreadRequest
-	18, // 89: agentd.v1.AgentService.WatchRuns:input_type -> agentd.v1.WatchRunsRequest
-	41, // 90: agentd.v1.AgentService.StreamAgent:output_type -> agentd.v1.AgentChunk
-	41, // 91: agentd.v1.AgentService.Resume:output_type -> agentd.v1.AgentChunk
-	41, // 92: agentd.v1.AgentService.SubscribeRun:output_type -> agentd.v1.AgentChunk
-	36, // 93: agentd.v1.AgentService.GetRun:output_type -> agentd.v1.Run
-	22, // 94: agentd.v1.AgentService.ListRuns:output_type -> agentd.v1.ListRunsResponse
-	36, // 95: agentd.v1.AgentService.CancelRun:output_type -> agentd.v1.Run
-	25, // 96: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
-	27, // 97: agentd.v1.AgentService.ExecuteTool:output_type -> agentd.v1.ExecuteToolResponse
-	33, // 98: agentd.v1.AgentService.GetThread:output_type -> agentd.v1.Thread
-	30, // 99: agentd.v1.AgentService.ListThreads:output_type -> agentd.v1.ListThreadsResponse
-	32, // 100: agentd.v1.AgentService.DeleteThread:output_type -> agentd.v1.DeleteThreadResponse
-	19, // 101: agentd.v1.AgentService.WatchRuns:output_type -> agentd.v1.RunEvent
-	90, // [90:102] is the sub-list for method output_type
-	78, // [78:90] is the sub-list for method input_type
-	78, // [78:78] is the sub-list for extension type_name
-	78, // [78:78] is the sub-list for extension extendee
-	0,  // [0:78] is the sub-list for field type_name
+	16, // 7: agentd.v1.ResumeRequest.selections:type_name -> agentd.v1.Selections
+	61, // 8: agentd.v1.ResumeRequest.data:type_name -> google.protobuf.Value
+	17, // 9: agentd.v1.ResumeRequest.approval:type_name -> agentd.v1.Approval
+	15, // 10: agentd.v1.ResumeRequest.elicitation:type_name -> agentd.v1.ElicitationResponse
+	14, // 11: agentd.v1.ResumeRequest.answers:type_name -> agentd.v1.ToolAnswer
+	16, // 12: agentd.v1.ToolAnswer.selections:type_name -> agentd.v1.Selections
+	61, // 13: agentd.v1.ToolAnswer.data:type_name -> google.protobuf.Value
+	17, // 14: agentd.v1.ToolAnswer.approval:type_name -> agentd.v1.Approval
+	15, // 15: agentd.v1.ToolAnswer.elicitation:type_name -> agentd.v1.ElicitationResponse
+	2,  // 16: agentd.v1.ElicitationResponse.action:type_name -> agentd.v1.ElicitationAction
+	60, // 17: agentd.v1.ElicitationResponse.content:type_name -> google.protobuf.Struct
+	60, // 18: agentd.v1.Approval.edited_args:type_name -> google.protobuf.Struct
+	3,  // 19: agentd.v1.WatchRunsRequest.kinds:type_name -> agentd.v1.RunEventKind
+	62, // 20: agentd.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	3,  // 21: agentd.v1.RunEvent.kind:type_name -> agentd.v1.RunEventKind
+	5,  // 22: agentd.v1.RunEvent.status:type_name -> agentd.v1.RunStatus
+	38, // 23: agentd.v1.RunEvent.pending:type_name -> agentd.v1.PendingToolCall
+	5,  // 24: agentd.v1.ListRunsRequest.status:type_name -> agentd.v1.RunStatus
+	37, // 25: agentd.v1.ListRunsResponse.runs:type_name -> agentd.v1.Run
+	39, // 26: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.Agent
+	60, // 27: agentd.v1.ExecuteToolRequest.args:type_name -> google.protobuf.Struct
+	34, // 28: agentd.v1.ListThreadsResponse.threads:type_name -> agentd.v1.Thread
+	62, // 29: agentd.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	62, // 30: agentd.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 31: agentd.v1.Thread.messages:type_name -> agentd.v1.ThreadMessage
+	5,  // 32: agentd.v1.Thread.latest_run_status:type_name -> agentd.v1.RunStatus
+	0,  // 33: agentd.v1.ThreadMessage.role:type_name -> agentd.v1.Role
+	46, // 34: agentd.v1.ThreadMessage.tool_calls:type_name -> agentd.v1.ToolCall
+	47, // 35: agentd.v1.ThreadMessage.tool_result:type_name -> agentd.v1.ToolResult
+	36, // 36: agentd.v1.ThreadMessage.answer:type_name -> agentd.v1.ThreadAnswer
+	4,  // 37: agentd.v1.ThreadAnswer.source:type_name -> agentd.v1.AnswerSource
+	62, // 38: agentd.v1.ThreadAnswer.answered_at:type_name -> google.protobuf.Timestamp
+	5,  // 39: agentd.v1.Run.status:type_name -> agentd.v1.RunStatus
+	38, // 40: agentd.v1.Run.pending:type_name -> agentd.v1.PendingToolCall
+	41, // 41: agentd.v1.Run.usage:type_name -> agentd.v1.Usage
+	62, // 42: agentd.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	62, // 43: agentd.v1.Run.updated_at:type_name -> google.protobuf.Timestamp
+	62, // 44: agentd.v1.Run.expires_at:type_name -> google.protobuf.Timestamp
+	52, // 45: agentd.v1.Run.error:type_name -> agentd.v1.RunError
+	59, // 46: agentd.v1.Run.metadata:type_name -> agentd.v1.Run.MetadataEntry
+	46, // 47: agentd.v1.Run.edited_calls:type_name -> agentd.v1.ToolCall
+	60, // 48: agentd.v1.PendingToolCall.args:type_name -> google.protobuf.Struct
+	53, // 49: agentd.v1.PendingToolCall.suspend_payload:type_name -> agentd.v1.SuspendPayload
+	62, // 50: agentd.v1.PendingToolCall.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 51: agentd.v1.Agent.tools:type_name -> agentd.v1.ToolInfo
+	60, // 52: agentd.v1.ToolInfo.input_schema:type_name -> google.protobuf.Struct
+	60, // 53: agentd.v1.ToolInfo.resume_schema:type_name -> google.protobuf.Struct
+	62, // 54: agentd.v1.AgentChunk.time:type_name -> google.protobuf.Timestamp
+	43, // 55: agentd.v1.AgentChunk.start:type_name -> agentd.v1.RunStarted
+	44, // 56: agentd.v1.AgentChunk.step_start:type_name -> agentd.v1.StepStarted
+	45, // 57: agentd.v1.AgentChunk.text_delta:type_name -> agentd.v1.TextDelta
+	46, // 58: agentd.v1.AgentChunk.tool_call:type_name -> agentd.v1.ToolCall
+	47, // 59: agentd.v1.AgentChunk.tool_result:type_name -> agentd.v1.ToolResult
+	48, // 60: agentd.v1.AgentChunk.tool_call_suspended:type_name -> agentd.v1.ToolCallSuspended
+	49, // 61: agentd.v1.AgentChunk.tool_call_approval:type_name -> agentd.v1.ToolCallApproval
+	50, // 62: agentd.v1.AgentChunk.step_finish:type_name -> agentd.v1.StepFinished
+	51, // 63: agentd.v1.AgentChunk.finish:type_name -> agentd.v1.RunFinished
+	52, // 64: agentd.v1.AgentChunk.error:type_name -> agentd.v1.RunError
+	60, // 65: agentd.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	60, // 66: agentd.v1.ToolCall.original_args:type_name -> google.protobuf.Struct
+	60, // 67: agentd.v1.ToolCallSuspended.args:type_name -> google.protobuf.Struct
+	53, // 68: agentd.v1.ToolCallSuspended.suspend_payload:type_name -> agentd.v1.SuspendPayload
+	62, // 69: agentd.v1.ToolCallSuspended.expires_at:type_name -> google.protobuf.Timestamp
+	60, // 70: agentd.v1.ToolCallApproval.args:type_name -> google.protobuf.Struct
+	41, // 71: agentd.v1.StepFinished.usage:type_name -> agentd.v1.Usage
+	6,  // 72: agentd.v1.RunFinished.reason:type_name -> agentd.v1.FinishReason
+	41, // 73: agentd.v1.RunFinished.usage:type_name -> agentd.v1.Usage
+	55, // 74: agentd.v1.SuspendPayload.ask_user:type_name -> agentd.v1.AskUserPayload
+	60, // 75: agentd.v1.SuspendPayload.custom:type_name -> google.protobuf.Struct
+	57, // 76: agentd.v1.SuspendPayload.client_tool:type_name -> agentd.v1.ClientToolCall
+	54, // 77: agentd.v1.SuspendPayload.elicitation:type_name -> agentd.v1.Elicitation
+	60, // 78: agentd.v1.Elicitation.requested_schema:type_name -> google.protobuf.Struct
+	7,  // 79: agentd.v1.Elicitation.mode:type_name -> agentd.v1.ElicitationMode
+	56, // 80: agentd.v1.AskUserPayload.options:type_name -> agentd.v1.AskUserOption
+	8,  // 81: agentd.v1.AskUserPayload.selection_mode:type_name -> agentd.v1.SelectionMode
+	60, // 82: agentd.v1.ClientToolCall.args:type_name -> google.protobuf.Struct
+	9,  // 83: agentd.v1.AgentService.StreamAgent:input_type -> agentd.v1.StreamAgentRequest
+	13, // 84: agentd.v1.AgentService.Resume:input_type -> agentd.v1.ResumeRequest
+	18, // 85: agentd.v1.AgentService.SubscribeRun:input_type -> agentd.v1.SubscribeRunRequest
+	21, // 86: agentd.v1.AgentService.GetRun:input_type -> agentd.v1.GetRunRequest
+	22, // 87: agentd.v1.AgentService.ListRuns:input_type -> agentd.v1.ListRunsRequest
+	24, // 88: agentd.v1.AgentService.CancelRun:input_type -> agentd.v1.CancelRunRequest
+	25, // 89: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
+	27, // 90: agentd.v1.AgentService.ExecuteTool:input_type -> agentd.v1.ExecuteToolRequest
+	29, // 91: agentd.v1.AgentService.GetThread:input_type -> agentd.v1.GetThreadRequest
+	30, // 92: agentd.v1.AgentService.ListThreads:input_type -> agentd.v1.ListThreadsRequest
+	32, // 93: agentd.v1.AgentService.DeleteThread:input_type -> agentd.v1.DeleteThreadRequest
+	19, // 94: agentd.v1.AgentService.WatchRuns:input_type -> agentd.v1.WatchRunsRequest
+	42, // 95: agentd.v1.AgentService.StreamAgent:output_type -> agentd.v1.AgentChunk
+	42, // 96: agentd.v1.AgentService.Resume:output_type -> agentd.v1.AgentChunk
+	42, // 97: agentd.v1.AgentService.SubscribeRun:output_type -> agentd.v1.AgentChunk
+	37, // 98: agentd.v1.AgentService.GetRun:output_type -> agentd.v1.Run
+	23, // 99: agentd.v1.AgentService.ListRuns:output_type -> agentd.v1.ListRunsResponse
+	37, // 100: agentd.v1.AgentService.CancelRun:output_type -> agentd.v1.Run
+	26, // 101: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
+	28, // 102: agentd.v1.AgentService.ExecuteTool:output_type -> agentd.v1.ExecuteToolResponse
+	34, // 103: agentd.v1.AgentService.GetThread:output_type -> agentd.v1.Thread
+	31, // 104: agentd.v1.AgentService.ListThreads:output_type -> agentd.v1.ListThreadsResponse
+	33, // 105: agentd.v1.AgentService.DeleteThread:output_type -> agentd.v1.DeleteThreadResponse
+	20, // 106: agentd.v1.AgentService.WatchRuns:output_type -> agentd.v1.RunEvent
+	95, // [95:107] is the sub-list for method output_type
+	83, // [83:95] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agentd_proto_init() }
@@ -5313,7 +5491,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[5].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ElicitationResponse); i {
+			switch v := v.(*ToolAnswer); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5325,7 +5503,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[6].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Selections); i {
+			switch v := v.(*ElicitationResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5337,7 +5515,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[7].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Approval); i {
+			switch v := v.(*Selections); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5349,7 +5527,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[8].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*SubscribeRunRequest); i {
+			switch v := v.(*Approval); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5361,7 +5539,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[9].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*WatchRunsRequest); i {
+			switch v := v.(*SubscribeRunRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5373,7 +5551,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[10].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*RunEvent); i {
+			switch v := v.(*WatchRunsRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5385,7 +5563,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*GetRunRequest); i {
+			switch v := v.(*RunEvent); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5397,7 +5575,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListRunsRequest); i {
+			switch v := v.(*GetRunRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5409,7 +5587,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[13].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListRunsResponse); i {
+			switch v := v.(*ListRunsRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5421,7 +5599,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[14].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*CancelRunRequest); i {
+			switch v := v.(*ListRunsResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5433,7 +5611,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[15].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListAgentsRequest); i {
+			switch v := v.(*CancelRunRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5445,7 +5623,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[16].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListAgentsResponse); i {
+			switch v := v.(*ListAgentsRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5457,7 +5635,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[17].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ExecuteToolRequest); i {
+			switch v := v.(*ListAgentsResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5469,7 +5647,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[18].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ExecuteToolResponse); i {
+			switch v := v.(*ExecuteToolRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5481,7 +5659,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[19].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*GetThreadRequest); i {
+			switch v := v.(*ExecuteToolResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5493,7 +5671,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[20].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListThreadsRequest); i {
+			switch v := v.(*GetThreadRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5505,7 +5683,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[21].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ListThreadsResponse); i {
+			switch v := v.(*ListThreadsRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5517,7 +5695,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[22].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*DeleteThreadRequest); i {
+			switch v := v.(*ListThreadsResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5529,7 +5707,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[23].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*DeleteThreadResponse); i {
+			switch v := v.(*DeleteThreadRequest); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5541,7 +5719,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[24].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Thread); i {
+			switch v := v.(*DeleteThreadResponse); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5553,7 +5731,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[25].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ThreadMessage); i {
+			switch v := v.(*Thread); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5565,7 +5743,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[26].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ThreadAnswer); i {
+			switch v := v.(*ThreadMessage); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5577,7 +5755,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[27].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Run); i {
+			switch v := v.(*ThreadAnswer); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5589,7 +5767,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[28].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*PendingToolCall); i {
+			switch v := v.(*Run); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5601,7 +5779,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[29].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Agent); i {
+			switch v := v.(*PendingToolCall); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5613,7 +5791,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[30].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ToolInfo); i {
+			switch v := v.(*Agent); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5625,7 +5803,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[31].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Usage); i {
+			switch v := v.(*ToolInfo); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5637,7 +5815,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[32].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*AgentChunk); i {
+			switch v := v.(*Usage); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5649,7 +5827,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[33].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*RunStarted); i {
+			switch v := v.(*AgentChunk); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5661,7 +5839,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[34].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*StepStarted); i {
+			switch v := v.(*RunStarted); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5673,7 +5851,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[35].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*TextDelta); i {
+			switch v := v.(*StepStarted); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5685,7 +5863,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[36].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ToolCall); i {
+			switch v := v.(*TextDelta); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5697,7 +5875,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[37].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ToolResult); i {
+			switch v := v.(*ToolCall); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5709,7 +5887,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[38].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ToolCallSuspended); i {
+			switch v := v.(*ToolResult); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5721,7 +5899,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[39].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ToolCallApproval); i {
+			switch v := v.(*ToolCallSuspended); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5733,7 +5911,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[40].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*StepFinished); i {
+			switch v := v.(*ToolCallApproval); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5745,7 +5923,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[41].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*RunFinished); i {
+			switch v := v.(*StepFinished); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5757,7 +5935,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[42].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*RunError); i {
+			switch v := v.(*RunFinished); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5769,7 +5947,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[43].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*SuspendPayload); i {
+			switch v := v.(*RunError); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5781,7 +5959,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[44].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*Elicitation); i {
+			switch v := v.(*SuspendPayload); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5793,7 +5971,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[45].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*AskUserPayload); i {
+			switch v := v.(*Elicitation); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5805,7 +5983,7 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[46].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*AskUserOption); i {
+			switch v := v.(*AskUserPayload); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -5817,6 +5995,18 @@ func file_agentd_v1_agentd_proto_init() {
 			}
 		}
 		file_agentd_v1_agentd_proto_msgTypes[47].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*AskUserOption); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_agentd_v1_agentd_proto_msgTypes[48].Exporter = func(v interface{}, i int) interface{} {
 			switch v := v.(*ClientToolCall); i {
 			case 0:
 				return &v.state
@@ -5836,7 +6026,14 @@ func file_agentd_v1_agentd_proto_init() {
 		(*ResumeRequest_Approval)(nil),
 		(*ResumeRequest_Elicitation)(nil),
 	}
-	file_agentd_v1_agentd_proto_msgTypes[32].OneofWrappers = []interface{}{
+	file_agentd_v1_agentd_proto_msgTypes[5].OneofWrappers = []interface{}{
+		(*ToolAnswer_Text)(nil),
+		(*ToolAnswer_Selections)(nil),
+		(*ToolAnswer_Data)(nil),
+		(*ToolAnswer_Approval)(nil),
+		(*ToolAnswer_Elicitation)(nil),
+	}
+	file_agentd_v1_agentd_proto_msgTypes[33].OneofWrappers = []interface{}{
 		(*AgentChunk_Start)(nil),
 		(*AgentChunk_StepStart)(nil),
 		(*AgentChunk_TextDelta)(nil),
@@ -5848,7 +6045,7 @@ func file_agentd_v1_agentd_proto_init() {
 		(*AgentChunk_Finish)(nil),
 		(*AgentChunk_Error)(nil),
 	}
-	file_agentd_v1_agentd_proto_msgTypes[43].OneofWrappers = []interface{}{
+	file_agentd_v1_agentd_proto_msgTypes[44].OneofWrappers = []interface{}{
 		(*SuspendPayload_AskUser)(nil),
 		(*SuspendPayload_Custom)(nil),
 		(*SuspendPayload_ClientTool)(nil),
@@ -5860,7 +6057,7 @@ func file_agentd_v1_agentd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_agentd_v1_agentd_proto_rawDesc,
 			NumEnums:      9,
-			NumMessages:   50,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -573,6 +573,7 @@ class ResumeRequest(_message.Message):
     APPROVAL_FIELD_NUMBER: _builtins.int
     ELICITATION_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    ANSWERS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The suspended run."""
     tool_call_id: _builtins.str
@@ -613,6 +614,17 @@ class ResumeRequest(_message.Message):
         The server receives exactly the response given.
         """
 
+    @_builtins.property
+    def answers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolAnswer]:
+        """Several pending calls answered in one step, each naming its call:
+        every answer is checked as the single answer is, and either all are
+        taken together (one continuation) or none is, the run unchanged. A
+        misfit is INVALID_ARGUMENT naming `answers[i]` and its field
+        (`answers[1].selections.labels`). Each call at most once; the calls
+        not answered keep waiting. Not with `tool_call_id` or the single
+        answer above (INVALID_ARGUMENT).
+        """
+
     def __init__(
         self,
         *,
@@ -624,16 +636,60 @@ class ResumeRequest(_message.Message):
         approval: Global___Approval | None = ...,
         elicitation: Global___ElicitationResponse | None = ...,
         request_id: _builtins.str = ...,
+        answers: _abc.Iterable[Global___ToolAnswer] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "selections", b"selections", "text", b"text"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "request_id", b"request_id", "run_id", b"run_id", "selections", b"selections", "text", b"text", "tool_call_id", b"tool_call_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "answers", b"answers", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "request_id", b"request_id", "run_id", b"run_id", "selections", b"selections", "text", b"text", "tool_call_id", b"tool_call_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_answer: _TypeAlias = _typing.Literal["text", "selections", "data", "approval", "elicitation"]  # noqa: Y015
     _WhichOneofArgType_answer: _TypeAlias = _typing.Literal["answer", b"answer"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_answer) -> _WhichOneofReturnType_answer | None: ...
 
 Global___ResumeRequest: _TypeAlias = ResumeRequest  # noqa: Y015
+
+@_typing.final
+class ToolAnswer(_message.Message):
+    """The answer to one pending call, among several of one Resume."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    SELECTIONS_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    APPROVAL_FIELD_NUMBER: _builtins.int
+    ELICITATION_FIELD_NUMBER: _builtins.int
+    tool_call_id: _builtins.str
+    """The pending call; required."""
+    text: _builtins.str
+    @_builtins.property
+    def selections(self) -> Global___Selections: ...
+    @_builtins.property
+    def data(self) -> _struct_pb2.Value: ...
+    @_builtins.property
+    def approval(self) -> Global___Approval: ...
+    @_builtins.property
+    def elicitation(self) -> Global___ElicitationResponse: ...
+    def __init__(
+        self,
+        *,
+        tool_call_id: _builtins.str = ...,
+        text: _builtins.str = ...,
+        selections: Global___Selections | None = ...,
+        data: _struct_pb2.Value | None = ...,
+        approval: Global___Approval | None = ...,
+        elicitation: Global___ElicitationResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "selections", b"selections", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "approval", b"approval", "data", b"data", "elicitation", b"elicitation", "selections", b"selections", "text", b"text", "tool_call_id", b"tool_call_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_answer: _TypeAlias = _typing.Literal["text", "selections", "data", "approval", "elicitation"]  # noqa: Y015
+    _WhichOneofArgType_answer: _TypeAlias = _typing.Literal["answer", b"answer"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_answer) -> _WhichOneofReturnType_answer | None: ...
+
+Global___ToolAnswer: _TypeAlias = ToolAnswer  # noqa: Y015
 
 @_typing.final
 class ElicitationResponse(_message.Message):

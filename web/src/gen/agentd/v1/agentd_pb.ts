@@ -41,7 +41,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agentd.proto.
  */
 export const file_agentd_v1_agentd: GenFile = /*@__PURE__*/
-  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCKYAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCUIICgZhbnN3ZXIibQoTRWxpY2l0YXRpb25SZXNwb25zZRIsCgZhY3Rpb24YASABKA4yHC5hZ2VudGQudjEuRWxpY2l0YXRpb25BY3Rpb24SKAoHY29udGVudBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiHAoKU2VsZWN0aW9ucxIOCgZsYWJlbHMYASADKAkiWgoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEiwKC2VkaXRlZF9hcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI4ChNTdWJzY3JpYmVSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiYgoQV2F0Y2hSdW5zUmVxdWVzdBIUCgxhZnRlcl9jdXJzb3IYASABKAkSJgoFa2luZHMYAiADKA4yFy5hZ2VudGQudjEuUnVuRXZlbnRLaW5kEhAKCGFnZW50X2lkGAMgASgJIvMBCghSdW5FdmVudBIOCgZjdXJzb3IYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgDIAEoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSDgoGcnVuX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhEKCXRocmVhZF9pZBgGIAEoCRIkCgZzdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYCCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJInAKD0xpc3RSdW5zUmVxdWVzdBIkCgZzdGF0dXMYASABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIkkKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmFnZW50ZC52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAuYWdlbnRkLnYxLkFnZW50ImAKEkV4ZWN1dGVUb29sUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIYWdlbnRfaWQYAyABKAkiOAoTRXhlY3V0ZVRvb2xSZXNwb25zZRIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIIiUKEEdldFRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5hZ2VudGQudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIoChNEZWxldGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCSJCChREZWxldGVUaHJlYWRSZXNwb25zZRIRCgl0aHJlYWRfaWQYASABKAkSFwoPZGVsZXRlZF9ydW5faWRzGAIgAygJIoACCgZUaHJlYWQSEQoJdGhyZWFkX2lkGAEgASgJEi4KCmNyZWF0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAQgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2USDwoHcnVuX2lkcxgFIAMoCRIVCg1sYXRlc3RfcnVuX2lkGAYgASgJEi8KEWxhdGVzdF9ydW5fc3RhdHVzGAcgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cyLNAQoNVGhyZWFkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8uYWdlbnRkLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRInCgp0b29sX2NhbGxzGAMgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKC3Rvb2xfcmVzdWx0GAQgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHQSDgoGcnVuX2lkGAUgASgJEicKBmFuc3dlchgGIAEoCzIXLmFnZW50ZC52MS5UaHJlYWRBbnN3ZXIioQEKDFRocmVhZEFuc3dlchIUCgx0b29sX2NhbGxfaWQYASABKAkSDAoEdGV4dBgCIAEoCRITCgthbnN3ZXJlZF9ieRgDIAEoCRInCgZzb3VyY2UYBCABKA4yFy5hZ2VudGQudjEuQW5zd2VyU291cmNlEi8KC2Fuc3dlcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK6BAoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgZzdGF0dXMYAyABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYBCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlEhIKCmZpbmFsX3RleHQYBiABKAkSDQoFc3RlcHMYByABKA0SEAoIbGFzdF9zZXEYCCABKAQSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFZXJyb3IYDCABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3ISLgoIbWV0YWRhdGEYDSADKAsyHC5hZ2VudGQudjEuUnVuLk1ldGFkYXRhRW50cnkSFQoNY2FuY2VsX3JlYXNvbhgOIAEoCRIRCgl0aHJlYWRfaWQYDyABKAkSKQoMZWRpdGVkX2NhbGxzGBAgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLgAQoPUGVuZGluZ1Rvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoPc3VzcGVuZF9wYXlsb2FkGAQgASgLMhkuYWdlbnRkLnYxLlN1c3BlbmRQYXlsb2FkEhkKEWF3YWl0aW5nX2FwcHJvdmFsGAUgASgIEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBCgVBZ2VudBIQCghhZ2VudF9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVtb2RlbBgDIAEoCRIiCgV0b29scxgEIAMoCzITLmFnZW50ZC52MS5Ub29sSW5mbxISCgppc19kZWZhdWx0GAUgASgIEhEKCW1heF9zdGVwcxgGIAEoDSK2AQoIVG9vbEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNvdXJjZRgEIAEoCRIYChByZXF1aXJlX2FwcHJvdmFsGAUgASgIEi4KDXJlc3VtZV9zY2hlbWEYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjQKBVVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoBBIVCg1vdXRwdXRfdG9rZW5zGAIgASgEIq4ECgpBZ2VudENodW5rEg4KBnJ1bl9pZBgBIAEoCRILCgNzZXEYAiABKAQSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RhcnQYCiABKAsyFS5hZ2VudGQudjEuUnVuU3RhcnRlZEgAEiwKCnN0ZXBfc3RhcnQYCyABKAsyFi5hZ2VudGQudjEuU3RlcFN0YXJ0ZWRIABIqCgp0ZXh0X2RlbHRhGAwgASgLMhQuYWdlbnRkLnYxLlRleHREZWx0YUgAEigKCXRvb2xfY2FsbBgNIAEoCzITLmFnZW50ZC52MS5Ub29sQ2FsbEgAEiwKC3Rvb2xfcmVzdWx0GA4gASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHRIABI7ChN0b29sX2NhbGxfc3VzcGVuZGVkGA8gASgLMhwuYWdlbnRkLnYxLlRvb2xDYWxsU3VzcGVuZGVkSAASOQoSdG9vbF9jYWxsX2FwcHJvdmFsGBAgASgLMhsuYWdlbnRkLnYxLlRvb2xDYWxsQXBwcm92YWxIABIuCgtzdGVwX2ZpbmlzaBgRIAEoCzIXLmFnZW50ZC52MS5TdGVwRmluaXNoZWRIABIoCgZmaW5pc2gYEiABKAsyFi5hZ2VudGQudjEuUnVuRmluaXNoZWRIABIkCgVlcnJvchgTIAEoCzITLmFnZW50ZC52MS5SdW5FcnJvckgAQgcKBWNodW5rIi8KClJ1blN0YXJ0ZWQSEAoIYWdlbnRfaWQYASABKAkSDwoHcmVzdW1lZBgCIAEoCCIbCgtTdGVwU3RhcnRlZBIMCgRzdGVwGAEgASgNIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIooBCghUb29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KDW9yaWdpbmFsX2FyZ3MYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlgKClRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIPCgdjb250ZW50GAMgASgJEhAKCGlzX2Vycm9yGAQgASgIIscBChFUb29sQ2FsbFN1c3BlbmRlZBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjIKD3N1c3BlbmRfcGF5bG9hZBgEIAEoCzIZLmFnZW50ZC52MS5TdXNwZW5kUGF5bG9hZBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJiChBUb29sQ2FsbEFwcHJvdmFsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiPQoMU3RlcEZpbmlzaGVkEgwKBHN0ZXAYASABKA0SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2UiZQoLUnVuRmluaXNoZWQSJwoGcmVhc29uGAEgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIfCgV1c2FnZRgCIAEoCzIQLmFnZW50ZC52MS5Vc2FnZRIMCgR0ZXh0GAMgASgJIikKCFJ1bkVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSLTAQoOU3VzcGVuZFBheWxvYWQSLQoIYXNrX3VzZXIYASABKAsyGS5hZ2VudGQudjEuQXNrVXNlclBheWxvYWRIABIpCgZjdXN0b20YAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAASMAoLY2xpZW50X3Rvb2wYAyABKAsyGS5hZ2VudGQudjEuQ2xpZW50VG9vbENhbGxIABItCgtlbGljaXRhdGlvbhgEIAEoCzIWLmFnZW50ZC52MS5FbGljaXRhdGlvbkgAQgYKBGtpbmQimAEKC0VsaWNpdGF0aW9uEg4KBnNlcnZlchgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEjEKEHJlcXVlc3RlZF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKBG1vZGUYBCABKA4yGi5hZ2VudGQudjEuRWxpY2l0YXRpb25Nb2RlEgsKA3VybBgFIAEoCSJ/Cg5Bc2tVc2VyUGF5bG9hZBIQCghxdWVzdGlvbhgBIAEoCRIpCgdvcHRpb25zGAIgAygLMhguYWdlbnRkLnYxLkFza1VzZXJPcHRpb24SMAoOc2VsZWN0aW9uX21vZGUYAyABKA4yGC5hZ2VudGQudjEuU2VsZWN0aW9uTW9kZSIzCg1Bc2tVc2VyT3B0aW9uEg0KBWxhYmVsGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIkoKDkNsaWVudFRvb2xDYWxsEhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCpfCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEg0KCVJPTEVfVVNFUhACEhIKDlJPTEVfQVNTSVNUQU5UEAMSDQoJUk9MRV9UT09MEAQqcwoQRGlzY29ubmVjdFBvbGljeRIhCh1ESVNDT05ORUNUX1BPTElDWV9VTlNQRUNJRklFRBAAEh4KGkRJU0NPTk5FQ1RfUE9MSUNZX0NPTlRJTlVFEAESHAoYRElTQ09OTkVDVF9QT0xJQ1lfQ0FOQ0VMEAIqlQEKEUVsaWNpdGF0aW9uQWN0aW9uEiIKHkVMSUNJVEFUSU9OX0FDVElPTl9VTlNQRUNJRklFRBAAEh0KGUVMSUNJVEFUSU9OX0FDVElPTl9BQ0NFUFQQARIeChpFTElDSVRBVElPTl9BQ1RJT05fREVDTElORRACEh0KGUVMSUNJVEFUSU9OX0FDVElPTl9DQU5DRUwQAyr3AQoMUnVuRXZlbnRLaW5kEh4KGlJVTl9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWUlVOX0VWRU5UX0tJTkRfU1RBUlRFRBABEhwKGFJVTl9FVkVOVF9LSU5EX1NVU1BFTkRFRBACEhoKFlJVTl9FVkVOVF9LSU5EX1JFU1VNRUQQAxIcChhSVU5fRVZFTlRfS0lORF9DT01QTEVURUQQBBIZChVSVU5fRVZFTlRfS0lORF9GQUlMRUQQBRIcChhSVU5fRVZFTlRfS0lORF9DQU5DRUxMRUQQBhIaChZSVU5fRVZFTlRfS0lORF9FWFBJUkVEEAcqZgoMQW5zd2VyU291cmNlEh0KGUFOU1dFUl9TT1VSQ0VfVU5TUEVDSUZJRUQQABIYChRBTlNXRVJfU09VUkNFX1JFU1VNRRABEh0KGUFOU1dFUl9TT1VSQ0VfQVVUT19SRVNVTUUQAiq8AQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBACEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAMSFQoRUlVOX1NUQVRVU19GQUlMRUQQBBIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAFEhYKElJVTl9TVEFUVVNfRVhQSVJFRBAGKrUBCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhsKF0ZJTklTSF9SRUFTT05fU1VTUEVOREVEEAISGwoXRklOSVNIX1JFQVNPTl9NQVhfU1RFUFMQAxIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBAEEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBSpoCg9FbGljaXRhdGlvbk1vZGUSIAocRUxJQ0lUQVRJT05fTU9ERV9VTlNQRUNJRklFRBAAEhkKFUVMSUNJVEFUSU9OX01PREVfRk9STRABEhgKFEVMSUNJVEFUSU9OX01PREVfVVJMEAIqcgoNU2VsZWN0aW9uTW9kZRIeChpTRUxFQ1RJT05fTU9ERV9VTlNQRUNJRklFRBAAEiAKHFNFTEVDVElPTl9NT0RFX1NJTkdMRV9TRUxFQ1QQARIfChtTRUxFQ1RJT05fTU9ERV9NVUxUSV9TRUxFQ1QQAjLEBgoMQWdlbnRTZXJ2aWNlEkUKC1N0cmVhbUFnZW50Eh0uYWdlbnRkLnYxLlN0cmVhbUFnZW50UmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESOwoGUmVzdW1lEhguYWdlbnRkLnYxLlJlc3VtZVJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEkcKDFN1YnNjcmliZVJ1bhIeLmFnZW50ZC52MS5TdWJzY3JpYmVSdW5SZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARIyCgZHZXRSdW4SGC5hZ2VudGQudjEuR2V0UnVuUmVxdWVzdBoOLmFnZW50ZC52MS5SdW4SQwoITGlzdFJ1bnMSGi5hZ2VudGQudjEuTGlzdFJ1bnNSZXF1ZXN0GhsuYWdlbnRkLnYxLkxpc3RSdW5zUmVzcG9uc2USOAoJQ2FuY2VsUnVuEhsuYWdlbnRkLnYxLkNhbmNlbFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkkKCkxpc3RBZ2VudHMSHC5hZ2VudGQudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5hZ2VudGQudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkwKC0V4ZWN1dGVUb29sEh0uYWdlbnRkLnYxLkV4ZWN1dGVUb29sUmVxdWVzdBoeLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlc3BvbnNlEjsKCUdldFRocmVhZBIbLmFnZW50ZC52MS5HZXRUaHJlYWRSZXF1ZXN0GhEuYWdlbnRkLnYxLlRocmVhZBJMCgtMaXN0VGhyZWFkcxIdLmFnZW50ZC52MS5MaXN0VGhyZWFkc1JlcXVlc3QaHi5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXNwb25zZRJPCgxEZWxldGVUaHJlYWQSHi5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVxdWVzdBofLmFnZW50ZC52MS5EZWxldGVUaHJlYWRSZXNwb25zZRI/CglXYXRjaFJ1bnMSGy5hZ2VudGQudjEuV2F0Y2hSdW5zUmVxdWVzdBoTLmFnZW50ZC52MS5SdW5FdmVudDABQkEKDWRldi5hZ2VudGQudjFaJGFnZW50ZC9jbGllbnRzL2dvL2FnZW50ZC92MTthZ2VudGR2MaoCCUFnZW50ZC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLAAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCRImCgdhbnN3ZXJzGAkgAygLMhUuYWdlbnRkLnYxLlRvb2xBbnN3ZXJCCAoGYW5zd2VyIvEBCgpUb29sQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIOCgR0ZXh0GAIgASgJSAASKwoKc2VsZWN0aW9ucxgDIAEoCzIVLmFnZW50ZC52MS5TZWxlY3Rpb25zSAASJgoEZGF0YRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEicKCGFwcHJvdmFsGAUgASgLMhMuYWdlbnRkLnYxLkFwcHJvdmFsSAASNQoLZWxpY2l0YXRpb24YBiABKAsyHi5hZ2VudGQudjEuRWxpY2l0YXRpb25SZXNwb25zZUgAQggKBmFuc3dlciJtChNFbGljaXRhdGlvblJlc3BvbnNlEiwKBmFjdGlvbhgBIAEoDjIcLmFnZW50ZC52MS5FbGljaXRhdGlvbkFjdGlvbhIoCgdjb250ZW50GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSJaCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSLAoLZWRpdGVkX2FyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjgKE1N1YnNjcmliZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJiChBXYXRjaFJ1bnNSZXF1ZXN0EhQKDGFmdGVyX2N1cnNvchgBIAEoCRImCgVraW5kcxgCIAMoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSEAoIYWdlbnRfaWQYAyABKAki8wEKCFJ1bkV2ZW50Eg4KBmN1cnNvchgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAMgASgOMhcuYWdlbnRkLnYxLlJ1bkV2ZW50S2luZBIOCgZydW5faWQYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSEQoJdGhyZWFkX2lkGAYgASgJEiQKBnN0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgIIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkicAoPTGlzdFJ1bnNSZXF1ZXN0EiQKBnN0YXR1cxgBIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSEAoIYWdlbnRfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4uYWdlbnRkLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudGQudjEuQWdlbnQiYAoSRXhlY3V0ZVRvb2xSZXF1ZXN0EhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghhZ2VudF9pZBgDIAEoCSI4ChNFeGVjdXRlVG9vbFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgiJQoQR2V0VGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiOwoSTGlzdFRocmVhZHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIlIKE0xpc3RUaHJlYWRzUmVzcG9uc2USIgoHdGhyZWFkcxgBIAMoCzIRLmFnZW50ZC52MS5UaHJlYWQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZVRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIkIKFERlbGV0ZVRocmVhZFJlc3BvbnNlEhEKCXRocmVhZF9pZBgBIAEoCRIXCg9kZWxldGVkX3J1bl9pZHMYAiADKAkigAIKBlRocmVhZBIRCgl0aHJlYWRfaWQYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoIbWVzc2FnZXMYBCADKAsyGC5hZ2VudGQudjEuVGhyZWFkTWVzc2FnZRIPCgdydW5faWRzGAUgAygJEhUKDWxhdGVzdF9ydW5faWQYBiABKAkSLwoRbGF0ZXN0X3J1bl9zdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzIs0BCg1UaHJlYWRNZXNzYWdlEh0KBHJvbGUYASABKA4yDy5hZ2VudGQudjEuUm9sZRIPCgdjb250ZW50GAIgASgJEicKCnRvb2xfY2FsbHMYAyADKAsyEy5hZ2VudGQudjEuVG9vbENhbGwSKgoLdG9vbF9yZXN1bHQYBCABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VsdBIOCgZydW5faWQYBSABKAkSJwoGYW5zd2VyGAYgASgLMhcuYWdlbnRkLnYxLlRocmVhZEFuc3dlciKhAQoMVGhyZWFkQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhMKC2Fuc3dlcmVkX2J5GAMgASgJEicKBnNvdXJjZRgEIAEoDjIXLmFnZW50ZC52MS5BbnN3ZXJTb3VyY2USLwoLYW5zd2VyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIroECgNSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEiQKBnN0YXR1cxgDIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgEIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwSHwoFdXNhZ2UYBSABKAsyEC5hZ2VudGQudjEuVXNhZ2USEgoKZmluYWxfdGV4dBgGIAEoCRINCgVzdGVwcxgHIAEoDRIQCghsYXN0X3NlcRgIIAEoBBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIiCgVlcnJvchgMIAEoCzITLmFnZW50ZC52MS5SdW5FcnJvchIuCghtZXRhZGF0YRgNIAMoCzIcLmFnZW50ZC52MS5SdW4uTWV0YWRhdGFFbnRyeRIVCg1jYW5jZWxfcmVhc29uGA4gASgJEhEKCXRocmVhZF9pZBgPIAEoCRIpCgxlZGl0ZWRfY2FsbHMYECADKAsyEy5hZ2VudGQudjEuVG9vbENhbGwaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNIrYBCghUb29sSW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc291cmNlGAQgASgJEhgKEHJlcXVpcmVfYXBwcm92YWwYBSABKAgSLgoNcmVzdW1lX3NjaGVtYRgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgEEhUKDW91dHB1dF90b2tlbnMYAiABKAQirgQKCkFnZW50Q2h1bmsSDgoGcnVuX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgVzdGFydBgKIAEoCzIVLmFnZW50ZC52MS5SdW5TdGFydGVkSAASLAoKc3RlcF9zdGFydBgLIAEoCzIWLmFnZW50ZC52MS5TdGVwU3RhcnRlZEgAEioKCnRleHRfZGVsdGEYDCABKAsyFC5hZ2VudGQudjEuVGV4dERlbHRhSAASKAoJdG9vbF9jYWxsGA0gASgLMhMuYWdlbnRkLnYxLlRvb2xDYWxsSAASLAoLdG9vbF9yZXN1bHQYDiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VsdEgAEjsKE3Rvb2xfY2FsbF9zdXNwZW5kZWQYDyABKAsyHC5hZ2VudGQudjEuVG9vbENhbGxTdXNwZW5kZWRIABI5ChJ0b29sX2NhbGxfYXBwcm92YWwYECABKAsyGy5hZ2VudGQudjEuVG9vbENhbGxBcHByb3ZhbEgAEi4KC3N0ZXBfZmluaXNoGBEgASgLMhcuYWdlbnRkLnYxLlN0ZXBGaW5pc2hlZEgAEigKBmZpbmlzaBgSIAEoCzIWLmFnZW50ZC52MS5SdW5GaW5pc2hlZEgAEiQKBWVycm9yGBMgASgLMhMuYWdlbnRkLnYxLlJ1bkVycm9ySABCBwoFY2h1bmsiLwoKUnVuU3RhcnRlZBIQCghhZ2VudF9pZBgBIAEoCRIPCgdyZXN1bWVkGAIgASgIIhsKC1N0ZXBTdGFydGVkEgwKBHN0ZXAYASABKA0iGQoJVGV4dERlbHRhEgwKBHRleHQYASABKAkiigEKCFRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoNb3JpZ2luYWxfYXJncxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWAoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSEAoIaXNfZXJyb3IYBCABKAgixwEKEVRvb2xDYWxsU3VzcGVuZGVkEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMgoPc3VzcGVuZF9wYXlsb2FkGAQgASgLMhkuYWdlbnRkLnYxLlN1c3BlbmRQYXlsb2FkEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImIKEFRvb2xDYWxsQXBwcm92YWwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9CgxTdGVwRmluaXNoZWQSDAoEc3RlcBgBIAEoDRIfCgV1c2FnZRgCIAEoCzIQLmFnZW50ZC52MS5Vc2FnZSJlCgtSdW5GaW5pc2hlZBInCgZyZWFzb24YASABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlEgwKBHRleHQYAyABKAkiKQoIUnVuRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJItMBCg5TdXNwZW5kUGF5bG9hZBItCghhc2tfdXNlchgBIAEoCzIZLmFnZW50ZC52MS5Bc2tVc2VyUGF5bG9hZEgAEikKBmN1c3RvbRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIwCgtjbGllbnRfdG9vbBgDIAEoCzIZLmFnZW50ZC52MS5DbGllbnRUb29sQ2FsbEgAEi0KC2VsaWNpdGF0aW9uGAQgASgLMhYuYWdlbnRkLnYxLkVsaWNpdGF0aW9uSABCBgoEa2luZCKYAQoLRWxpY2l0YXRpb24SDgoGc2VydmVyGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSMQoQcmVxdWVzdGVkX3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKAoEbW9kZRgEIAEoDjIaLmFnZW50ZC52MS5FbGljaXRhdGlvbk1vZGUSCwoDdXJsGAUgASgJIn8KDkFza1VzZXJQYXlsb2FkEhAKCHF1ZXN0aW9uGAEgASgJEikKB29wdGlvbnMYAiADKAsyGC5hZ2VudGQudjEuQXNrVXNlck9wdGlvbhIwCg5zZWxlY3Rpb25fbW9kZRgDIAEoDjIYLmFnZW50ZC52MS5TZWxlY3Rpb25Nb2RlIjMKDUFza1VzZXJPcHRpb24SDQoFbGFiZWwYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiSgoOQ2xpZW50VG9vbENhbGwSEQoJdG9vbF9uYW1lGAEgASgJEiUKBGFyZ3MYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Kl8KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg8KC1JPTEVfU1lTVEVNEAESDQoJUk9MRV9VU0VSEAISEgoOUk9MRV9BU1NJU1RBTlQQAxINCglST0xFX1RPT0wQBCpzChBEaXNjb25uZWN0UG9saWN5EiEKHURJU0NPTk5FQ1RfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHgoaRElTQ09OTkVDVF9QT0xJQ1lfQ09OVElOVUUQARIcChhESVNDT05ORUNUX1BPTElDWV9DQU5DRUwQAiqVAQoRRWxpY2l0YXRpb25BY3Rpb24SIgoeRUxJQ0lUQVRJT05fQUNUSU9OX1VOU1BFQ0lGSUVEEAASHQoZRUxJQ0lUQVRJT05fQUNUSU9OX0FDQ0VQVBABEh4KGkVMSUNJVEFUSU9OX0FDVElPTl9ERUNMSU5FEAISHQoZRUxJQ0lUQVRJT05fQUNUSU9OX0NBTkNFTBADKvcBCgxSdW5FdmVudEtpbmQSHgoaUlVOX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIaChZSVU5fRVZFTlRfS0lORF9TVEFSVEVEEAESHAoYUlVOX0VWRU5UX0tJTkRfU1VTUEVOREVEEAISGgoWUlVOX0VWRU5UX0tJTkRfUkVTVU1FRBADEhwKGFJVTl9FVkVOVF9LSU5EX0NPTVBMRVRFRBAEEhkKFVJVTl9FVkVOVF9LSU5EX0ZBSUxFRBAFEhwKGFJVTl9FVkVOVF9LSU5EX0NBTkNFTExFRBAGEhoKFlJVTl9FVkVOVF9LSU5EX0VYUElSRUQQBypmCgxBbnN3ZXJTb3VyY2USHQoZQU5TV0VSX1NPVVJDRV9VTlNQRUNJRklFRBAAEhgKFEFOU1dFUl9TT1VSQ0VfUkVTVU1FEAESHQoZQU5TV0VSX1NPVVJDRV9BVVRPX1JFU1VNRRACKrwBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhgKFFJVTl9TVEFUVVNfU1VTUEVOREVEEAISGAoUUlVOX1NUQVRVU19DT01QTEVURUQQAxIVChFSVU5fU1RBVFVTX0ZBSUxFRBAEEhgKFFJVTl9TVEFUVVNfQ0FOQ0VMTEVEEAUSFgoSUlVOX1NUQVRVU19FWFBJUkVEEAYqtQEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGwoXRklOSVNIX1JFQVNPTl9TVVNQRU5ERUQQAhIbChdGSU5JU0hfUkVBU09OX01BWF9TVEVQUxADEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAQSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAFKmgKD0VsaWNpdGF0aW9uTW9kZRIgChxFTElDSVRBVElPTl9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVRUxJQ0lUQVRJT05fTU9ERV9GT1JNEAESGAoURUxJQ0lUQVRJT05fTU9ERV9VUkwQAipyCg1TZWxlY3Rpb25Nb2RlEh4KGlNFTEVDVElPTl9NT0RFX1VOU1BFQ0lGSUVEEAASIAocU0VMRUNUSU9OX01PREVfU0lOR0xFX1NFTEVDVBABEh8KG1NFTEVDVElPTl9NT0RFX01VTFRJX1NFTEVDVBACMsQGCgxBZ2VudFNlcnZpY2USRQoLU3RyZWFtQWdlbnQSHS5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARI7CgZSZXN1bWUSGC5hZ2VudGQudjEuUmVzdW1lUmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESRwoMU3Vic2NyaWJlUnVuEh4uYWdlbnRkLnYxLlN1YnNjcmliZVJ1blJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEjIKBkdldFJ1bhIYLmFnZW50ZC52MS5HZXRSdW5SZXF1ZXN0Gg4uYWdlbnRkLnYxLlJ1bhJDCghMaXN0UnVucxIaLmFnZW50ZC52MS5MaXN0UnVuc1JlcXVlc3QaGy5hZ2VudGQudjEuTGlzdFJ1bnNSZXNwb25zZRI4CglDYW5jZWxSdW4SGy5hZ2VudGQudjEuQ2FuY2VsUnVuUmVxdWVzdBoOLmFnZW50ZC52MS5SdW4SSQoKTGlzdEFnZW50cxIcLmFnZW50ZC52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmFnZW50ZC52MS5MaXN0QWdlbnRzUmVzcG9uc2USTAoLRXhlY3V0ZVRvb2wSHS5hZ2VudGQudjEuRXhlY3V0ZVRvb2xSZXF1ZXN0Gh4uYWdlbnRkLnYxLkV4ZWN1dGVUb29sUmVzcG9uc2USOwoJR2V0VGhyZWFkEhsuYWdlbnRkLnYxLkdldFRocmVhZFJlcXVlc3QaES5hZ2VudGQudjEuVGhyZWFkEkwKC0xpc3RUaHJlYWRzEh0uYWdlbnRkLnYxLkxpc3RUaHJlYWRzUmVxdWVzdBoeLmFnZW50ZC52MS5MaXN0VGhyZWFkc1Jlc3BvbnNlEk8KDERlbGV0ZVRocmVhZBIeLmFnZW50ZC52MS5EZWxldGVUaHJlYWRSZXF1ZXN0Gh8uYWdlbnRkLnYxLkRlbGV0ZVRocmVhZFJlc3BvbnNlEj8KCVdhdGNoUnVucxIbLmFnZW50ZC52MS5XYXRjaFJ1bnNSZXF1ZXN0GhMuYWdlbnRkLnYxLlJ1bkV2ZW50MAFCQQoNZGV2LmFnZW50ZC52MVokYWdlbnRkL2NsaWVudHMvZ28vYWdlbnRkL3YxO2FnZW50ZHYxqgIJQWdlbnRkLlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Starts a run. Exactly one of `prompt` and `messages` must be given.
@@ -370,6 +370,19 @@ export type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
    * @generated from field: string request_id = 7;
    */
   requestId: string;
+
+  /**
+   * Several pending calls answered in one step, each naming its call:
+   * every answer is checked as the single answer is, and either all are
+   * taken together (one continuation) or none is, the run unchanged. A
+   * misfit is INVALID_ARGUMENT naming `answers[i]` and its field
+   * (`answers[1].selections.labels`). Each call at most once; the calls
+   * not answered keep waiting. Not with `tool_call_id` or the single
+   * answer above (INVALID_ARGUMENT).
+   *
+   * @generated from field: repeated agentd.v1.ToolAnswer answers = 9;
+   */
+  answers: ToolAnswer[];
 };
 
 /**
@@ -378,6 +391,64 @@ export type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
  */
 export const ResumeRequestSchema: GenMessage<ResumeRequest> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agentd, 4);
+
+/**
+ * The answer to one pending call, among several of one Resume.
+ *
+ * @generated from message agentd.v1.ToolAnswer
+ */
+export type ToolAnswer = Message$1<"agentd.v1.ToolAnswer"> & {
+  /**
+   * The pending call; required.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * The answer, of the kinds ResumeRequest.answer takes.
+   *
+   * @generated from oneof agentd.v1.ToolAnswer.answer
+   */
+  answer: {
+    /**
+     * @generated from field: string text = 2;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * @generated from field: agentd.v1.Selections selections = 3;
+     */
+    value: Selections;
+    case: "selections";
+  } | {
+    /**
+     * @generated from field: google.protobuf.Value data = 4;
+     */
+    value: Value;
+    case: "data";
+  } | {
+    /**
+     * @generated from field: agentd.v1.Approval approval = 5;
+     */
+    value: Approval;
+    case: "approval";
+  } | {
+    /**
+     * @generated from field: agentd.v1.ElicitationResponse elicitation = 6;
+     */
+    value: ElicitationResponse;
+    case: "elicitation";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agentd.v1.ToolAnswer.
+ * Use `create(ToolAnswerSchema)` to create a new message.
+ */
+export const ToolAnswerSchema: GenMessage<ToolAnswer> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 5);
 
 /**
  * A person's response to an MCP server's request for input.
@@ -407,7 +478,7 @@ export type ElicitationResponse = Message$1<"agentd.v1.ElicitationResponse"> & {
  * Use `create(ElicitationResponseSchema)` to create a new message.
  */
 export const ElicitationResponseSchema: GenMessage<ElicitationResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 5);
+  messageDesc(file_agentd_v1_agentd, 6);
 
 /**
  * The labels chosen in a multi-select question.
@@ -428,7 +499,7 @@ export type Selections = Message$1<"agentd.v1.Selections"> & {
  * Use `create(SelectionsSchema)` to create a new message.
  */
 export const SelectionsSchema: GenMessage<Selections> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 6);
+  messageDesc(file_agentd_v1_agentd, 7);
 
 /**
  * A decision on a tool call that awaits approval.
@@ -473,7 +544,7 @@ export type Approval = Message$1<"agentd.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 7);
+  messageDesc(file_agentd_v1_agentd, 8);
 
 /**
  * Follows a run's chunks.
@@ -501,7 +572,7 @@ export type SubscribeRunRequest = Message$1<"agentd.v1.SubscribeRunRequest"> & {
  * Use `create(SubscribeRunRequestSchema)` to create a new message.
  */
 export const SubscribeRunRequestSchema: GenMessage<SubscribeRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 8);
+  messageDesc(file_agentd_v1_agentd, 9);
 
 /**
  * Follows the caller's run events.
@@ -538,7 +609,7 @@ export type WatchRunsRequest = Message$1<"agentd.v1.WatchRunsRequest"> & {
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 9);
+  messageDesc(file_agentd_v1_agentd, 10);
 
 /**
  * A change of a run's status.
@@ -604,7 +675,7 @@ export type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 10);
+  messageDesc(file_agentd_v1_agentd, 11);
 
 /**
  * Reads one run.
@@ -625,7 +696,7 @@ export type GetRunRequest = Message$1<"agentd.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 11);
+  messageDesc(file_agentd_v1_agentd, 12);
 
 /**
  * Lists runs, newest first (run ids are UUIDv7, so id order is creation
@@ -676,7 +747,7 @@ export type ListRunsRequest = Message$1<"agentd.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 12);
+  messageDesc(file_agentd_v1_agentd, 13);
 
 /**
  * A page of runs.
@@ -704,7 +775,7 @@ export type ListRunsResponse = Message$1<"agentd.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 13);
+  messageDesc(file_agentd_v1_agentd, 14);
 
 /**
  * Stops a run.
@@ -732,7 +803,7 @@ export type CancelRunRequest = Message$1<"agentd.v1.CancelRunRequest"> & {
  * Use `create(CancelRunRequestSchema)` to create a new message.
  */
 export const CancelRunRequestSchema: GenMessage<CancelRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 14);
+  messageDesc(file_agentd_v1_agentd, 15);
 
 /**
  * Lists the agents this server hosts.
@@ -747,7 +818,7 @@ export type ListAgentsRequest = Message$1<"agentd.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 15);
+  messageDesc(file_agentd_v1_agentd, 16);
 
 /**
  * The agents this server hosts.
@@ -768,7 +839,7 @@ export type ListAgentsResponse = Message$1<"agentd.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 16);
+  messageDesc(file_agentd_v1_agentd, 17);
 
 /**
  * Runs one tool outside of any run.
@@ -803,7 +874,7 @@ export type ExecuteToolRequest = Message$1<"agentd.v1.ExecuteToolRequest"> & {
  * Use `create(ExecuteToolRequestSchema)` to create a new message.
  */
 export const ExecuteToolRequestSchema: GenMessage<ExecuteToolRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 17);
+  messageDesc(file_agentd_v1_agentd, 18);
 
 /**
  * The result of a tool run outside of any run.
@@ -831,7 +902,7 @@ export type ExecuteToolResponse = Message$1<"agentd.v1.ExecuteToolResponse"> & {
  * Use `create(ExecuteToolResponseSchema)` to create a new message.
  */
 export const ExecuteToolResponseSchema: GenMessage<ExecuteToolResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 18);
+  messageDesc(file_agentd_v1_agentd, 19);
 
 /**
  * Reads one thread.
@@ -852,7 +923,7 @@ export type GetThreadRequest = Message$1<"agentd.v1.GetThreadRequest"> & {
  * Use `create(GetThreadRequestSchema)` to create a new message.
  */
 export const GetThreadRequestSchema: GenMessage<GetThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 19);
+  messageDesc(file_agentd_v1_agentd, 20);
 
 /**
  * Lists threads, newest first (by creation time, then thread id). Pages
@@ -883,7 +954,7 @@ export type ListThreadsRequest = Message$1<"agentd.v1.ListThreadsRequest"> & {
  * Use `create(ListThreadsRequestSchema)` to create a new message.
  */
 export const ListThreadsRequestSchema: GenMessage<ListThreadsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 20);
+  messageDesc(file_agentd_v1_agentd, 21);
 
 /**
  * A page of threads.
@@ -911,7 +982,7 @@ export type ListThreadsResponse = Message$1<"agentd.v1.ListThreadsResponse"> & {
  * Use `create(ListThreadsResponseSchema)` to create a new message.
  */
 export const ListThreadsResponseSchema: GenMessage<ListThreadsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 21);
+  messageDesc(file_agentd_v1_agentd, 22);
 
 /**
  * Deletes one thread.
@@ -932,7 +1003,7 @@ export type DeleteThreadRequest = Message$1<"agentd.v1.DeleteThreadRequest"> & {
  * Use `create(DeleteThreadRequestSchema)` to create a new message.
  */
 export const DeleteThreadRequestSchema: GenMessage<DeleteThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 22);
+  messageDesc(file_agentd_v1_agentd, 23);
 
 /**
  * What DeleteThread deleted.
@@ -960,7 +1031,7 @@ export type DeleteThreadResponse = Message$1<"agentd.v1.DeleteThreadResponse"> &
  * Use `create(DeleteThreadResponseSchema)` to create a new message.
  */
 export const DeleteThreadResponseSchema: GenMessage<DeleteThreadResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 23);
+  messageDesc(file_agentd_v1_agentd, 24);
 
 /**
  * A conversation thread: the runs started with one thread_id, in order.
@@ -1024,7 +1095,7 @@ export type Thread = Message$1<"agentd.v1.Thread"> & {
  * Use `create(ThreadSchema)` to create a new message.
  */
 export const ThreadSchema: GenMessage<Thread> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 24);
+  messageDesc(file_agentd_v1_agentd, 25);
 
 /**
  * One message of a thread.
@@ -1081,7 +1152,7 @@ export type ThreadMessage = Message$1<"agentd.v1.ThreadMessage"> & {
  * Use `create(ThreadMessageSchema)` to create a new message.
  */
 export const ThreadMessageSchema: GenMessage<ThreadMessage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 25);
+  messageDesc(file_agentd_v1_agentd, 26);
 
 /**
  * An answer given to a suspended tool call.
@@ -1132,7 +1203,7 @@ export type ThreadAnswer = Message$1<"agentd.v1.ThreadAnswer"> & {
  * Use `create(ThreadAnswerSchema)` to create a new message.
  */
 export const ThreadAnswerSchema: GenMessage<ThreadAnswer> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 26);
+  messageDesc(file_agentd_v1_agentd, 27);
 
 /**
  * A run of an agent.
@@ -1261,7 +1332,7 @@ export type Run = Message$1<"agentd.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 27);
+  messageDesc(file_agentd_v1_agentd, 28);
 
 /**
  * A tool call that waits for Resume.
@@ -1317,7 +1388,7 @@ export type PendingToolCall = Message$1<"agentd.v1.PendingToolCall"> & {
  * Use `create(PendingToolCallSchema)` to create a new message.
  */
 export const PendingToolCallSchema: GenMessage<PendingToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 28);
+  messageDesc(file_agentd_v1_agentd, 29);
 
 /**
  * An agent hosted by this server.
@@ -1373,7 +1444,7 @@ export type Agent = Message$1<"agentd.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 29);
+  messageDesc(file_agentd_v1_agentd, 30);
 
 /**
  * A tool an agent may call.
@@ -1432,7 +1503,7 @@ export type ToolInfo = Message$1<"agentd.v1.ToolInfo"> & {
  * Use `create(ToolInfoSchema)` to create a new message.
  */
 export const ToolInfoSchema: GenMessage<ToolInfo> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 30);
+  messageDesc(file_agentd_v1_agentd, 31);
 
 /**
  * Token counts.
@@ -1460,7 +1531,7 @@ export type Usage = Message$1<"agentd.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 31);
+  messageDesc(file_agentd_v1_agentd, 32);
 
 /**
  * One event of a run. `seq` starts at 1 and rises by exactly 1 across the
@@ -1584,7 +1655,7 @@ export type AgentChunk = Message$1<"agentd.v1.AgentChunk"> & {
  * Use `create(AgentChunkSchema)` to create a new message.
  */
 export const AgentChunkSchema: GenMessage<AgentChunk> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 32);
+  messageDesc(file_agentd_v1_agentd, 33);
 
 /**
  * The first chunk of every stream.
@@ -1612,7 +1683,7 @@ export type RunStarted = Message$1<"agentd.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 33);
+  messageDesc(file_agentd_v1_agentd, 34);
 
 /**
  * A model step begins.
@@ -1633,7 +1704,7 @@ export type StepStarted = Message$1<"agentd.v1.StepStarted"> & {
  * Use `create(StepStartedSchema)` to create a new message.
  */
 export const StepStartedSchema: GenMessage<StepStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 34);
+  messageDesc(file_agentd_v1_agentd, 35);
 
 /**
  * A piece of model text.
@@ -1654,7 +1725,7 @@ export type TextDelta = Message$1<"agentd.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 35);
+  messageDesc(file_agentd_v1_agentd, 36);
 
 /**
  * The model calls a tool.
@@ -1701,7 +1772,7 @@ export type ToolCall = Message$1<"agentd.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 36);
+  messageDesc(file_agentd_v1_agentd, 37);
 
 /**
  * The result of a tool call, as the model sees it.
@@ -1743,7 +1814,7 @@ export type ToolResult = Message$1<"agentd.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 37);
+  messageDesc(file_agentd_v1_agentd, 38);
 
 /**
  * A tool call suspended the run. Sent only once the suspension is stored.
@@ -1792,7 +1863,7 @@ export type ToolCallSuspended = Message$1<"agentd.v1.ToolCallSuspended"> & {
  * Use `create(ToolCallSuspendedSchema)` to create a new message.
  */
 export const ToolCallSuspendedSchema: GenMessage<ToolCallSuspended> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 38);
+  messageDesc(file_agentd_v1_agentd, 39);
 
 /**
  * A tool call waits for approval before the tool runs.
@@ -1827,7 +1898,7 @@ export type ToolCallApproval = Message$1<"agentd.v1.ToolCallApproval"> & {
  * Use `create(ToolCallApprovalSchema)` to create a new message.
  */
 export const ToolCallApprovalSchema: GenMessage<ToolCallApproval> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 39);
+  messageDesc(file_agentd_v1_agentd, 40);
 
 /**
  * A model step ended.
@@ -1855,7 +1926,7 @@ export type StepFinished = Message$1<"agentd.v1.StepFinished"> & {
  * Use `create(StepFinishedSchema)` to create a new message.
  */
 export const StepFinishedSchema: GenMessage<StepFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 40);
+  messageDesc(file_agentd_v1_agentd, 41);
 
 /**
  * The last chunk of every stream.
@@ -1890,7 +1961,7 @@ export type RunFinished = Message$1<"agentd.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 41);
+  messageDesc(file_agentd_v1_agentd, 42);
 
 /**
  * A failure inside a run.
@@ -1929,7 +2000,7 @@ export type RunError = Message$1<"agentd.v1.RunError"> & {
  * Use `create(RunErrorSchema)` to create a new message.
  */
 export const RunErrorSchema: GenMessage<RunError> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 42);
+  messageDesc(file_agentd_v1_agentd, 43);
 
 /**
  * What a suspended tool call asks for.
@@ -1985,7 +2056,7 @@ export type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
  * Use `create(SuspendPayloadSchema)` to create a new message.
  */
 export const SuspendPayloadSchema: GenMessage<SuspendPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 43);
+  messageDesc(file_agentd_v1_agentd, 44);
 
 /**
  * An MCP server's request for input, made during a call of one of its
@@ -2038,7 +2109,7 @@ export type Elicitation = Message$1<"agentd.v1.Elicitation"> & {
  * Use `create(ElicitationSchema)` to create a new message.
  */
 export const ElicitationSchema: GenMessage<Elicitation> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 44);
+  messageDesc(file_agentd_v1_agentd, 45);
 
 /**
  * A question for the user.
@@ -2073,7 +2144,7 @@ export type AskUserPayload = Message$1<"agentd.v1.AskUserPayload"> & {
  * Use `create(AskUserPayloadSchema)` to create a new message.
  */
 export const AskUserPayloadSchema: GenMessage<AskUserPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 45);
+  messageDesc(file_agentd_v1_agentd, 46);
 
 /**
  * One option of a question.
@@ -2101,7 +2172,7 @@ export type AskUserOption = Message$1<"agentd.v1.AskUserOption"> & {
  * Use `create(AskUserOptionSchema)` to create a new message.
  */
 export const AskUserOptionSchema: GenMessage<AskUserOption> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 46);
+  messageDesc(file_agentd_v1_agentd, 47);
 
 /**
  * A tool that the caller executes: the run waits for its result. Resume
@@ -2131,7 +2202,7 @@ export type ClientToolCall = Message$1<"agentd.v1.ClientToolCall"> & {
  * Use `create(ClientToolCallSchema)` to create a new message.
  */
 export const ClientToolCallSchema: GenMessage<ClientToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 47);
+  messageDesc(file_agentd_v1_agentd, 48);
 
 /**
  * The author of a message.

@@ -363,6 +363,19 @@ export declare type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
    * @generated from field: string request_id = 7;
    */
   requestId: string;
+
+  /**
+   * Several pending calls answered in one step, each naming its call:
+   * every answer is checked as the single answer is, and either all are
+   * taken together (one continuation) or none is, the run unchanged. A
+   * misfit is INVALID_ARGUMENT naming `answers[i]` and its field
+   * (`answers[1].selections.labels`). Each call at most once; the calls
+   * not answered keep waiting. Not with `tool_call_id` or the single
+   * answer above (INVALID_ARGUMENT).
+   *
+   * @generated from field: repeated agentd.v1.ToolAnswer answers = 9;
+   */
+  answers: ToolAnswer[];
 };
 
 /**
@@ -370,6 +383,63 @@ export declare type ResumeRequest = Message$1<"agentd.v1.ResumeRequest"> & {
  * Use `create(ResumeRequestSchema)` to create a new message.
  */
 export declare const ResumeRequestSchema: GenMessage<ResumeRequest>;
+
+/**
+ * The answer to one pending call, among several of one Resume.
+ *
+ * @generated from message agentd.v1.ToolAnswer
+ */
+export declare type ToolAnswer = Message$1<"agentd.v1.ToolAnswer"> & {
+  /**
+   * The pending call; required.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * The answer, of the kinds ResumeRequest.answer takes.
+   *
+   * @generated from oneof agentd.v1.ToolAnswer.answer
+   */
+  answer: {
+    /**
+     * @generated from field: string text = 2;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * @generated from field: agentd.v1.Selections selections = 3;
+     */
+    value: Selections;
+    case: "selections";
+  } | {
+    /**
+     * @generated from field: google.protobuf.Value data = 4;
+     */
+    value: Value;
+    case: "data";
+  } | {
+    /**
+     * @generated from field: agentd.v1.Approval approval = 5;
+     */
+    value: Approval;
+    case: "approval";
+  } | {
+    /**
+     * @generated from field: agentd.v1.ElicitationResponse elicitation = 6;
+     */
+    value: ElicitationResponse;
+    case: "elicitation";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agentd.v1.ToolAnswer.
+ * Use `create(ToolAnswerSchema)` to create a new message.
+ */
+export declare const ToolAnswerSchema: GenMessage<ToolAnswer>;
 
 /**
  * A person's response to an MCP server's request for input.
