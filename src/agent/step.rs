@@ -114,8 +114,12 @@ impl Agent {
                 record_result(state, &call, ToolOutput::error(message), sink).await;
                 continue;
             }
-            let needs_approval = self.requires_approval(&call.name)
-                || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME);
+            // A call of a tool the agent does not have is an error result at
+            // once: there is nothing to approve.
+            let known = self.tools.get(&call.name).is_some();
+            let needs_approval = known
+                && (self.requires_approval(&call.name)
+                    || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME));
             if needs_approval {
                 pending.push(PendingCall {
                     call,

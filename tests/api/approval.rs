@@ -217,3 +217,25 @@ async fn per_tool_approval_applies_to_ask_user_too() {
     assert_eq!(finish(&done).text, "Thanks! You answered: Ada.");
     assert_eq!(status_of(&server.get_run(&id).await), RunStatus::Completed);
 }
+
+#[tokio::test]
+async fn a_call_of_a_tool_the_agent_lacks_is_an_error_at_once_not_an_approval() {
+    let server = server_with(vec![agent("open", vec!["ask_user".into()])]).await;
+    let options = pb::RunOptions {
+        require_tool_approval: true,
+        ..Default::default()
+    };
+    let chunks = server
+        .run_with(
+            "open",
+            r#"call send_email {"to": "ana@example.com"}"#,
+            Some(options),
+        )
+        .await;
+    assert!(approvals(&chunks).is_empty(), "{:?}", kinds(&chunks));
+    let results = tool_results(&chunks);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].is_error);
+    assert_eq!(results[0].content, "Unknown tool: send_email");
+    assert_eq!(finish_reason(&chunks), FinishReason::Stop);
+}

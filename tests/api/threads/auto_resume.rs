@@ -106,6 +106,16 @@ async fn a_run_waiting_for_approval_is_not_auto_resumed() {
             require_tool_approval: true,
             ..Default::default()
         }),
+        // A tool of the run's own, which the run approves before the
+        // caller executes it.
+        tools: vec![pb::ToolDefinition {
+            name: "lookup".into(),
+            description: "Looks an order up.".into(),
+            input_schema: Some(agentd::grpc::convert::json_to_struct(
+                &serde_json::json!({"type": "object"}),
+            )),
+            ..Default::default()
+        }],
         ..on_thread("approval", r#"call lookup {"order": 42}"#)
     };
     let chunks = stream(&server, request).await.expect("StreamAgent");
