@@ -34,17 +34,17 @@ use crate::pb::agent_service_client::AgentServiceClient;
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChatArgs {
     /// The server to talk to: HOST:PORT or a URL (https:// needs --ca-cert).
-    #[arg(long, env = "AGENTD_TARGET", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "AGENTD_TARGET", hide_env_values = true, default_value = "127.0.0.1:50051")]
     pub target: String,
     /// The API key to send (`authorization: Bearer KEY`), for a server that
     /// requires one.
     #[arg(long, env = "AGENTD_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// PEM file of the CA that signed the server's certificate: talk TLS.
-    #[arg(long, env = "AGENTD_CA_CERT")]
+    #[arg(long, env = "AGENTD_CA_CERT", hide_env_values = true)]
     pub ca_cert: Option<PathBuf>,
     /// The agent to talk to [default: the server's default agent].
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", hide_default_value = true)]
     pub agent: String,
     /// Print every chunk as one JSON line (the proto3 JSON mapping, as
     /// grpcurl prints it) on stdout; notes and questions go to stderr.

@@ -31,11 +31,6 @@ struct Cli {
     // value is reported as the variable's, not as the flag's.
     #[arg(long, global = true, value_enum)]
     log_format: Option<LogFormat>,
-    // Declared in every build, so that `--help` shows it and a build
-    // without the `otel` feature says it ignores it rather than refusing
-    // a command line (or an environment) made for another build.
-    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL", help = OTLP_ENDPOINT_HELP)]
-    otlp_endpoint: Option<String>,
 }
 
 #[cfg(feature = "otel")]
@@ -80,8 +75,13 @@ struct NoBench {
 #[derive(Args, Clone)]
 struct ServeArgs {
     /// The TOML file with server settings and agents.
-    #[arg(long, env = "AGENTD_CONFIG")]
+    #[arg(long, env = "AGENTD_CONFIG", hide_env_values = true)]
     config: Option<PathBuf>,
+    // Declared in every build, so that `--help` shows it and a build
+    // without the `otel` feature says it ignores it rather than refusing
+    // a command line (or an environment) made for another build.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", hide_env_values = true, value_name = "URL", help = OTLP_ENDPOINT_HELP)]
+    otlp_endpoint: Option<String>,
     /// Every other setting (`config/server.rs` declares them).
     #[command(flatten)]
     overrides: Overrides,
@@ -110,17 +110,23 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(format) => format,
         Err(error) => return fail(LogFormat::Text, &error.into()),
     };
+    // Spans are exported by a server only.
+    let otlp_endpoint = match &cli.command {
+        Some(Command::Serve(args)) => args.otlp_endpoint.clone(),
+        None => cli.serve.otlp_endpoint.clone(),
+        _ => None,
+    };
     let telemetry = match telemetry::init(TelemetryOptions {
         format,
         default_filter: default_filter.into(),
         #[cfg(feature = "otel")]
-        otlp_endpoint: cli.otlp_endpoint.clone(),
+        otlp_endpoint: otlp_endpoint.clone(),
     }) {
         Ok(telemetry) => telemetry,
         Err(error) => return fail(LogFormat::Text, &error.into()),
     };
     #[cfg(not(feature = "otel"))]
-    if let Some(endpoint) = &cli.otlp_endpoint {
+    if let Some(endpoint) = &otlp_endpoint {
         tracing::warn!(
             endpoint,
             "--otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) is set, but this build has no `otel` feature: \
