@@ -34,7 +34,12 @@ use crate::pb::agent_service_client::AgentServiceClient;
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChatArgs {
     /// The server to talk to: HOST:PORT or a URL (https:// needs --ca-cert).
-    #[arg(long, env = "AGENTD_TARGET", hide_env_values = true, default_value = "127.0.0.1:50051")]
+    #[arg(
+        long,
+        env = "AGENTD_TARGET",
+        hide_env_values = true,
+        default_value = "127.0.0.1:50051"
+    )]
     pub target: String,
     /// The API key to send (`authorization: Bearer KEY`), for a server that
     /// requires one.
@@ -64,6 +69,10 @@ pub struct ChatArgs {
     /// run of its own.
     #[arg(long, value_name = "THREAD_ID")]
     pub thread: Option<String>,
+    /// A run to come back to: its open question is asked (and the run
+    /// followed once answered), or, when it asks nothing, its state said.
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["thread", "message"])]
+    pub run: Option<String>,
     /// The message to send. Without it, chat reads messages, one a line,
     /// until the end of input (Ctrl-D).
     #[arg(trailing_var_arg = true)]
@@ -92,10 +101,24 @@ pub enum ChatError {
     Json(#[from] JsonError),
     #[error("reading input: {0}")]
     Input(#[from] io::Error),
-    #[error("no answer for {question:?}; give one with --answer (run {run_id} stays suspended)")]
+    #[error("no answer for {question:?}; give one with --answer (run {run_id} waits: `agentd chat --run {run_id}` comes back to it)")]
     NoAnswer { question: String, run_id: String },
     #[error("run {0} is suspended but lists no pending call")]
     NothingPending(String),
+    /// Ctrl-C while a run streamed: the note says how to come back.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl ChatError {
+    /// The exit status of a chat that ends with this error: 130 for
+    /// Ctrl-C, as a shell reports an interrupted program, else 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ChatError::Interrupted => 130,
+            _ => 1,
+        }
+    }
 }
 
 impl From<tonic::Status> for ChatError {
@@ -184,6 +207,10 @@ pub async fn run(args: ChatArgs) -> Result<(), ChatError> {
         answers: VecDeque::from(args.answers),
         interactive,
     };
+    if let Some(run_id) = args.run {
+        let ending = session.come_back_to(run_id).await?;
+        return left(&mut session, ending);
+    }
     if single_message {
         let ending = session.converse(args.message.join(" ")).await?;
         return left(&mut session, ending);
@@ -210,11 +237,23 @@ pub async fn run(args: ChatArgs) -> Result<(), ChatError> {
 /// Ends the chat: a question left open is a normal way to stop, and the
 /// note says how to come back to it.
 fn left(session: &mut Session, ending: Ending) -> Result<(), ChatError> {
-    if let Ending::LeftOpen { run_id } = ending {
-        let note = session.come_back(&run_id);
-        session.out.note(&note)?;
+    match ending {
+        Ending::Settled => Ok(()),
+        Ending::LeftOpen { run_id } => {
+            let note = session.come_back(&run_id);
+            session.out.note(&note)?;
+            Ok(())
+        }
+        Ending::Interrupted { run_id } if run_id.is_empty() => Err(ChatError::Interrupted),
+        Ending::Interrupted { run_id } => {
+            session.out.end_line()?;
+            session.out.note(&format!(
+                "stopped following run {run_id}; it goes on on the server. \
+                 `agentd chat --run {run_id}` comes back to it, and the inbox shows it when it asks"
+            ))?;
+            Err(ChatError::Interrupted)
+        }
     }
-    Ok(())
 }
 
 /// The person's next message; `None` at the end of input.

@@ -175,13 +175,20 @@ impl Pending {
             Ask::Text { .. } | Ask::Choose { multi: false, .. } if typed.is_empty() => {
                 Err(AnswerParseError::Empty)
             }
-            Ask::Text { .. } | Ask::Choose { multi: false, .. } => Ok(Answer::Text(typed.to_owned())),
-            Ask::Choose { multi: true, .. } => {
+            Ask::Text { .. } => Ok(Answer::Text(typed.to_owned())),
+            Ask::Choose {
+                options,
+                multi: false,
+                ..
+            } => Ok(Answer::Text(by_number(options, typed))),
+            Ask::Choose {
+                options, multi: true, ..
+            } => {
                 let labels: Vec<String> = typed
                     .split(',')
                     .map(str::trim)
                     .filter(|label| !label.is_empty())
-                    .map(str::to_owned)
+                    .map(|label| by_number(options, label))
                     .collect();
                 if labels.is_empty() {
                     return Err(AnswerParseError::Empty);
@@ -194,6 +201,23 @@ impl Pending {
                 .map_err(|error| AnswerParseError::NotJson(error.to_string())),
             Ask::Elicit { url, .. } => parse_elicitation(typed, url.is_some()),
         }
+    }
+}
+
+/// The label of the option numbered `typed` (from 1, as listed), or
+/// `typed` itself when it is not an option's number (or is a label).
+fn by_number(options: &[Choice], typed: &str) -> String {
+    if options.iter().any(|option| option.label == typed) {
+        return typed.to_owned();
+    }
+    let numbered = typed
+        .parse::<usize>()
+        .ok()
+        .and_then(|number| number.checked_sub(1))
+        .and_then(|index| options.get(index));
+    match numbered {
+        Some(option) => option.label.clone(),
+        None => typed.to_owned(),
     }
 }
 
@@ -253,6 +277,32 @@ mod tests {
                 multi,
             },
         }
+    }
+
+    #[test]
+    fn numbers_pick_the_options_they_show() {
+        let options = ["Basic", "Pro", "Enterprise"]
+            .map(|label| Choice {
+                label: label.into(),
+                description: String::new(),
+            })
+            .to_vec();
+        let pending = |multi| Pending {
+            ask: Ask::Choose {
+                question: "Which?".into(),
+                options: options.clone(),
+                multi,
+            },
+            ..choose(false)
+        };
+        assert_eq!(pending(false).parse_answer("2"), Ok(Answer::Text("Pro".into())));
+        // Not an option's number: sent as typed, for the server to refuse.
+        assert_eq!(pending(false).parse_answer("7"), Ok(Answer::Text("7".into())));
+        let labels = vec!["Basic".to_owned(), "Enterprise".to_owned()];
+        assert_eq!(
+            pending(true).parse_answer("1, Enterprise"),
+            Ok(Answer::Selections(pb::Selections { labels }))
+        );
     }
 
     #[test]

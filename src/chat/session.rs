@@ -41,6 +41,8 @@ pub enum Ending {
     Settled,
     /// The person left the run's question open: it stays suspended.
     LeftOpen { run_id: String },
+    /// Ctrl-C while the run streamed: the chat stopped following it.
+    Interrupted { run_id: String },
 }
 
 /// What one stream of a run ended with.
@@ -49,6 +51,8 @@ struct Turn {
     run_id: String,
     pending: Vec<Pending>,
     suspended: bool,
+    /// Ctrl-C came before the stream's end.
+    interrupted: bool,
 }
 
 /// Reads one line of stdin; `None` at its end.
@@ -95,10 +99,38 @@ impl Session {
         self.settle(turn).await
     }
 
+    /// Comes back to run `run_id`: asks its open question (at a terminal,
+    /// or from `--answer`), or says what became of it.
+    pub async fn come_back_to(&mut self, run_id: String) -> Result<Ending, ChatError> {
+        let request = pb::GetRunRequest {
+            run_id: run_id.clone(),
+        };
+        let run = self.client.get_run(request).await?.into_inner();
+        if run.status != i32::from(pb::RunStatus::Suspended) {
+            let status = pb::RunStatus::try_from(run.status).unwrap_or_default();
+            let status = status
+                .as_str_name()
+                .trim_start_matches("RUN_STATUS_")
+                .to_lowercase();
+            self.out
+                .note(&format!("run {run_id} is {status}: it asks nothing"))?;
+            return Ok(Ending::Settled);
+        }
+        let turn = Turn {
+            run_id,
+            suspended: true,
+            ..Turn::default()
+        };
+        self.settle(turn).await
+    }
+
     /// Answers the questions of `turn`'s run, one after another, until it
     /// stops for good or a question is left open.
     async fn settle(&mut self, mut turn: Turn) -> Result<Ending, ChatError> {
-        while turn.suspended {
+        while turn.suspended || turn.interrupted {
+            if turn.interrupted {
+                return Ok(Ending::Interrupted { run_id: turn.run_id });
+            }
             let pending = match turn.pending.into_iter().next() {
                 Some(pending) => pending,
                 None => self.first_pending(&turn.run_id).await?,
@@ -143,8 +175,8 @@ impl Session {
         }
         let turn = Turn {
             run_id: thread.latest_run_id,
-            pending: Vec::new(),
             suspended: true,
+            ..Turn::default()
         };
         self.settle(turn).await
     }
@@ -153,8 +185,8 @@ impl Session {
     pub fn come_back(&self, run_id: &str) -> String {
         if self.thread_id.is_empty() {
             format!(
-                "left the question open: run {run_id} stays suspended until it is answered \
-                 (Resume with run_id {run_id}) or expires"
+                "left the question open: run {run_id} waits until it is answered or expires; \
+                 `agentd chat --run {run_id}` asks it again, and the inbox shows it"
             )
         } else {
             format!(
@@ -168,7 +200,16 @@ impl Session {
     /// Prints a stream's chunks and notes what it ended with.
     async fn follow(&mut self, mut stream: Streaming<pb::AgentChunk>) -> Result<Turn, ChatError> {
         let mut turn = Turn::default();
-        while let Some(chunk) = stream.message().await? {
+        loop {
+            let chunk = tokio::select! {
+                chunk = stream.message() => chunk?,
+                // The run goes on on the server: only following it stops.
+                _ = tokio::signal::ctrl_c() => {
+                    turn.interrupted = true;
+                    break;
+                }
+            };
+            let Some(chunk) = chunk else { break };
             self.out.chunk(&chunk)?;
             if turn.run_id.is_empty() {
                 turn.run_id.clone_from(&chunk.run_id);
@@ -261,16 +302,19 @@ impl Session {
             .note(&format!("? {}", pending.ask.headline(&pending.tool_name)))?;
         match &pending.ask {
             Ask::Choose { options, multi, .. } => {
-                for option in options {
+                for (number, option) in options.iter().enumerate().map(|(i, o)| (i + 1, o)) {
                     if option.description.is_empty() {
-                        self.out.note(&format!("  {}", option.label))?;
+                        self.out.note(&format!("  {number}. {}", option.label))?;
                     } else {
                         self.out
-                            .note(&format!("  {} - {}", option.label, option.description))?;
+                            .note(&format!("  {number}. {} - {}", option.label, option.description))?;
                     }
                 }
                 if *multi {
-                    self.out.note("  (one or more labels, separated by commas)")?;
+                    self.out
+                        .note("  (one or more labels or numbers, separated by commas)")?;
+                } else {
+                    self.out.note("  (a label or its number)")?;
                 }
             }
             Ask::Approve { args } => self

@@ -195,7 +195,7 @@ impl List<'_> {
                 Some(_) => "[ ] ",
                 None => "",
             };
-            let head = format!("{pointer} {tick}{}", option.label);
+            let head = format!("{pointer} {tick}{}. {}", index + 1, option.label);
             let head_len = head.chars().count();
             let description = if option.description.is_empty() {
                 String::new()
@@ -209,9 +209,9 @@ impl List<'_> {
             lines.push(format!("{head}{}", description.dim()));
         }
         let keys = if self.chosen.is_some() {
-            "up/down move, space toggles, enter confirms"
+            "up/down move, space or a number toggles, enter confirms"
         } else {
-            "up/down move, enter chooses"
+            "up/down move, enter or a number chooses"
         };
         let hint = if self.note.is_empty() {
             keys.to_owned()
@@ -296,6 +296,23 @@ pub fn choose(
                 let cursor = list.cursor;
                 if let Some(chosen) = list.chosen.as_mut() {
                     chosen[cursor] = !chosen[cursor];
+                }
+            }
+            // A number picks the option it shows: chooses it (one) or
+            // toggles it (several).
+            KeyCode::Char(digit @ '1'..='9') => {
+                let index = digit as usize - '1' as usize;
+                if index >= options.len() {
+                    list.note = "no option has that number";
+                    continue;
+                }
+                list.cursor = index;
+                match list.chosen.as_mut() {
+                    Some(chosen) => chosen[index] = !chosen[index],
+                    None => {
+                        list.settle(screen, &options[index].label)?;
+                        return Ok(vec![index]);
+                    }
                 }
             }
             KeyCode::Enter => {

@@ -134,7 +134,14 @@ async fn run(cli: Cli) -> ExitCode {
         );
     }
     let result = match cli.command {
-        Some(Command::Chat(args)) => crate::chat::run(args).await.map_err(anyhow::Error::from),
+        Some(Command::Chat(args)) => match crate::chat::run(args).await {
+            // Said already, in the chat's own words.
+            Err(crate::chat::ChatError::Interrupted) => {
+                drop(telemetry);
+                return ExitCode::from(crate::chat::ChatError::Interrupted.exit_code());
+            }
+            other => other.map_err(anyhow::Error::from),
+        },
         Some(Command::Serve(args)) => serve(*args).await,
         #[cfg(feature = "bench")]
         Some(Command::Bench(args)) => bench::run(args).await,

@@ -83,25 +83,25 @@ async fn keystrokes_answer_a_single_and_a_multi_select_question_in_a_terminal() 
         chat.send(format!("Help me pick a plan{ENTER}"))?;
         // The list, with the options' descriptions, the first one pointed at.
         chat.expect("Which plan should I set up for you?")?;
-        chat.expect("> Basic")?;
+        chat.expect("> 1. Basic")?;
         chat.expect("Unlimited projects, email support")?;
         chat.send(DOWN)?;
-        chat.expect("> Pro")?;
+        chat.expect("> 2. Pro")?;
         chat.send(ENTER)?;
         chat.expect("Thanks! You answered: Pro.")?;
 
         chat.expect("you> ")?;
         chat.send(format!("Order me a pizza, multi toppings{ENTER}"))?;
         chat.expect("Which toppings do you want on your pizza?")?;
-        chat.expect("> [ ] Mushrooms")?;
+        chat.expect("> [ ] 1. Mushrooms")?;
         chat.send(" ")?;
-        chat.expect("> [x] Mushrooms")?;
-        for label in ["Olives", "Peppers", "Basil"] {
+        chat.expect("> [x] 1. Mushrooms")?;
+        for (number, label) in [(2, "Olives"), (3, "Peppers"), (4, "Basil")] {
             chat.send(DOWN)?;
-            chat.expect(format!("> [ ] {label}"))?;
+            chat.expect(format!("> [ ] {number}. {label}"))?;
         }
         chat.send(" ")?;
-        chat.expect("> [x] Basil")?;
+        chat.expect("> [x] 4. Basil")?;
         chat.send(ENTER)?;
         chat.expect("Thanks! You answered: Mushrooms, Basil.")?;
 
@@ -211,6 +211,69 @@ async fn without_an_answer_the_run_is_left_suspended() {
     assert_eq!(runs.len(), 1);
     assert_eq!(status_of(&runs[0]), pb::RunStatus::Suspended);
     assert!(stderr.contains(&runs[0].run_id), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_comes_back_to_a_question_left_open_and_a_number_picks_an_option() {
+    let server = TestServer::start().await;
+    let (_, stderr) = chat_fails(&server, &["Help me pick a plan"]).await;
+    let run_id = runs(&server).await[0].run_id.clone();
+    assert!(
+        stderr.contains(&format!("`agentd chat --run {run_id}` comes back to it")),
+        "{stderr}"
+    );
+
+    // At a terminal the options are numbered, and a digit picks one.
+    let target = server.addr.to_string();
+    let run = run_id.clone();
+    tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
+        let mut command = StdCommand::new(AGENTD);
+        command.args(["chat", "--target", &target, "--run", &run]);
+        let mut chat = Session::spawn(command)?;
+        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+        chat.expect("Which plan should I set up for you?")?;
+        chat.expect("3. Enterprise")?;
+        chat.send("3")?;
+        chat.expect("Thanks! You answered: Enterprise.")?;
+        chat.expect(Eof)?;
+        Ok(())
+    })
+    .await
+    .expect("the terminal session ran")
+    .expect("the chat went as typed");
+    assert_eq!(status_of(&runs(&server).await[0]), pb::RunStatus::Completed);
+
+    // A run that asks nothing is said to.
+    let (stdout, stderr) = chat(&server, &["--run", &run_id]).await;
+    assert!(
+        format!("{stdout}{stderr}").contains(&format!("run {run_id} is completed: it asks nothing")),
+        "{stdout}{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_while_streaming_says_how_to_come_back_and_exits_130() {
+    let server = TestServer::start().await;
+    let target = server.addr.to_string();
+    let status = tokio::task::spawn_blocking(move || -> Result<Option<i32>, expectrl::Error> {
+        let mut command = StdCommand::new(AGENTD);
+        command.args(["chat", "--target", &target, "stream 1000 every 20 ms"]);
+        let mut chat = Session::spawn(command)?;
+        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+        chat.expect("token3 ")?;
+        chat.send("\x03")?;
+        chat.expect("stopped following run ")?;
+        chat.expect("it goes on on the server. `agentd chat --run ")?;
+        chat.expect(Eof)?;
+        Ok(match chat.get_process().wait() {
+            Ok(expectrl::process::unix::WaitStatus::Exited(_, code)) => Some(code),
+            _ => None,
+        })
+    })
+    .await
+    .expect("the terminal session ran")
+    .expect("the chat went as typed");
+    assert_eq!(status, Some(130));
 }
 
 #[tokio::test]
