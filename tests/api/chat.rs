@@ -59,6 +59,14 @@ async fn chat_at(addr: SocketAddr, args: &[&str], succeeds: bool) -> (String, St
 }
 
 /// Every run on `server`.
+/// The exit status of a terminal session's chat, once it has ended.
+fn exit_code(chat: &expectrl::session::OsSession) -> Option<i32> {
+    match chat.get_process().wait() {
+        Ok(expectrl::process::unix::WaitStatus::Exited(_, code)) => Some(code),
+        _ => None,
+    }
+}
+
 async fn runs(server: &TestServer) -> Vec<pb::Run> {
     server
         .client()
@@ -265,10 +273,7 @@ async fn ctrl_c_while_streaming_says_how_to_come_back_and_exits_130() {
         chat.expect("stopped following run ")?;
         chat.expect("it goes on on the server. `agentd chat --run ")?;
         chat.expect(Eof)?;
-        Ok(match chat.get_process().wait() {
-            Ok(expectrl::process::unix::WaitStatus::Exited(_, code)) => Some(code),
-            _ => None,
-        })
+        Ok(exit_code(&chat))
     })
     .await
     .expect("the terminal session ran")
@@ -347,10 +352,7 @@ async fn esc_at_a_question_leaves_it_open_and_a_later_chat_in_the_thread_asks_it
         chat.expect("left the question open: run ")?;
         chat.expect("stays suspended; come back to it with `agentd chat --thread naming`")?;
         chat.expect(Eof)?;
-        Ok(match chat.get_process().wait() {
-            Ok(expectrl::process::unix::WaitStatus::Exited(_, code)) => Some(code),
-            _ => None,
-        })
+        Ok(exit_code(&chat))
     })
     .await
     .expect("the terminal session ran")

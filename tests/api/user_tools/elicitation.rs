@@ -32,7 +32,7 @@ fn script() -> &'static str {
 }
 
 /// `[[mcp_servers]]` for the server over stdio, speaking `protocol`.
-fn stdio(protocol: &str) -> String {
+pub(crate) fn stdio(protocol: &str) -> String {
     format!(
         r#"
         [[mcp_servers]]

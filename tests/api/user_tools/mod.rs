@@ -5,7 +5,7 @@
 
 mod approval;
 mod client;
-mod elicitation;
+pub(crate) mod elicitation;
 mod http;
 pub(crate) mod http_server;
 mod mcp;

@@ -57,19 +57,7 @@ async fn the_inbox_in_a_real_browser() {
 /// A server whose agent `travel` (the scripted model) uses the MCP server
 /// `tests/mcp/elicit_server.py` over stdio, which asks for input.
 async fn elicitation_server() -> SecureServer {
-    let python = std::env::var("AGENTD_TEST_MCP_PYTHON")
-        .expect("AGENTD_TEST_MCP_PYTHON names a Python with the MCP SDK (mcp) installed");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/elicit_server.py");
-    let config = format!(
-        r#"
-        [[mcp_servers]]
-        name = "travel"
-        command = {python:?}
-        args = [{script:?}, "stdio"]
-        timeout = "20s"
-        startup_timeout = "30s"
-        "#
-    );
+    let config = crate::user_tools::elicitation::stdio("auto");
     SecureServer::start(move |dir, settings| {
         let configured = crate::user_tools::settings_with(
             dir,
