@@ -24,6 +24,7 @@ use super::follow::{self, Progress};
 use super::question::{Question, Reply};
 use super::state::{Asked, StateSeal};
 use crate::domain::{Answer, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId};
+use crate::grpc::StreamGate;
 use crate::runtime::{CallAnswer, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
 /// The key of the one input request of an input-required result.
@@ -37,6 +38,9 @@ const INPUT_REQUIRED_VERSION: &str = "2026-07-28";
 pub struct Agents {
     runtime: Runtime,
     seal: StateSeal,
+    /// Counts each call while it runs, and refuses new ones once the
+    /// server drains.
+    gate: StreamGate,
 }
 
 /// How the client of a call can be asked a question.
@@ -117,8 +121,8 @@ fn input_schema() -> Arc<serde_json::Map<String, Value>> {
 }
 
 impl Agents {
-    pub fn new(runtime: Runtime, seal: StateSeal) -> Self {
-        Self { runtime, seal }
+    pub fn new(runtime: Runtime, seal: StateSeal, gate: StreamGate) -> Self {
+        Self { runtime, seal, gate }
     }
 
     /// The run a call starts, from its arguments.
@@ -414,6 +418,11 @@ impl ServerHandler for Agents {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let tenant = tenant_of(&context);
+        // Held until the call returns, so that a drain waits for it.
+        let _open = self
+            .gate
+            .admit()
+            .map_err(|refused| ErrorData::internal_error(refused.message().to_owned(), None))?;
         if self.runtime.agents().get(&request.name).is_none() || request.name.is_empty() {
             return Err(invalid_params(format!(
                 "no tool {:?}: each agent is a tool",

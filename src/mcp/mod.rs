@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use state::StateError;
 
 use crate::config::AllowedOrigins;
-use crate::grpc::Authenticator;
+use crate::grpc::{Authenticator, StreamGate};
 use crate::runtime::Runtime;
 
 /// The path of the endpoint.
@@ -76,16 +76,18 @@ struct Guard {
 
 /// The `/mcp` route, serving `runtime`'s agents to the callers
 /// `authenticator` lets in, with pages of `cors` (besides this server's
-/// own) allowed to call; its sessions end when `stop` is cancelled.
+/// own) allowed to call; each call is counted by `gate` (and refused once
+/// the server drains); its sessions end when `stop` is cancelled.
 pub fn routes(
     runtime: Runtime,
     authenticator: Authenticator,
     cors: Option<AllowedOrigins>,
     options: &McpOptions,
+    gate: StreamGate,
     stop: CancellationToken,
 ) -> Result<axum::Router, StateError> {
     let seal = state::StateSeal::new(options.state_key.as_deref())?;
-    let handler = agents::Agents::new(runtime.clone(), seal);
+    let handler = agents::Agents::new(runtime.clone(), seal, gate);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(runtime.limits().max_request_bytes)

@@ -200,6 +200,7 @@ pub async fn serve_with(
         options.authenticator.clone(),
         options.cors.clone(),
         &options.mcp,
+        gate.clone(),
         mcp_stop.clone(),
     )?;
     let shutdown = async move {
