@@ -82,12 +82,20 @@ export class Inbox {
   private async watch(): Promise<void> {
     let backoff = 1000;
     let failures = 0;
+    // Offline, the stream is given up at once (a stream can otherwise look
+    // open for minutes); back online, the next attempt starts at once.
+    let attempt = new AbortController();
+    let wake = () => {};
+    window.addEventListener("offline", () => attempt.abort());
+    window.addEventListener("online", () => wake());
     for (;;) {
       const fresh = this.cursor === "";
+      attempt = new AbortController();
       try {
         const events = this.client.watchRuns(
           { afterCursor: this.cursor, kinds: WATCHED },
           {
+            signal: attempt.signal,
             onHeader: () => {
               this.setStatus("Live");
               backoff = 1000;
@@ -111,7 +119,10 @@ export class Inbox {
       }
       failures += 1;
       this.setStatus(failures >= OFFLINE_AFTER || !navigator.onLine ? "Offline — retrying" : "Reconnecting…");
-      await new Promise((resume) => window.setTimeout(resume, backoff));
+      await new Promise<void>((resume) => {
+        wake = resume;
+        window.setTimeout(resume, backoff);
+      });
       backoff = Math.min(backoff * 2, 15_000);
     }
   }

@@ -391,6 +391,13 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await acmeForm.getByRole("button", { name: "Send answer" }).click();
     await card(keyed, acmeRun).getByText("Thanks! You answered: Enterprise.").waitFor(SOON);
     check((await statusOf(globex, globexRun)) === RunStatus.SUSPENDED, "globex's run is untouched");
+    // The connection line, without protocol detail.
+    const line = keyed.getByRole("banner").getByRole("status");
+    check((await line.textContent()) === "Live", `the line: ${await line.textContent()}`);
+    await context.setOffline(true);
+    await line.filter({ hasText: /^Offline — retrying$/ }).waitFor({ timeout: 20_000 });
+    await context.setOffline(false);
+    await line.filter({ hasText: /^Live$/ }).waitFor({ timeout: 20_000 });
     console.log("inbox: signing in with a key shows only that tenant's runs, and names the tenant");
   } finally {
     await browser.close();
