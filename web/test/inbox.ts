@@ -9,8 +9,9 @@
 // human_review (its inbox_metadata shows `ticket` and `customer` first and
 // hides `trace_id`), and a second agent `reviewer`; KEYED_URL one with the
 // tenants acme and globex. With SCREENS_DIR, inbox-context.png,
-// inbox-review-form.png, inbox-compact.png and inbox-triage.png are saved
-// there. CHROMIUM names the browser (default /usr/bin/chromium).
+// inbox-phone.png, inbox-review-form.png, inbox-compact.png and
+// inbox-triage.png are saved there. CHROMIUM names the browser (default
+// /usr/bin/chromium).
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Locator, type Page } from "playwright-core";
@@ -119,7 +120,12 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await nameContext.getByText("My order 1043 arrived damaged").waitFor(SOON);
     await nameContext.getByText("I am sorry. I can send a replacement or refund it.").waitFor(SOON);
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
-    if (screens) await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
+    if (screens) {
+      await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: shot("inbox-phone.png") });
+      await page.setViewportSize({ width: 1000, height: 900 });
+    }
 
     // Single-select: radios named by their labels, described by their descriptions.
     const planForm = card(page, plan).getByRole("form", { name: "Which plan should I set up for you?" });
