@@ -67,10 +67,17 @@ function problemSlot(wrapper: HTMLElement, controls: HTMLElement[]): (problem: s
   };
 }
 
-/** A label's text, and the mark `(required)` that follows it when needed. */
+/** A label's text, and the mark `(required)` that follows it when needed:
+ * seen, but not part of the field's name (its control says
+ * `aria-required`). */
 function labelled(field: FieldPlan): { label: HTMLElement[]; require: (on: boolean) => void } {
-  const mark = h("span", { class: "required", hidden: !field.required }, " (required)");
+  const mark = h("span", { class: "required", "aria-hidden": "true", hidden: !field.required }, " (required)");
   return { label: [h("span", {}, field.label), mark], require: (on) => (mark.hidden = !on) };
+}
+
+function ariaRequired(control: HTMLElement, on: boolean): void {
+  if (on) control.setAttribute("aria-required", "true");
+  else control.removeAttribute("aria-required");
 }
 
 function choiceField(field: FieldPlan, multiple: boolean): FieldView {
@@ -110,7 +117,16 @@ function choiceField(field: FieldPlan, multiple: boolean): FieldView {
     if (multiple) return values.length ? { value: values } : {};
     return values.length ? { value: values[0] } : {};
   };
-  return { plan: field, element, read, mark: problemSlot(element, [element]), require };
+  return {
+    plan: field,
+    element,
+    read,
+    mark: problemSlot(element, [element]),
+    require: (on) => {
+      require(on);
+      if (!multiple) ariaRequired(element, on);
+    },
+  };
 }
 
 function booleanField(field: FieldPlan): FieldView {
@@ -186,8 +202,7 @@ function inputField(field: FieldPlan): FieldView {
     mark: problemSlot(element, [input]),
     require: (on) => {
       require(on);
-      if (on) input.setAttribute("aria-required", "true");
-      else input.removeAttribute("aria-required");
+      ariaRequired(input, on);
     },
   };
 }

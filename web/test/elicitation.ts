@@ -70,7 +70,7 @@ export async function main([url, screenshot]: string[]) {
     await form.waitFor(SOON);
 
     // The fields, named by their titles; defaults filled in; required marked.
-    const email = form.getByRole("textbox", { name: "Email" });
+    const email = form.getByRole("textbox", { name: "Email", exact: true });
     check((await email.getAttribute("type")) === "email", "format email is an email input");
     check((await email.getAttribute("aria-required")) === "true", "email is required");
     check((await description(page, email)).includes("Where the ticket goes"), "the description describes the field");

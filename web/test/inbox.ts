@@ -188,9 +188,9 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check(edited.editedCalls[0].originalArgs?.draft === "Dear customer, your refund is on its way.", "with the model's arguments");
     // The resume schema as a form: the decision as radios named by their
     // values, revised_text only once `edit` is chosen.
-    const decision = review.getByRole("radiogroup", { name: "decision" });
+    const decision = review.getByRole("radiogroup", { name: "decision", exact: true });
     check((await decision.getByRole("radio").count()) === 3, "three decisions");
-    const revised = review.getByRole("textbox", { name: "revised_text" });
+    const revised = review.getByRole("textbox", { name: "revised_text", exact: true });
     check((await revised.count()) === 0 || !(await revised.isVisible()), "revised_text waits for edit");
     // JSON stays behind the switch: data the schema refuses is said in words, with the choices.
     const asJson = review.getByRole("switch", { name: "Edit as JSON" });
@@ -208,11 +208,13 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await asJson.click();
     await decision.getByRole("radio", { name: "edit", exact: true }).check();
     await revised.waitFor({ state: "visible", ...SOON });
+    check((await revised.getAttribute("aria-required")) === "true", "revised_text is required on edit");
+    check((await decision.getAttribute("aria-required")) === "true", "the decision is required");
     await review.getByRole("button", { name: "Send answer" }).click();
     await review.getByRole("alert").filter({ hasText: "One field needs your attention." }).waitFor(SOON);
     check((await revised.getAttribute("aria-invalid")) === "true", "an empty revised_text is marked");
     await revised.fill("Dear Ms Lovelace, your refund of 40 EUR was sent today.");
-    await review.getByRole("textbox", { name: "comment" }).fill("Say when");
+    await review.getByRole("textbox", { name: "comment", exact: true }).fill("Say when");
     if (screens) {
       await page.setViewportSize({ width: 1000, height: 1600 });
       await review.evaluate((form) => form.scrollIntoView({ block: "center" }));
