@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use registry::{AgentRegistry, AgentSpec, RegistryError};
+pub use registry::{AgentRegistry, AgentSpec, InboxMetadata, RegistryError};
 pub use run_tools::RunToolError;
 pub use step::{ChunkSink, StepEnd};
 pub use tool_entry::ToolEntry;
@@ -43,6 +43,8 @@ pub struct Agent {
     pub approval_required: HashSet<String>,
     /// How much of the conversation the model is sent.
     pub history: HistoryWindow,
+    /// Which metadata keys the inbox shows first, and which it hides.
+    pub inbox_metadata: InboxMetadata,
     model: Arc<dyn LanguageModel>,
     tools: ToolSet,
 }
@@ -62,6 +64,7 @@ impl Agent {
             suspend_ttl: None,
             approval_required: HashSet::new(),
             history: HistoryWindow::default(),
+            inbox_metadata: InboxMetadata::default(),
             model,
             tools,
         }

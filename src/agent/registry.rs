@@ -54,6 +54,22 @@ pub struct AgentSpec {
     /// Unset: no bound.
     #[serde(default)]
     pub history_max_tokens: Option<usize>,
+    /// How the inbox shows this agent's runs' metadata: which keys first,
+    /// which not at all. Default: every key, by name.
+    #[serde(default)]
+    pub inbox_metadata: InboxMetadata,
+}
+
+/// `inbox_metadata` of an agent: the metadata keys its runs' cards show
+/// first (in this order, the others following by name) and those they
+/// hide. Only for showing: the metadata is stored and returned whole.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct InboxMetadata {
+    #[serde(default)]
+    pub first: Vec<String>,
+    #[serde(default)]
+    pub hidden: Vec<String>,
 }
 
 fn default_model() -> String {
@@ -83,6 +99,7 @@ impl AgentSpec {
             default: true,
             history_max_messages: None,
             history_max_tokens: None,
+            inbox_metadata: InboxMetadata::default(),
         }
     }
 }
@@ -242,5 +259,6 @@ fn build_agent(
         max_messages: spec.history_max_messages,
         max_tokens: spec.history_max_tokens,
     };
+    agent.inbox_metadata.clone_from(&spec.inbox_metadata);
     Ok(agent)
 }

@@ -211,6 +211,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let address = listener.local_addr()?;
     tracing::info!(store = %settings.server.store_url(), tls = settings.tls.is_enabled(), "agentd listening on {address}");
+    tracing::info!(
+        "inbox at {}",
+        crate::inbox::url(address, settings.tls.is_enabled())
+    );
     if let Some(metrics) = metrics {
         tracing::info!("metrics at http://{}/metrics", metrics.local_addr()?);
         // Serves until the process ends, through the drain period too.

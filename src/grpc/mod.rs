@@ -173,7 +173,7 @@ impl AgentService for AgentServiceImpl {
             .runtime
             .get_run(&tenant, convert::parse_run_id(&run_id)?)
             .await?;
-        Ok(Response::new(convert::run_to_proto(&run)))
+        Ok(Response::new(convert::run_with_messages_to_proto(&run)))
     }
 
     async fn list_runs(
@@ -198,15 +198,19 @@ impl AgentService for AgentServiceImpl {
 
     async fn list_agents(
         &self,
-        _request: Request<pb::ListAgentsRequest>,
+        request: Request<pb::ListAgentsRequest>,
     ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        let tenant = tenant_of(&request);
         let agents = self
             .runtime
             .agents()
             .iter()
             .map(|(agent, is_default)| convert::agent_to_proto(agent, is_default))
             .collect();
-        Ok(Response::new(pb::ListAgentsResponse { agents }))
+        Ok(Response::new(pb::ListAgentsResponse {
+            agents,
+            tenant: tenant.to_string(),
+        }))
     }
 
     async fn execute_tool(

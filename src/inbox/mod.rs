@@ -57,3 +57,30 @@ fn asset(body: &'static [u8], content_type: &'static str) -> impl IntoResponse {
         body,
     )
 }
+
+/// Where a browser on this machine opens the inbox of a server listening
+/// on `address`: an unspecified address (`0.0.0.0`, `[::]`) is reached
+/// through loopback.
+pub fn url(address: std::net::SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    let ip = match address.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("{scheme}://{}/", std::net::SocketAddr::new(ip, address.port()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url;
+
+    #[test]
+    fn the_inbox_url_is_one_a_browser_here_opens() {
+        let at = |address: &str, tls| url(address.parse().unwrap(), tls);
+        assert_eq!(at("127.0.0.1:50051", false), "http://127.0.0.1:50051/");
+        assert_eq!(at("0.0.0.0:8080", true), "https://127.0.0.1:8080/");
+        assert_eq!(at("[::]:50051", false), "http://[::1]:50051/");
+        assert_eq!(at("[2001:db8::1]:443", true), "https://[2001:db8::1]:443/");
+    }
+}

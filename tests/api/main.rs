@@ -30,6 +30,7 @@ mod readme;
 mod replicas;
 mod restart;
 mod resume_validation;
+mod run_context;
 pub(crate) mod security;
 mod service;
 mod startup;

@@ -7,10 +7,13 @@ import {
   FinishReason,
   RunStatus,
   type AgentChunk,
+  type InboxSettings,
   type PendingToolCall,
+  type Run,
   type ToolInfo,
 } from "./gen/agentd/v1/agentd_pb";
-import { codeOf, describe, violations, type Agentd } from "./api";
+import { codeOf, plain, violations, type Agentd } from "./api";
+import { contextGroup, historyList, openingAndLast } from "./context";
 import { h } from "./dom";
 import { pendingForm, type Answer, type Refusal } from "./forms";
 import { ago, full, until } from "./time";
@@ -20,6 +23,8 @@ import { Transcript } from "./transcript";
 export interface CardContext {
   client: Agentd;
   tool(agentId: string, toolName: string): ToolInfo | undefined;
+  /** How the agent's runs show in the inbox. */
+  inbox(agentId: string): InboxSettings | undefined;
   /** The card no longer belongs in the inbox. */
   remove(card: RunCard): void;
   /** The card's state changed (counts, filters). */
@@ -44,6 +49,21 @@ const STATUS_TEXT: Record<RunStatus, string> = {
   [RunStatus.EXPIRED]: "expired",
 };
 
+/** What a call waits for, as the Kind filter names it. */
+export type Kind = "question" | "approval" | "review" | "form";
+
+export function kindOf(pending: PendingToolCall): Kind {
+  if (pending.awaitingApproval) return "approval";
+  switch (pending.suspendPayload?.kind.case) {
+    case "askUser":
+      return "question";
+    case "elicitation":
+      return "form";
+    default:
+      return "review";
+  }
+}
+
 /** Whether a person answers this call (client-executed tools are the
  * caller's). */
 export function forPerson(pending: PendingToolCall): boolean {
@@ -62,19 +82,28 @@ export class RunCard {
   private since: Date | null;
   private expires: Date | null = null;
   private readonly meta = h("p", { class: "meta" });
+  private readonly context = h("div", { class: "context-slot" });
   private readonly pendingList = h("div", { class: "pending" });
   private readonly forms = new Map<string, HTMLFormElement>();
+  private readonly kinds = new Map<string, Kind>();
   private readonly live = h("section", { class: "live", "aria-label": "Continuation", hidden: true });
   private transcript: Transcript | null = null;
   private readonly history = h("section", { class: "history", "aria-label": "History", hidden: true });
   private readonly historyButton: HTMLButtonElement;
   private readonly cancelButton: HTMLButtonElement;
   private readonly footerAlert = h("div", { class: "footer-alert" });
-  private readonly outcome = h("p", { class: "outcome", hidden: true });
+  /** The card's status: what was sent, then how the run went on. */
+  private readonly status = h("p", { class: "outcome", role: "status", tabindex: "-1" });
+  /** The one line of the compact view, which opens the card in place. */
+  private readonly line: HTMLButtonElement;
+  private readonly lineText = h("span", { class: "line-text" });
   private confirmingCancel = false;
+  /** What search matches: questions, prompt, metadata values, run id. */
+  private searchable = "";
+  private contextText = "";
 
   constructor(
-    private readonly context: CardContext,
+    private readonly ctx: CardContext,
     summary: RunSummary,
   ) {
     this.runId = summary.runId;
@@ -83,24 +112,46 @@ export class RunCard {
     const titleId = `run-${summary.runId}`;
     this.historyButton = h("button", { type: "button", "aria-expanded": "false", onclick: () => void this.toggleHistory() }, "Show history");
     this.cancelButton = h("button", { type: "button", class: "danger quiet", onclick: () => void this.cancel() }, "Cancel run");
-    const dismiss = h("button", { type: "button", class: "quiet dismiss", onclick: () => this.context.remove(this) }, "Dismiss");
+    const dismiss = h("button", { type: "button", class: "quiet dismiss", onclick: () => this.ctx.remove(this) }, "Dismiss");
+    this.line = h(
+      "button",
+      { type: "button", class: "line", "aria-expanded": "false", onclick: () => this.setExpanded(!this.element.classList.contains("expanded")) },
+      this.lineText,
+    );
     this.element = h(
       "article",
-      { class: "run", "aria-labelledby": titleId, "data-run-id": summary.runId },
+      { class: "run", "aria-labelledby": titleId, "data-run-id": summary.runId, tabindex: "-1" },
       h(
         "header",
         {},
         h("h2", { id: titleId }, h("span", { class: "agent" }, summary.agentId), " ", h("span", { class: "run-id" }, `run ${summary.runId}`)),
+        this.line,
         this.meta,
         summary.threadId ? h("p", { class: "thread" }, `Thread ${summary.threadId}`) : null,
       ),
+      this.context,
       this.pendingList,
       this.live,
-      this.outcome,
+      this.status,
       this.history,
       h("footer", {}, this.historyButton, this.cancelButton, dismiss, this.footerAlert),
     );
     this.tick();
+  }
+
+  /** The run as GetRun read it: its context. */
+  setRun(run: Run): void {
+    const { prompt, said } = openingAndLast(run.messages);
+    this.contextText = [prompt, said, ...Object.values(run.metadata)].join("\n");
+    this.context.replaceChildren(contextGroup(run, this.ctx.inbox(this.agentId)));
+    this.index();
+    this.ctx.changed();
+  }
+
+  /** Opens (or closes) the card in place in the compact view. */
+  setExpanded(open: boolean): void {
+    this.element.classList.toggle("expanded", open);
+    this.line.setAttribute("aria-expanded", String(open));
   }
 
   /** The calls the run waits on now: forms for new ones, the forms of
@@ -113,25 +164,48 @@ export class RunCard {
       if (!ids.has(id)) {
         form.remove();
         this.forms.delete(id);
+        this.kinds.delete(id);
       }
     }
     for (const call of human) {
       if (call.expiresAt) this.expires = timestampDate(call.expiresAt);
       if (this.forms.has(call.toolCallId)) continue;
-      const tool = this.context.tool(this.agentId, call.toolName);
+      const tool = this.ctx.tool(this.agentId, call.toolName);
       const form = pendingForm(call, tool, (answer, summary) => this.answer(call.toolCallId, answer, summary));
       if (!form) continue;
       form.dataset.toolCallId = call.toolCallId;
       this.forms.set(call.toolCallId, form);
+      this.kinds.set(call.toolCallId, kindOf(call));
       this.pendingList.append(form);
     }
+    this.index();
     this.tick();
-    this.context.changed();
+    this.ctx.changed();
   }
 
   /** How many calls wait on a person. */
   get waiting(): number {
     return this.forms.size;
+  }
+
+  /** Whether the card waits on a call of `kind`. */
+  hasKind(kind: Kind): boolean {
+    return [...this.kinds.values()].includes(kind);
+  }
+
+  /** Whether `query` (lower case) is in its questions, prompt, metadata
+   * values or run id. */
+  matches(query: string): boolean {
+    return !query || this.searchable.includes(query);
+  }
+
+  private index(): void {
+    const questions = [...this.forms.values()].map((form) => form.querySelector("h3")?.textContent ?? "");
+    this.searchable = [this.runId, ...questions, this.contextText].join("\n").toLowerCase();
+    this.lineText.replaceChildren(
+      h("span", { class: "line-question" }, questions.join(" · ") || "Nothing waits on you"),
+      h("span", { class: "line-agent" }, this.agentId),
+    );
   }
 
   /** Brings the ages and expiries up to date. */
@@ -145,29 +219,41 @@ export class RunCard {
     this.meta.replaceChildren(...parts);
   }
 
+  private say(text: string): void {
+    this.status.textContent = text;
+  }
+
   private async answer(toolCallId: string, answer: Answer, summary: string): Promise<Refusal | null> {
     this.busy = true;
-    const iterator = this.context.client.resume({ runId: this.runId, toolCallId, answer })[Symbol.asyncIterator]();
+    const iterator = this.ctx.client.resume({ runId: this.runId, toolCallId, answer })[Symbol.asyncIterator]();
     let first: IteratorResult<AgentChunk>;
     try {
       first = await iterator.next();
     } catch (error) {
       this.busy = false;
       if (codeOf(error) === Code.FailedPrecondition) void this.refresh();
-      return { message: describe(error), violations: violations(error) };
+      return { message: plain(error), violations: violations(error) };
     }
     const form = this.forms.get(toolCallId);
     this.forms.delete(toolCallId);
-    form?.replaceWith(h("p", { class: "answered" }, h("span", { class: "label" }, "You answered"), " ", summary || "(empty)"));
+    this.kinds.delete(toolCallId);
+    form?.remove();
+    this.answered = summary;
+    this.say(summary);
+    this.status.focus();
     this.pendingList.inert = true;
     this.transcript = new Transcript();
     this.live.replaceChildren(h("h3", {}, "Continuation"), this.transcript.element);
     this.live.hidden = false;
     if (!first.done) this.transcript.append(first.value);
     void this.follow(iterator);
-    this.context.changed();
+    this.index();
+    this.ctx.changed();
     return null;
   }
+
+  /** What was last sent from this card. */
+  private answered = "";
 
   /** Streams the rest of the continuation, then shows where the run is. */
   private async follow(iterator: AsyncIterator<AgentChunk>): Promise<void> {
@@ -180,42 +266,49 @@ export class RunCard {
         if (next.value.chunk.case === "finish") finish = next.value.chunk.value.reason;
       }
     } catch (error) {
-      this.showFooterAlert(`The stream broke: ${describe(error)}`);
+      this.showFooterAlert(`The continuation broke off: ${plain(error)}`);
     }
     this.pendingList.inert = false;
     this.busy = false;
     if (finish === FinishReason.SUSPENDED || finish === null) {
       await this.refresh();
     } else {
-      this.finished(finish === FinishReason.STOP || finish === FinishReason.MAX_STEPS ? "Answered · the run completed" : `Answered · the run ended: ${FinishReason[finish].toLowerCase().replace("_", " ")}`);
+      this.finished(
+        finish === FinishReason.STOP || finish === FinishReason.MAX_STEPS
+          ? "the run completed"
+          : `the run ended: ${FinishReason[finish].toLowerCase().replace("_", " ")}`,
+      );
     }
   }
 
   /** Reads the run again: its pending calls if it still waits, else how it ended. */
   private async refresh(): Promise<void> {
     try {
-      const run = await this.context.client.getRun({ runId: this.runId });
+      const run = await this.ctx.client.getRun({ runId: this.runId });
       if (run.status === RunStatus.SUSPENDED) {
         this.setPending(run.pending, run.updatedAt);
-        if (this.waiting === 0) this.finished("Waits for its client, not for you");
+        if (this.waiting === 0) this.finished("it waits for its client, not for you");
+        else if (this.answered) this.say(`${this.answered} · it asks again`);
       } else {
-        this.finished(`The run is ${STATUS_TEXT[run.status]}`);
+        this.finished(`the run is ${STATUS_TEXT[run.status]}`);
       }
     } catch (error) {
-      this.showFooterAlert(describe(error));
+      this.showFooterAlert(plain(error));
     }
   }
 
   /** Nothing waits on a person any more; the card stays until dismissed. */
-  finished(text: string): void {
+  finished(how: string): void {
     this.done = true;
     for (const form of this.forms.values()) form.remove();
     this.forms.clear();
-    this.outcome.textContent = text;
-    this.outcome.hidden = false;
+    this.kinds.clear();
+    const text = this.answered ? `${this.answered} · ${how}` : how[0].toUpperCase() + how.slice(1);
+    this.say(text);
     this.element.classList.add("finished");
     this.cancelButton.hidden = true;
-    this.context.changed();
+    this.index();
+    this.ctx.changed();
   }
 
   private showFooterAlert(message: string): void {
@@ -228,14 +321,12 @@ export class RunCard {
     this.historyButton.textContent = open ? "Show history" : "Hide history";
     this.history.hidden = open;
     if (open) return;
-    const transcript = new Transcript();
-    this.history.replaceChildren(h("h3", {}, "History"), transcript.element);
+    this.history.replaceChildren(h("h3", {}, "History"), h("p", { class: "hint" }, "Reading…"));
     try {
-      for await (const chunk of this.context.client.subscribeRun({ runId: this.runId, afterSeq: 0n })) {
-        transcript.append(chunk);
-      }
+      const run = await this.ctx.client.getRun({ runId: this.runId });
+      this.history.replaceChildren(h("h3", {}, "History"), historyList(run));
     } catch (error) {
-      this.history.append(h("div", { role: "alert", class: "alert" }, describe(error)));
+      this.history.replaceChildren(h("h3", {}, "History"), h("div", { role: "alert", class: "alert" }, plain(error)));
     }
   }
 
@@ -248,11 +339,11 @@ export class RunCard {
     }
     this.cancelButton.disabled = true;
     try {
-      await this.context.client.cancelRun({ runId: this.runId, reason: "cancelled from the inbox" });
-      this.context.remove(this);
+      await this.ctx.client.cancelRun({ runId: this.runId, reason: "cancelled from the inbox" });
+      this.ctx.remove(this);
     } catch (error) {
       this.cancelButton.disabled = false;
-      this.showFooterAlert(describe(error));
+      this.showFooterAlert(plain(error));
     }
   }
 }

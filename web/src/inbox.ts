@@ -1,14 +1,16 @@
-// The inbox: the runs of the caller's tenant that wait on a person,
-// newest first. ListRuns reads them once; WatchRuns keeps up from then on
-// (a run that starts waiting appears, one answered or ended elsewhere
-// leaves) and, after a broken stream, continues after the last cursor it
-// saw, so nothing is missed in between.
+// The inbox: the runs of the caller's tenant that wait on a person.
+// ListRuns reads them once; WatchRuns keeps up from then on (a run that
+// starts waiting appears, one answered or ended elsewhere leaves) and,
+// after a broken stream, continues after the last cursor it saw, so
+// nothing is missed in between. GetRun reads each run's context. Triage:
+// search, kind, agent, sort, a compact view, and keyboard shortcuts.
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { RunEventKind, RunStatus, type Agent, type RunEvent, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
-import { codeOf, describe, type Agentd } from "./api";
-import { forPerson, RunCard, type RunSummary } from "./card";
+import { RunEventKind, RunStatus, type Agent, type InboxSettings, type RunEvent, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
+import { codeOf, plain, type Agentd } from "./api";
+import { forPerson, RunCard, type Kind, type RunSummary } from "./card";
 import { h } from "./dom";
+import { Toolbar } from "./toolbar";
 
 const WATCHED = [
   RunEventKind.SUSPENDED,
@@ -21,46 +23,52 @@ const WATCHED = [
 
 /** Waiting runs read at most, page by page. */
 const MAX_LISTED = 1000;
+/** GetRun calls in flight at once, for the cards' context. */
+const CONTEXT_READS = 4;
+/** Failed attempts in a row after which the line says Offline. */
+const OFFLINE_AFTER = 3;
+
+/** The connection line: exactly one of these (`Connecting…` before the
+ * first answer). */
+export type Connection = "Connecting…" | "Live" | "Reconnecting…" | "Offline — retrying";
 
 export class Inbox {
   readonly element: HTMLElement;
   private readonly cards = new Map<string, RunCard>();
   private readonly list = h("div", { class: "runs" });
   private readonly empty = h("p", { class: "empty" }, "Nothing waits on you. New questions appear here as agents ask them.");
-  private readonly count = h("p", { class: "count", "aria-live": "polite" });
-  private readonly filter: HTMLSelectElement;
+  private readonly alert = h("div", { class: "list-alert" });
+  private readonly toolbar: Toolbar;
   private readonly tools = new Map<string, Map<string, ToolInfo>>();
+  private readonly inboxSettings = new Map<string, InboxSettings | undefined>();
   /** The latest event seen of each run: its time, and how many events
    * this page had received when it came. */
   private readonly latest = new Map<string, { time: number; received: number }>();
   private received = 0;
   private cursor = "";
+  private readonly contextQueue: RunCard[] = [];
+  private contextReads = 0;
 
   constructor(
     private readonly client: Agentd,
     agents: Agent[],
-    private readonly setStatus: (live: boolean, text: string) => void,
+    private readonly setStatus: (line: Connection) => void,
     private readonly signedOut: () => void,
   ) {
     for (const agent of agents) {
       this.tools.set(agent.agentId, new Map(agent.tools.map((tool) => [tool.name, tool])));
+      this.inboxSettings.set(agent.agentId, agent.inbox);
     }
-    const filterId = "agent-filter";
-    this.filter = h(
-      "select",
-      { id: filterId, onchange: () => this.changed() },
-      h("option", { value: "" }, "All agents"),
-      ...agents.map((agent) => h("option", { value: agent.agentId }, agent.agentId)),
+    this.toolbar = new Toolbar(
+      agents.map((agent) => agent.agentId),
+      () => this.changed(),
+      (step) => this.move(step),
     );
     this.element = h(
       "main",
       { class: "inbox" },
-      h(
-        "div",
-        { class: "toolbar" },
-        h("div", { class: "filter" }, h("label", { for: filterId }, "Agent"), this.filter),
-        this.count,
-      ),
+      this.toolbar.element,
+      this.alert,
       h("section", { class: "waiting", "aria-label": "Waiting runs" }, this.empty, this.list),
     );
     window.setInterval(() => this.cards.forEach((card) => card.tick()), 15_000);
@@ -73,15 +81,25 @@ export class Inbox {
 
   private async watch(): Promise<void> {
     let backoff = 1000;
+    let failures = 0;
+    // Offline, the stream is given up at once (a stream can otherwise look
+    // open for minutes); back online, the next attempt starts at once.
+    let attempt = new AbortController();
+    let wake = () => {};
+    window.addEventListener("offline", () => attempt.abort());
+    window.addEventListener("online", () => wake());
     for (;;) {
       const fresh = this.cursor === "";
+      attempt = new AbortController();
       try {
         const events = this.client.watchRuns(
           { afterCursor: this.cursor, kinds: WATCHED },
           {
+            signal: attempt.signal,
             onHeader: () => {
-              this.setStatus(true, "Live");
+              this.setStatus("Live");
               backoff = 1000;
+              failures = 0;
               if (fresh) void this.load();
             },
           },
@@ -98,9 +116,13 @@ export class Inbox {
         }
         // Too old to continue after: read the state again, then watch on.
         if (code === Code.OutOfRange || code === Code.InvalidArgument) this.cursor = "";
-        this.setStatus(false, `Reconnecting… (${describe(error)})`);
       }
-      await new Promise((resume) => window.setTimeout(resume, backoff));
+      failures += 1;
+      this.setStatus(failures >= OFFLINE_AFTER || !navigator.onLine ? "Offline — retrying" : "Reconnecting…");
+      await new Promise<void>((resume) => {
+        wake = resume;
+        window.setTimeout(resume, backoff);
+      });
       backoff = Math.min(backoff * 2, 15_000);
     }
   }
@@ -123,8 +145,9 @@ export class Inbox {
         }
         pageToken = page.nextPageToken;
       } while (pageToken && listed.size < MAX_LISTED);
+      this.alert.replaceChildren();
     } catch (error) {
-      this.setStatus(false, `Could not list the runs: ${describe(error)}`);
+      this.alert.replaceChildren(h("div", { role: "alert", class: "alert" }, `The waiting runs could not be read: ${plain(error)}`));
       return;
     }
     if (pageToken) return;
@@ -141,10 +164,7 @@ export class Inbox {
     const card = this.cards.get(event.runId);
     if (card?.busy) return;
     if (event.kind === RunEventKind.SUSPENDED) {
-      this.upsert(
-        { runId: event.runId, agentId: event.agentId, threadId: event.threadId, since: event.time },
-        event.pending,
-      );
+      this.upsert({ runId: event.runId, agentId: event.agentId, threadId: event.threadId, since: event.time }, event.pending);
     } else if (card && !card.done) {
       // Answered, cancelled or ended elsewhere.
       this.remove(card);
@@ -162,22 +182,47 @@ export class Inbox {
         {
           client: this.client,
           tool: (agentId, name) => this.tools.get(agentId)?.get(name),
+          inbox: (agentId) => this.inboxSettings.get(agentId),
           remove: (gone) => this.remove(gone),
           changed: () => this.changed(),
         },
         summary,
       );
+      card.setExpanded(false);
       this.cards.set(summary.runId, card);
       this.place(card);
+      this.contextQueue.push(card);
+      this.readContext();
     }
     card.setPending(pending, summary.since as Timestamp | undefined);
   }
 
-  /** Puts `card` in order: newest run first (run ids are time-ordered). */
+  /** Reads the context of queued cards, a few at a time. */
+  private readContext(): void {
+    while (this.contextReads < CONTEXT_READS && this.contextQueue.length) {
+      const card = this.contextQueue.shift()!;
+      if (!this.cards.has(card.runId)) continue;
+      this.contextReads += 1;
+      void this.client
+        .getRun({ runId: card.runId })
+        .then((run) => card.setRun(run))
+        .catch(() => {
+          // The card shows its question without context; history can retry.
+        })
+        .finally(() => {
+          this.contextReads -= 1;
+          this.readContext();
+        });
+    }
+  }
+
+  /** Puts `card` in order (run ids are time-ordered). */
   private place(card: RunCard): void {
-    const after = [...this.list.children].find(
-      (element) => (element as HTMLElement).dataset.runId! < card.runId,
-    );
+    const newest = this.toolbar.newestFirst;
+    const after = [...this.list.children].find((element) => {
+      const id = (element as HTMLElement).dataset.runId!;
+      return newest ? id < card.runId : id > card.runId;
+    });
     this.list.insertBefore(card.element, after ?? null);
   }
 
@@ -187,20 +232,40 @@ export class Inbox {
     this.changed();
   }
 
-  /** Applies the agent filter and counts what waits. */
+  /** The runs shown, in order. */
+  private shown(): HTMLElement[] {
+    return [...this.list.children].filter((element) => !(element as HTMLElement).hidden) as HTMLElement[];
+  }
+
+  /** Moves focus to the next (1) or previous (-1) run shown. */
+  private move(step: 1 | -1): void {
+    const runs = this.shown();
+    if (!runs.length) return;
+    const at = runs.findIndex((run) => run.contains(document.activeElement));
+    const next = at === -1 ? (step === 1 ? 0 : runs.length - 1) : Math.min(Math.max(at + step, 0), runs.length - 1);
+    runs[next].focus();
+    runs[next].scrollIntoView({ block: "nearest" });
+  }
+
+  /** Applies the filters, the order and the view; counts what matches. */
   private changed(): void {
-    const agent = this.filter.value;
-    let shown = 0;
+    const { agent, kind, query, compact } = this.toolbar.state();
+    this.list.classList.toggle("compact", compact);
+    const ids = [...this.cards.keys()].sort();
+    if (this.toolbar.newestFirst) ids.reverse();
+    const inOrder = ids.map((id) => this.cards.get(id)!.element);
+    if (inOrder.some((element, i) => this.list.children[i] !== element)) this.list.append(...inOrder);
+    let matching = 0;
     let waiting = 0;
     for (const card of this.cards.values()) {
-      const visible = !agent || card.agentId === agent;
+      const visible = (!agent || card.agentId === agent) && (kind === "all" || card.done || card.hasKind(kind as Kind)) && card.matches(query);
       card.element.hidden = !visible;
-      if (visible) {
-        shown += 1;
-        waiting += card.waiting > 0 ? 1 : 0;
+      if (card.waiting > 0) {
+        waiting += 1;
+        if (visible) matching += 1;
       }
     }
-    this.empty.hidden = shown > 0;
-    this.count.textContent = waiting === 1 ? "1 run waits on you" : `${waiting} runs wait on you`;
+    this.empty.hidden = this.shown().length > 0;
+    this.toolbar.count(matching, waiting);
   }
 }

@@ -1,69 +1,95 @@
-// The page: asks for an API key when the server wants one (and keeps it
-// for this tab only), then shows the inbox.
+// The page: asks for an API key when the server wants one (kept for this
+// tab, or in this browser when the person asks it to be remembered), then
+// shows who is signed in and the inbox.
 import { Code } from "@connectrpc/connect";
-import { codeOf, connect, describe } from "./api";
+import { codeOf, connect } from "./api";
 import { h } from "./dom";
-import { Inbox } from "./inbox";
+import { Inbox, type Connection } from "./inbox";
 
 const KEY = "agentd.apiKey";
 
 const status = h("p", { class: "status", role: "status" }, "Connecting…");
+const tenant = h("p", { class: "tenant", hidden: true });
 const signOut = h("button", { type: "button", class: "quiet", hidden: true, onclick: () => leave() }, "Sign out");
 const app = document.getElementById("app")!;
 
-function setStatus(live: boolean, text: string): void {
-  status.textContent = text;
-  status.classList.toggle("is-live", live);
+function setStatus(line: Connection | "Signed out"): void {
+  status.textContent = line;
+  status.classList.toggle("is-live", line === "Live");
+}
+
+/** The key this tab signed in with, or the one this browser remembers. */
+function storedKey(): string | null {
+  return sessionStorage.getItem(KEY) ?? localStorage.getItem(KEY);
+}
+
+function forget(): void {
+  sessionStorage.removeItem(KEY);
+  localStorage.removeItem(KEY);
 }
 
 function leave(): void {
-  sessionStorage.removeItem(KEY);
+  forget();
   window.location.reload();
 }
 
-async function open(key: string | null): Promise<void> {
+async function open(key: string | null, remember: boolean | null): Promise<void> {
   const client = connect(key);
-  let agents;
-  try {
-    agents = (await client.listAgents({})).agents;
-  } catch (error) {
-    if (codeOf(error) === Code.Unauthenticated) {
-      sessionStorage.removeItem(KEY);
-      signIn(key ? "The server did not accept that key." : null);
-      return;
+  let listed;
+  for (let failures = 1; ; failures += 1) {
+    try {
+      listed = await client.listAgents({});
+      break;
+    } catch (error) {
+      if (codeOf(error) === Code.Unauthenticated) {
+        forget();
+        signIn(key ? "The server did not accept that key." : null);
+        return;
+      }
+      setStatus(failures >= 3 ? "Offline — retrying" : "Reconnecting…");
+      await new Promise((resume) => window.setTimeout(resume, Math.min(1000 * 2 ** failures, 15_000)));
     }
-    setStatus(false, `The server cannot be reached: ${describe(error)}`);
-    app.replaceChildren(
-      h("main", { class: "inbox" }, h("div", { role: "alert", class: "alert" }, describe(error)), h("button", { type: "button", onclick: () => void open(key) }, "Try again")),
-    );
-    return;
   }
-  if (key) sessionStorage.setItem(KEY, key);
+  if (key && remember !== null) {
+    forget();
+    (remember ? localStorage : sessionStorage).setItem(KEY, key);
+  }
   signOut.hidden = !key;
-  const inbox = new Inbox(client, agents, setStatus, leave);
+  tenant.replaceChildren(h("span", { class: "label" }, "Tenant"), h("span", { class: "tenant-name" }, listed.tenant || "default"));
+  tenant.hidden = false;
+  const inbox = new Inbox(client, listed.agents, setStatus, leave);
   app.replaceChildren(inbox.element);
   inbox.start();
 }
 
 function signIn(refusal: string | null): void {
-  setStatus(false, "Signed out");
+  setStatus("Signed out");
+  tenant.hidden = true;
+  signOut.hidden = true;
   const key = h("input", { id: "api-key", type: "password", autocomplete: "current-password", required: true });
+  const remember = h("input", { id: "remember", type: "checkbox" });
   const form = h(
     "form",
     { class: "sign-in", "aria-labelledby": "sign-in-title" },
     h("h2", { id: "sign-in-title" }, "Sign in"),
-    h("p", {}, "This server requires an API key. It is kept in this tab only, and sent with every call."),
+    h("p", {}, "This server requires an API key. It is sent with every call, and kept in this tab only unless you ask this browser to remember it."),
     h("div", { class: "field" }, h("label", { for: "api-key" }, "API key"), key),
+    h(
+      "div",
+      { class: "field check" },
+      h("label", { for: "remember", class: "inline" }, remember, " Remember on this device"),
+      h("p", { class: "hint" }, "Keeps the key in this browser, for other tabs too, until you sign out."),
+    ),
     h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Sign in")),
     refusal ? h("div", { role: "alert", class: "alert" }, refusal) : null,
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    void open(key.value.trim());
+    void open(key.value.trim(), remember.checked);
   });
   app.replaceChildren(h("main", { class: "inbox" }, form));
   key.focus();
 }
 
-document.getElementById("header-tools")!.append(status, signOut);
-void open(sessionStorage.getItem(KEY));
+document.getElementById("header-tools")!.append(tenant, status, signOut);
+void open(storedKey(), null);

@@ -3,7 +3,7 @@
 // ended. Used for a continuation after an answer and for a run's history.
 import { FinishReason, type AgentChunk } from "./gen/agentd/v1/agentd_pb";
 import { h, pretty } from "./dom";
-import { elicitationHeadline } from "./forms";
+import { elicitationHeadline } from "./elicitation_form";
 
 const ENDINGS: Record<FinishReason, string> = {
   [FinishReason.UNSPECIFIED]: "The stream ended",

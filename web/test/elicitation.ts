@@ -70,7 +70,7 @@ export async function main([url, screenshot]: string[]) {
     await form.waitFor(SOON);
 
     // The fields, named by their titles; defaults filled in; required marked.
-    const email = form.getByRole("textbox", { name: "Email" });
+    const email = form.getByRole("textbox", { name: "Email", exact: true });
     check((await email.getAttribute("type")) === "email", "format email is an email input");
     check((await email.getAttribute("aria-required")) === "true", "email is required");
     check((await description(page, email)).includes("Where the ticket goes"), "the description describes the field");
@@ -81,8 +81,8 @@ export async function main([url, screenshot]: string[]) {
     check((await budget.inputValue()) === "100", `budget's default: ${await budget.inputValue()}`);
     const breakfast = form.getByRole("checkbox", { name: "Breakfast" });
     check(!(await breakfast.isChecked()), "breakfast's default");
-    const seat = form.getByRole("combobox", { name: "Seat" });
-    check((await seat.inputValue()) === "window", "seat's default");
+    const seat = form.getByRole("radiogroup", { name: "Seat" });
+    check(await seat.getByRole("radio", { name: "window" }).isChecked(), "seat's default");
     const extras = form.getByRole("group", { name: "Extras" });
     check((await extras.getByRole("checkbox").count()) === 3, "three extras");
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
@@ -94,17 +94,25 @@ export async function main([url, screenshot]: string[]) {
     check(await invalid(nights), "empty required nights are marked");
     check((await agentd.getRun({ runId: booking })).status === RunStatus.SUSPENDED, "nothing was sent");
 
-    // Values the server refuses: its message, each field it names marked,
-    // the entries kept.
+    // Out of the schema's range: marked here, nothing sent.
     await email.fill("not an address");
     await nights.fill("0");
+    await form.getByRole("button", { name: "Submit" }).click();
+    await form.getByRole("alert").filter({ hasText: "One field needs your attention." }).waitFor(SOON);
+    check(await invalid(nights), "nights below the minimum are marked");
+    check((await description(page, nights)).includes("At least 1."), `nights' problem: ${await description(page, nights)}`);
+    check((await agentd.getRun({ runId: booking })).status === RunStatus.SUSPENDED, "nothing was sent");
+
+    // Values the server refuses: its message, each field it names marked,
+    // the entries kept.
+    await nights.fill("2");
     await form.getByRole("button", { name: "Submit" }).click();
     const alert = form.getByRole("alert").filter({ hasText: "does not fit the form" });
     await alert.waitFor(SOON);
     const refusal = (await alert.textContent()) ?? "";
     check(refusal.includes("elicitation.content.email"), `the refusal names email: ${refusal}`);
     check(await invalid(email), "the server's refusal marks email");
-    check(await invalid(nights), "the server's refusal marks nights");
+    check(!(await invalid(nights)), "nights are fine now");
     check(!(await invalid(budget)), "budget is fine");
     check((await description(page, email)).includes("email"), `email's problem: ${await description(page, email)}`);
     check((await email.inputValue()) === "not an address", "the form keeps what was entered");
@@ -116,7 +124,7 @@ export async function main([url, screenshot]: string[]) {
     await nights.fill("2");
     await budget.fill("80.5");
     await breakfast.check();
-    await seat.selectOption({ label: "aisle" });
+    await seat.getByRole("radio", { name: "aisle" }).check();
     await extras.getByRole("checkbox", { name: "wifi" }).check();
     await extras.getByRole("checkbox", { name: "pool" }).check();
     await form.getByRole("button", { name: "Submit" }).click();
@@ -125,7 +133,7 @@ export async function main([url, screenshot]: string[]) {
     const received = JSON.parse(((await result.textContent()) ?? "").replace(/^booked Lisbon: /, ""));
     const given = { breakfast: true, budget: 80.5, email: "ana@example.com", extras: ["wifi", "pool"], nights: 2, seat: "aisle" };
     check(JSON.stringify(received) === JSON.stringify(given), `the server received ${JSON.stringify(received)}`);
-    await card(page, booking).getByText("Answered · the run completed").waitFor(SOON);
+    await card(page, booking).getByRole("status").filter({ hasText: /^Submitted: .* · the run completed$/ }).waitFor(SOON);
     check((await agentd.getRun({ runId: booking })).status === RunStatus.COMPLETED, "the booking run completed");
 
     // A page to open: a link that opens apart from the inbox; declined.
@@ -142,7 +150,7 @@ export async function main([url, screenshot]: string[]) {
     await payCard.getByRole("region", { name: "History" }).getByText("travel asks: Pay 30 EUR").waitFor(SOON);
     await pay.getByRole("button", { name: "Decline" }).click();
     await payCard.getByText("payment: decline", { exact: true }).waitFor(SOON);
-    await payCard.getByText("Answered · the run completed").waitFor(SOON);
+    await payCard.getByRole("status").filter({ hasText: "Declined · the run completed" }).waitFor(SOON);
 
     check(problems.length === 0, `page errors: ${problems.join("; ")}`);
     console.log("elicitation: a form refused, then answered; a page to open, declined");

@@ -5,6 +5,7 @@
 // on the first thing that is not as the contract says.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
+import { plain } from "../src/api";
 import {
   AgentService,
   FinishReason,
@@ -61,6 +62,9 @@ export async function main([baseUrl]: string[]) {
     const refused = ConnectError.from(error);
     check(refused.code === Code.InvalidArgument, `INVALID_ARGUMENT, not ${Code[refused.code]}`);
     check(refused.rawMessage.includes("Basic, Pro, Enterprise"), `the labels: ${refused.rawMessage}`);
+    // The details reach a page over gRPC-Web: the inbox says it in words.
+    const words = plain(error);
+    check(words === '"Gold" is not one of the options. Choose one of: Basic, Pro, Enterprise.', `in words: ${words}`);
   }
   const waiting = await client.getRun({ runId });
   check(waiting.status === RunStatus.SUSPENDED, "still suspended after the refusal");

@@ -3,16 +3,19 @@
 // role and an accessible name, as a screen reader finds them. Runs are
 // started and checked over gRPC-Web from Node with the generated client.
 //
-//   node test/run.mjs inbox.ts OPEN_URL KEYED_URL ACME_KEY GLOBEX_KEY [SCREENSHOT.png]
+//   node test/run.mjs inbox.ts OPEN_URL KEYED_URL ACME_KEY GLOBEX_KEY [SCREENSHOT.png [SCREENS_DIR]]
 //
 // OPEN_URL is a server without keys whose default agent has ask_user and
-// human_review, and a second agent `reviewer`; KEYED_URL one with the
-// tenants acme and globex. CHROMIUM names the browser (default
+// human_review (its inbox_metadata shows `ticket` and `customer` first and
+// hides `trace_id`), and a second agent `reviewer`; KEYED_URL one with the
+// tenants acme and globex. With SCREENS_DIR, inbox-context.png,
+// inbox-phone.png, inbox-review-form.png, inbox-compact.png and
+// inbox-triage.png are saved there. CHROMIUM names the browser (default
 // /usr/bin/chromium).
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Locator, type Page } from "playwright-core";
-import { AgentService, RunStatus, type AgentChunk } from "../src/gen/agentd/v1/agentd_pb";
+import { AgentService, Role, RunStatus, type AgentChunk } from "../src/gen/agentd/v1/agentd_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { StreamAgentRequestSchema } from "../src/gen/agentd/v1/agentd_pb";
 
@@ -36,7 +39,7 @@ async function start(agentd: Agentd, request: MessageInitShape<typeof StreamAgen
   const chunks: AgentChunk[] = [];
   for await (const chunk of agentd.streamAgent(request)) chunks.push(chunk);
   const last = chunks[chunks.length - 1];
-  check(last?.chunk.case === "finish", `the run of ${JSON.stringify(request.prompt)} finished its stream`);
+  check(last?.chunk.case === "finish", `the run of ${JSON.stringify(request.prompt ?? request.messages)} finished its stream`);
   return chunks[0].runId;
 }
 
@@ -49,15 +52,31 @@ function card(page: Page, runId: string): Locator {
   return page.getByRole("article", { name: new RegExp(runId) });
 }
 
+/** The card's status: what was sent, then how the run went on. */
+function cardStatus(page: Page, runId: string): Locator {
+  return card(page, runId).getByRole("status");
+}
+
+async function focused(locator: Locator): Promise<boolean> {
+  return locator.evaluate((element) => element === document.activeElement);
+}
+
+async function visibleIds(page: Page): Promise<string[]> {
+  return page.getByRole("article").evaluateAll((cards) =>
+    cards.filter((c) => !(c as HTMLElement).hidden && (c as HTMLElement).offsetParent !== null).map((c) => c.getAttribute("data-run-id")!),
+  );
+}
+
 async function statusOf(agentd: Agentd, runId: string): Promise<RunStatus> {
   return (await agentd.getRun({ runId })).status;
 }
 
 const REVIEW = 'call human_review {"draft": "Dear customer, your refund is on its way."}';
 
-export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: string[]) {
-  check(openUrl && keyedUrl && acmeKey && globexKey, "usage: inbox.ts OPEN_URL KEYED_URL ACME_KEY GLOBEX_KEY [SCREENSHOT]");
+export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, screens]: string[]) {
+  check(openUrl && keyedUrl && acmeKey && globexKey, "usage: inbox.ts OPEN_URL KEYED_URL ACME_KEY GLOBEX_KEY [SCREENSHOT [SCREENS_DIR]]");
   const agentd = client(openUrl);
+  const shot = (name: string) => (screens ? `${screens}/${name}` : "");
   const browser = await chromium.launch({
     executablePath: chromiumPath(),
     args: ["--no-sandbox"],
@@ -68,16 +87,45 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: 
     page.on("pageerror", (error) => problems.push(error.message));
 
     // Runs that wait before the page opens: ListRuns shows them.
-    const plan = await start(agentd, { prompt: "Help me pick a plan" });
+    const plan = await start(agentd, {
+      prompt: "Help me pick a plan",
+      metadata: { customer: "Ada Lovelace", ticket: "T-1043", trace_id: "trace-77", region: "EU" },
+    });
     const pizza = await start(agentd, { prompt: "Order me a pizza, multi toppings" });
-    const name = await start(agentd, { prompt: "free text please" });
+    const name = await start(agentd, {
+      messages: [
+        { role: Role.USER, content: "My order 1043 arrived damaged" },
+        { role: Role.ASSISTANT, content: "I am sorry. I can send a replacement or refund it." },
+        { role: Role.USER, content: "free text please" },
+      ],
+    });
     const approve = await start(agentd, { prompt: REVIEW, options: { requireToolApproval: true } });
     await page.goto(openUrl);
-    await page.getByRole("status").filter({ hasText: "Live" }).waitFor(SOON);
+    await page.getByRole("status").filter({ hasText: /^Live$/ }).waitFor(SOON);
     for (const runId of [plan, pizza, name, approve]) await card(page, runId).waitFor(SOON);
     const order = await page.getByRole("article").evaluateAll((cards) => cards.map((c) => c.getAttribute("data-run-id")));
     check(JSON.stringify(order) === JSON.stringify([approve, name, pizza, plan]), `newest first: ${order}`);
+    // Who is signed in: a server without keys serves the tenant `default`.
+    await page.getByRole("banner").getByText("default", { exact: true }).waitFor(SOON);
+
+    // Context: the prompt, the last assistant text, the metadata as the
+    // agent's inbox_metadata orders it (ticket, customer first; trace_id hidden).
+    const planContext = card(page, plan).getByRole("group", { name: "Context" });
+    await planContext.getByText("Help me pick a plan").waitFor(SOON);
+    const terms = await planContext.locator("dt").allTextContents();
+    check(JSON.stringify(terms) === JSON.stringify(["ticket", "customer", "region"]), `metadata keys: ${terms}`);
+    const values = await planContext.locator("dd").allTextContents();
+    check(JSON.stringify(values) === JSON.stringify(["T-1043", "Ada Lovelace", "EU"]), `metadata values: ${values}`);
+    const nameContext = card(page, name).getByRole("group", { name: "Context" });
+    await nameContext.getByText("My order 1043 arrived damaged").waitFor(SOON);
+    await nameContext.getByText("I am sorry. I can send a replacement or refund it.").waitFor(SOON);
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+    if (screens) {
+      await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: shot("inbox-phone.png") });
+      await page.setViewportSize({ width: 1000, height: 900 });
+    }
 
     // Single-select: radios named by their labels, described by their descriptions.
     const planForm = card(page, plan).getByRole("form", { name: "Which plan should I set up for you?" });
@@ -86,32 +134,44 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: 
     check(described, "an option has a description");
     const description = await page.locator(`[id="${described}"]`).textContent();
     check(description === "Unlimited projects, email support", `Pro's description: ${description}`);
-    // Nothing chosen: the server refuses, naming the labels; the form stays.
+    // Nothing chosen: said here, nothing sent.
     await planForm.getByRole("button", { name: "Send answer" }).click();
-    const alert = planForm.getByRole("alert");
-    await alert.waitFor(SOON);
-    const refusal = (await alert.textContent()) ?? "";
-    check(refusal.includes("Basic, Pro, Enterprise"), `the refusal names the labels: ${refusal}`);
-    check((await statusOf(agentd, plan)) === RunStatus.SUSPENDED, "a refusal leaves the run suspended");
+    await planForm.getByRole("alert").filter({ hasText: /^Choose an option\.$/ }).waitFor(SOON);
+    check((await statusOf(agentd, plan)) === RunStatus.SUSPENDED, "nothing was sent");
     await pro.check();
     await planForm.getByRole("button", { name: "Send answer" }).click();
+    // Focus moves to the card's status, which says what was sent.
+    await cardStatus(page, plan).filter({ hasText: /^Answered: Pro/ }).waitFor(SOON);
+    check(await focused(cardStatus(page, plan)), "focus on the card's status after the answer");
     await card(page, plan).getByText("Thanks! You answered: Pro.").waitFor(SOON);
-    await card(page, plan).getByText("Answered · the run completed").waitFor(SOON);
+    await cardStatus(page, plan).filter({ hasText: "Answered: Pro · the run completed" }).waitFor(SOON);
     check((await statusOf(agentd, plan)) === RunStatus.COMPLETED, "the plan run completed");
 
     // Multi-select: checkboxes named by their labels.
     const pizzaForm = card(page, pizza).getByRole("form", { name: "Which toppings do you want on your pizza?" });
+    await pizzaForm.getByRole("button", { name: "Send answer" }).click();
+    await pizzaForm.getByRole("alert").filter({ hasText: /^Choose at least one option\.$/ }).waitFor(SOON);
     await pizzaForm.getByRole("checkbox", { name: "Mushrooms", exact: true }).check();
     await pizzaForm.getByRole("checkbox", { name: "Basil", exact: true }).check();
     await pizzaForm.getByRole("button", { name: "Send answer" }).click();
     await card(page, pizza).getByText("User answered: Mushrooms, Basil").waitFor(SOON);
     await card(page, pizza).getByText("Thanks! You answered: Mushrooms, Basil.").waitFor(SOON);
+    await cardStatus(page, pizza).filter({ hasText: "Answered: Mushrooms, Basil" }).waitFor(SOON);
 
-    // Free text: a textbox named Answer.
+    // Free text: a textbox named Answer; empty is refused here; Shift+Enter
+    // is a new line, Enter sends, trimmed.
     const nameForm = card(page, name).getByRole("form", { name: "What should I call you?" });
-    await nameForm.getByRole("textbox", { name: "Answer" }).fill("Ada");
-    await nameForm.getByRole("button", { name: "Send answer" }).click();
+    const answer = nameForm.getByRole("textbox", { name: "Answer" });
+    await answer.focus();
+    await answer.press("Enter");
+    await nameForm.getByRole("alert").filter({ hasText: /^Write an answer\.$/ }).waitFor(SOON);
+    await answer.pressSequentially("Ada");
+    await answer.press("Shift+Enter");
+    check((await answer.inputValue()) === "Ada\n", `Shift+Enter is a new line: ${JSON.stringify(await answer.inputValue())}`);
+    await answer.fill("  Ada  ");
+    await answer.press("Enter");
     await card(page, name).getByText("Thanks! You answered: Ada.").waitFor(SOON);
+    await cardStatus(page, name).filter({ hasText: /^Answered: Ada/ }).waitFor(SOON);
 
     // Approve with edited arguments; the tool then asks for a review.
     const approval = card(page, approve).getByRole("form", { name: "Approve human_review?" });
@@ -126,30 +186,53 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: 
     const edited = await agentd.getRun({ runId: approve });
     check(edited.editedCalls.length === 1, "GetRun lists the edited call");
     check(edited.editedCalls[0].originalArgs?.draft === "Dear customer, your refund is on its way.", "with the model's arguments");
-    // Resume data that breaks the resume schema: the server's message, the editor as it was.
+    // The resume schema as a form: the decision as radios named by their
+    // values, revised_text only once `edit` is chosen.
+    const decision = review.getByRole("radiogroup", { name: "decision", exact: true });
+    check((await decision.getByRole("radio").count()) === 3, "three decisions");
+    const revised = review.getByRole("textbox", { name: "revised_text", exact: true });
+    check((await revised.count()) === 0 || !(await revised.isVisible()), "revised_text waits for edit");
+    // JSON stays behind the switch: data the schema refuses is said in words, with the choices.
+    const asJson = review.getByRole("switch", { name: "Edit as JSON" });
+    await asJson.click();
     const data = review.getByRole("textbox", { name: "Resume data" });
-    const wrong = '{"decision": "maybe"}';
-    await data.fill(wrong);
+    await data.fill('{"decision": "maybe"}');
     await review.getByRole("button", { name: "Send answer" }).click();
     const schemaAlert = review.getByRole("alert");
     await schemaAlert.waitFor(SOON);
-    check(((await schemaAlert.textContent()) ?? "").includes("data/decision"), "the refusal names the field");
-    check((await data.inputValue()) === wrong, "the editor keeps what was typed");
-    await data.fill('{"decision": "approve", "comment": "Good"}');
+    const said = (await schemaAlert.textContent()) ?? "";
+    check(said.startsWith("That does not fit what human_review accepts: "), `the refusal in words: ${said}`);
+    check(said.includes('"approve", "reject" or "edit"'), `the refusal names the choices: ${said}`);
+    check(!said.includes("data/"), `no JSON pointer: ${said}`);
+    check((await data.inputValue()) === '{"decision": "maybe"}', "the editor keeps what was typed");
+    await asJson.click();
+    await decision.getByRole("radio", { name: "edit", exact: true }).check();
+    await revised.waitFor({ state: "visible", ...SOON });
+    check((await revised.getAttribute("aria-required")) === "true", "revised_text is required on edit");
+    check((await decision.getAttribute("aria-required")) === "true", "the decision is required");
     await review.getByRole("button", { name: "Send answer" }).click();
-    await card(page, approve).getByText("Answered · the run completed").waitFor(SOON);
+    await review.getByRole("alert").filter({ hasText: "One field needs your attention." }).waitFor(SOON);
+    check((await revised.getAttribute("aria-invalid")) === "true", "an empty revised_text is marked");
+    await revised.fill("Dear Ms Lovelace, your refund of 40 EUR was sent today.");
+    await review.getByRole("textbox", { name: "comment", exact: true }).fill("Say when");
+    if (screens) {
+      await page.setViewportSize({ width: 1000, height: 1600 });
+      await review.evaluate((form) => form.scrollIntoView({ block: "center" }));
+      await review.screenshot({ path: shot("inbox-review-form.png") });
+      await page.setViewportSize({ width: 1000, height: 900 });
+    }
+    await review.getByRole("button", { name: "Send answer" }).click();
+    await card(page, approve).getByText("Reviewer edited the draft: Dear Ms Lovelace, your refund of 40 EUR was sent today.").first().waitFor(SOON);
+    await cardStatus(page, approve).filter({ hasText: "the run completed" }).waitFor(SOON);
 
     // Decline with a reason.
     const declined = await start(agentd, { prompt: REVIEW, options: { requireToolApproval: true } });
     const declineForm = card(page, declined).getByRole("form", { name: "Approve human_review?" });
     await declineForm.waitFor(SOON);
-    await declineForm.getByRole("textbox", { name: "Reason" }).fill("The refund is not approved yet");
+    await declineForm.getByRole("textbox", { name: "Reason" }).fill("Not today");
     await declineForm.getByRole("button", { name: "Decline" }).click();
-    await card(page, declined)
-      .getByText("The user declined this call of human_review: The refund is not approved yet")
-      .first()
-      .waitFor(SOON);
-    await card(page, declined).getByText("Answered · the run completed").waitFor(SOON);
+    await card(page, declined).getByText("The user declined this call of human_review: Not today").first().waitFor(SOON);
+    await cardStatus(page, declined).filter({ hasText: "Declined: Not today · the run completed" }).waitFor(SOON);
     check((await statusOf(agentd, declined)) === RunStatus.COMPLETED, "the declined run completed");
 
     // A new suspension appears live, within a second of being stored.
@@ -164,11 +247,13 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: 
     }
     await card(page, live).waitFor({ state: "detached", ...SOON });
 
-    // The whole history, then cancel.
+    // The whole history from the prompt on, then cancel.
     const history = await start(agentd, { prompt: "free text for the history" });
     const historyCard = card(page, history);
     await historyCard.getByRole("button", { name: "Show history" }).click();
-    await historyCard.getByRole("region", { name: "History" }).getByText("Asks: What should I call you?").waitFor(SOON);
+    const historyRegion = historyCard.getByRole("region", { name: "History" });
+    await historyRegion.getByText("free text for the history").waitFor(SOON);
+    await historyRegion.getByText("Asks: What should I call you?").waitFor(SOON);
     await historyCard.getByRole("button", { name: "Cancel run" }).click();
     await historyCard.getByRole("button", { name: "Confirm cancel" }).click();
     await historyCard.waitFor({ state: "detached", ...SOON });
@@ -184,34 +269,144 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot]: 
     check(await card(page, mine).isVisible(), "the reviewer's run is shown");
     await page.getByRole("combobox", { name: "Agent" }).selectOption("");
     await card(page, theirs).waitFor({ state: "visible", ...SOON });
+    for (const done of [plan, pizza, name, approve, declined]) {
+      await card(page, done).getByRole("button", { name: "Dismiss" }).click();
+    }
+
+    // Triage: 50 waiting runs; Search narrows them by metadata, prompt,
+    // question and run id, with the count beside it.
+    const fifty: string[] = [];
+    for (let i = 0; i < 50; i += 1) {
+      const customer = i % 10 === 3 ? "Grace Hopper" : `Customer ${i}`;
+      const prompt = i === 7 ? "free text: the invoice is wrong" : i % 2 ? "Order a pizza, multi" : `Help me pick a plan ${i}`;
+      fifty.push(await start(agentd, { prompt, metadata: { customer, ticket: `T-${2000 + i}` } }));
+    }
+    const waitingNow = 52;
+    for (const runId of fifty) await card(page, runId).waitFor(SOON);
+    const search = page.getByRole("searchbox", { name: "Search" });
+    const count = page.locator("#search-count");
+    await search.fill("grace HOPPER");
+    await count.filter({ hasText: `5 of ${waitingNow} runs match` }).waitFor(SOON);
+    const graces = fifty.filter((_, i) => i % 10 === 3);
+    check(JSON.stringify((await visibleIds(page)).sort()) === JSON.stringify([...graces].sort()), "the search finds Grace Hopper's five runs");
+    await search.fill("invoice is wrong");
+    await count.filter({ hasText: `1 of ${waitingNow} runs match` }).waitFor(SOON);
+    check(JSON.stringify(await visibleIds(page)) === JSON.stringify([fifty[7]]), "the prompt is searched");
+    await search.fill(fifty[20]);
+    await count.filter({ hasText: `1 of ${waitingNow} runs match` }).waitFor(SOON);
+    await search.fill("toppings");
+    await count.filter({ hasText: `24 of ${waitingNow} runs match` }).waitFor(SOON);
+    await search.fill("t-2011");
+    await count.filter({ hasText: `1 of ${waitingNow} runs match` }).waitFor(SOON);
+    await search.fill("");
+    await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
+
+    // Kind: a review waits among the questions.
+    const reviewRun = await start(agentd, { prompt: 'call human_review {"draft": "Hello"}' });
+    await card(page, reviewRun).waitFor(SOON);
+    const kind = page.getByRole("combobox", { name: "Kind" });
+    await kind.selectOption({ label: "Review" });
+    await count.filter({ hasText: `1 of ${waitingNow + 1} runs match` }).waitFor(SOON);
+    check(JSON.stringify(await visibleIds(page)) === JSON.stringify([reviewRun]), "Review shows the custom tool's run");
+    await kind.selectOption({ label: "Question" });
+    await count.filter({ hasText: `${waitingNow} of ${waitingNow + 1} runs match` }).waitFor(SOON);
+    await kind.selectOption({ label: "All" });
+
+    // Sort: oldest first.
+    await page.getByRole("combobox", { name: "Sort" }).selectOption({ label: "Oldest first" });
+    const oldest = await visibleIds(page);
+    check(oldest[0] === mine && oldest[oldest.length - 1] === reviewRun, `oldest first: ${oldest[0]} … ${oldest[oldest.length - 1]}`);
+    await page.getByRole("combobox", { name: "Sort" }).selectOption({ label: "Newest first" });
+    check((await visibleIds(page))[0] === reviewRun, "newest first again");
+
+    // Compact view: one line per run, still an article named by its run
+    // id, opened in place by its button.
+    const compact = page.getByRole("switch", { name: "Compact view" });
+    check((await compact.getAttribute("aria-checked")) === "false", "the compact view is off by default");
+    await compact.click();
+    const first = card(page, fifty[48]);
+    const opener = first.getByRole("button", { expanded: false });
+    await opener.waitFor(SOON);
+    check(!(await first.getByRole("form").isVisible()), "a compact run hides its form");
+    const height = (await first.boundingBox())?.height ?? 0;
+    check(height < 60, `one line: ${height}px`);
+    await opener.click();
+    await first.getByRole("button", { expanded: true }).waitFor(SOON);
+    await first.getByRole("form", { name: "Which plan should I set up for you?" }).waitFor({ state: "visible", ...SOON });
+    await first.getByRole("group", { name: "Context" }).waitFor({ state: "visible", ...SOON });
+    if (screens) await page.screenshot({ path: shot("inbox-compact.png") });
+
+    // Shortcuts: / searches, j and k move between runs, ? shows them.
+    await page.locator("body").click({ position: { x: 5, y: 300 } });
+    await page.keyboard.press("/");
+    check(await focused(search), "/ focuses Search");
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("j");
+    check(await focused(card(page, reviewRun)), "j: the first run");
+    await page.keyboard.press("j");
+    check(await focused(card(page, fifty[49])), "j: the next run");
+    await page.keyboard.press("k");
+    check(await focused(card(page, reviewRun)), "k: the previous run");
+    await page.keyboard.press("?");
+    await page.getByRole("region", { name: "Keyboard shortcuts" }).waitFor(SOON);
+    if (screens) await page.screenshot({ path: shot("inbox-triage.png") });
+    await page.keyboard.press("?");
+    await compact.click();
 
     check(problems.length === 0, `page errors: ${problems.join("; ")}`);
     console.log(`inbox: every scenario passed; a new suspension appeared after ${appeared} ms`);
 
     // Keys: the page asks for one, refuses a wrong one, and shows only
-    // the signed-in tenant's runs.
+    // the signed-in tenant's runs; the header names the tenant.
     const acme = client(keyedUrl, acmeKey);
     const globex = client(keyedUrl, globexKey);
     const acmeRun = await start(acme, { prompt: "Help me pick a plan" });
     const globexRun = await start(globex, { prompt: "Help me pick a plan" });
-    const keyed = await browser.newPage();
+    const context = await browser.newContext();
+    const keyed = await context.newPage();
     await keyed.goto(keyedUrl);
     const key = keyed.getByRole("textbox", { name: "API key" });
+    const remember = keyed.getByRole("checkbox", { name: "Remember on this device" });
+    check(!(await remember.isChecked()), "Remember on this device is off by default");
     await key.fill("not-a-key-of-anyone");
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await keyed.getByRole("alert").filter({ hasText: "did not accept" }).waitFor(SOON);
     await keyed.getByRole("textbox", { name: "API key" }).fill(acmeKey);
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await card(keyed, acmeRun).waitFor(SOON);
+    await keyed.getByRole("banner").getByText("acme", { exact: true }).waitFor(SOON);
     check((await card(keyed, globexRun).count()) === 0, "another tenant's run is not shown");
     check((await keyed.getByRole("article").count()) === 1, "only the tenant's run");
+    // Kept for this tab only: another tab asks again.
+    check((await keyed.evaluate(() => localStorage.getItem("agentd.apiKey"))) === null, "not remembered");
+    const otherTab = await context.newPage();
+    await otherTab.goto(keyedUrl);
+    await otherTab.getByRole("textbox", { name: "API key" }).waitFor(SOON);
+    // Remembered: other tabs open signed in, until Sign out.
+    await otherTab.getByRole("textbox", { name: "API key" }).fill(acmeKey);
+    await otherTab.getByRole("checkbox", { name: "Remember on this device" }).check();
+    await otherTab.getByRole("button", { name: "Sign in" }).click();
+    await card(otherTab, acmeRun).waitFor(SOON);
+    const third = await context.newPage();
+    await third.goto(keyedUrl);
+    await card(third, acmeRun).waitFor(SOON);
+    await third.getByRole("button", { name: "Sign out" }).click();
+    await third.getByRole("textbox", { name: "API key" }).waitFor(SOON);
+    check((await third.evaluate(() => localStorage.getItem("agentd.apiKey"))) === null, "Sign out forgets the key");
     // Its answers go through with the key.
     const acmeForm = card(keyed, acmeRun).getByRole("form", { name: "Which plan should I set up for you?" });
     await acmeForm.getByRole("radio", { name: "Enterprise", exact: true }).check();
     await acmeForm.getByRole("button", { name: "Send answer" }).click();
     await card(keyed, acmeRun).getByText("Thanks! You answered: Enterprise.").waitFor(SOON);
     check((await statusOf(globex, globexRun)) === RunStatus.SUSPENDED, "globex's run is untouched");
-    console.log("inbox: signing in with a key shows only that tenant's runs");
+    // The connection line, without protocol detail.
+    const line = keyed.getByRole("banner").getByRole("status");
+    check((await line.textContent()) === "Live", `the line: ${await line.textContent()}`);
+    await context.setOffline(true);
+    await line.filter({ hasText: /^Offline — retrying$/ }).waitFor({ timeout: 20_000 });
+    await context.setOffline(false);
+    await line.filter({ hasText: /^Live$/ }).waitFor({ timeout: 20_000 });
+    console.log("inbox: signing in with a key shows only that tenant's runs, and names the tenant");
   } finally {
     await browser.close();
   }

@@ -17,7 +17,7 @@ pub use limits::check_start_request;
 pub(crate) use list::{list_runs_request, run_page_to_proto};
 pub(crate) use request::{parse_run_id, parse_thread_id};
 pub use request::{resume_request, start_request};
-pub(crate) use run::{agent_to_proto, run_to_proto};
+pub(crate) use run::{agent_to_proto, run_to_proto, run_with_messages_to_proto};
 pub(crate) use run_event::{run_event_to_proto, watch_runs_request};
 pub(crate) use thread::{list_threads_request, thread_page_to_proto, thread_to_proto};
 pub use trace::trace_context;

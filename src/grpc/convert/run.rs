@@ -71,6 +71,15 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
             .iter()
             .map(|edited| call_to_proto(&edited.call, Some(&edited.original_args)))
             .collect(),
+        messages: Vec::new(),
+    }
+}
+
+/// The run with its conversation, as GetRun returns it.
+pub fn run_with_messages_to_proto(run: &RunRecord) -> pb::Run {
+    pb::Run {
+        messages: super::thread::run_messages(run),
+        ..run_to_proto(run)
     }
 }
 
@@ -92,5 +101,9 @@ pub fn agent_to_proto(agent: &Agent, is_default: bool) -> pb::Agent {
             .collect(),
         is_default,
         max_steps: agent.max_steps,
+        inbox: Some(pb::InboxSettings {
+            metadata_first: agent.inbox_metadata.first.clone(),
+            metadata_hidden: agent.inbox_metadata.hidden.clone(),
+        }),
     }
 }

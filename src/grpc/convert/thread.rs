@@ -84,7 +84,7 @@ pub fn thread_to_proto(view: &ThreadView) -> pb::Thread {
 
 /// A run's messages (without system instructions), each result with the
 /// answer that produced it, if any.
-fn run_messages(run: &RunRecord) -> Vec<pb::ThreadMessage> {
+pub(super) fn run_messages(run: &RunRecord) -> Vec<pb::ThreadMessage> {
     let run_id = run.id.to_string();
     // The last answer of each call counts (there is one per call).
     let answers: HashMap<&str, &AnswerRecord> = run

@@ -1,13 +1,16 @@
 //! The inbox in a real browser: `web/test/inbox.ts` drives Debian's
 //! chromium with playwright-core through the page's accessibility contract
-//! (answering each kind of question, approving with edited arguments,
-//! declining, a refused answer, a suspension appearing live, history,
-//! cancel, the agent filter, signing in with a key), and an MCP server's
+//! (each card's context and metadata, answering each kind of question,
+//! the page's own refusals, Enter to send, the status after an answer,
+//! approving with edited arguments, human_review through its form,
+//! declining, a suspension appearing live, history, cancel, search over 50
+//! waiting runs, kind, agent and sort, the compact view, the shortcuts,
+//! signing in with a key and the tenant in the header), and an MCP server's
 //! requests for input (`web/test/elicitation.ts`: a form from its schema,
 //! refused then answered; a page to open, declined). Also the pages'
 //! routes themselves, which need no browser.
 
-use agentd::agent::AgentSpec;
+use agentd::agent::{AgentSpec, InboxMetadata};
 
 use super::node::run_script;
 use crate::security::auth::{two_tenants, ACME_KEY, GLOBEX_KEY};
@@ -20,6 +23,10 @@ async fn inbox_server() -> SecureServer {
         settings.agents = vec![
             AgentSpec {
                 tools: vec!["ask_user".into(), "human_review".into()],
+                inbox_metadata: InboxMetadata {
+                    first: vec!["ticket".into(), "customer".into()],
+                    hidden: vec!["trace_id".into()],
+                },
                 ..AgentSpec::assistant()
             },
             AgentSpec {
@@ -44,10 +51,15 @@ async fn the_inbox_in_a_real_browser() {
     let screenshot = std::env::var("AGENTD_INBOX_SCREENSHOT")
         .map(|path| super::node::web_dir().join("..").join(path).display().to_string())
         .unwrap_or_default();
+    // AGENTD_INBOX_SCREENS=DIR saves the context, the review form, the
+    // compact view and the triage controls there.
+    let screens = std::env::var("AGENTD_INBOX_SCREENS")
+        .map(|path| super::node::web_dir().join("..").join(path).display().to_string())
+        .unwrap_or_default();
     tokio::task::spawn_blocking(move || {
         run_script(
             "inbox.ts",
-            &[&open_url, &keyed_url, ACME_KEY, GLOBEX_KEY, &screenshot],
+            &[&open_url, &keyed_url, ACME_KEY, GLOBEX_KEY, &screenshot, &screens],
         )
     })
     .await

@@ -1,6 +1,7 @@
 //! A real gRPC-Web client: `web/test/grpc_web.ts` drives a server with
 //! @connectrpc/connect-web's gRPC-Web transport under Node (unary calls,
-//! StreamAgent, Resume and SubscribeRun streams, a refusal).
+//! StreamAgent, Resume and SubscribeRun streams, a refusal); `web/test/schema.ts`
+//! unit-tests the page's schema-to-form mapping and its plain words for refusals.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,4 +47,10 @@ async fn connect_web_runs_an_ask_user_cycle() {
     tokio::task::spawn_blocking(move || run_script("grpc_web.ts", &[&base]))
         .await
         .expect("the script's task");
+}
+
+#[test]
+#[ignore = "needs Node and `npm ci` in web/; .ci/run runs it"]
+fn the_schema_to_form_mapping() {
+    run_script("schema.ts", &[]);
 }

@@ -1052,6 +1052,11 @@ class ListAgentsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     AGENTS_FIELD_NUMBER: _builtins.int
+    TENANT_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    """The caller's tenant, as its API key names it (`default` on a server
+    without API keys): who the caller is, for a page to show.
+    """
     @_builtins.property
     def agents(self) -> _containers.RepeatedCompositeFieldContainer[Global___Agent]:
         """Every agent, the default one first."""
@@ -1060,10 +1065,11 @@ class ListAgentsResponse(_message.Message):
         self,
         *,
         agents: _abc.Iterable[Global___Agent] | None = ...,
+        tenant: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agents", b"agents"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agents", b"agents", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1459,6 +1465,7 @@ class Run(_message.Message):
     CANCEL_REASON_FIELD_NUMBER: _builtins.int
     THREAD_ID_FIELD_NUMBER: _builtins.int
     EDITED_CALLS_FIELD_NUMBER: _builtins.int
+    MESSAGES_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run's id (UUIDv7)."""
     agent_id: _builtins.str
@@ -1512,6 +1519,14 @@ class Run(_message.Message):
         sees the call), `original_args` as the model wrote them.
         """
 
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___ThreadMessage]:
+        """The run's conversation, oldest first, as Thread.messages has it: the
+        messages it was started with (system instructions left out), then the
+        model's messages, tool calls and results, each answered result with
+        its answer. Set by GetRun only; empty in ListRuns and CancelRun.
+        """
+
     def __init__(
         self,
         *,
@@ -1531,10 +1546,11 @@ class Run(_message.Message):
         cancel_reason: _builtins.str = ...,
         thread_id: _builtins.str = ...,
         edited_calls: _abc.Iterable[Global___ToolCall] | None = ...,
+        messages: _abc.Iterable[Global___ThreadMessage] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "error", b"error", "expires_at", b"expires_at", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "last_seq", b"last_seq", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "last_seq", b"last_seq", "messages", b"messages", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1600,6 +1616,7 @@ class Agent(_message.Message):
     TOOLS_FIELD_NUMBER: _builtins.int
     IS_DEFAULT_FIELD_NUMBER: _builtins.int
     MAX_STEPS_FIELD_NUMBER: _builtins.int
+    INBOX_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     """The agent's id, as given in StreamAgentRequest.agent_id."""
     description: _builtins.str
@@ -1614,6 +1631,12 @@ class Agent(_message.Message):
     def tools(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolInfo]:
         """Its tools."""
 
+    @_builtins.property
+    def inbox(self) -> Global___InboxSettings:
+        """How an inbox shows this agent's runs (the agent's `inbox_metadata`
+        setting).
+        """
+
     def __init__(
         self,
         *,
@@ -1623,14 +1646,47 @@ class Agent(_message.Message):
         tools: _abc.Iterable[Global___ToolInfo] | None = ...,
         is_default: _builtins.bool = ...,
         max_steps: _builtins.int = ...,
+        inbox: Global___InboxSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["inbox", b"inbox"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "description", b"description", "is_default", b"is_default", "max_steps", b"max_steps", "model", b"model", "tools", b"tools"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "description", b"description", "inbox", b"inbox", "is_default", b"is_default", "max_steps", b"max_steps", "model", b"model", "tools", b"tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Agent: _TypeAlias = Agent  # noqa: Y015
+
+@_typing.final
+class InboxSettings(_message.Message):
+    """How an inbox shows an agent's runs."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIRST_FIELD_NUMBER: _builtins.int
+    METADATA_HIDDEN_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata_first(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Metadata keys shown first, in this order; the other keys follow by
+        name.
+        """
+
+    @_builtins.property
+    def metadata_hidden(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Metadata keys not shown."""
+
+    def __init__(
+        self,
+        *,
+        metadata_first: _abc.Iterable[_builtins.str] | None = ...,
+        metadata_hidden: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata_first", b"metadata_first", "metadata_hidden", b"metadata_hidden"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InboxSettings: _TypeAlias = InboxSettings  # noqa: Y015
 
 @_typing.final
 class ToolInfo(_message.Message):

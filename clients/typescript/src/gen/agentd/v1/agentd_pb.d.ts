@@ -812,6 +812,14 @@ export declare type ListAgentsResponse = Message$1<"agentd.v1.ListAgentsResponse
    * @generated from field: repeated agentd.v1.Agent agents = 1;
    */
   agents: Agent[];
+
+  /**
+   * The caller's tenant, as its API key names it (`default` on a server
+   * without API keys): who the caller is, for a page to show.
+   *
+   * @generated from field: string tenant = 2;
+   */
+  tenant: string;
 };
 
 /**
@@ -1294,6 +1302,16 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: repeated agentd.v1.ToolCall edited_calls = 16;
    */
   editedCalls: ToolCall[];
+
+  /**
+   * The run's conversation, oldest first, as Thread.messages has it: the
+   * messages it was started with (system instructions left out), then the
+   * model's messages, tool calls and results, each answered result with
+   * its answer. Set by GetRun only; empty in ListRuns and CancelRun.
+   *
+   * @generated from field: repeated agentd.v1.ThreadMessage messages = 17;
+   */
+  messages: ThreadMessage[];
 };
 
 /**
@@ -1404,6 +1422,14 @@ export declare type Agent = Message$1<"agentd.v1.Agent"> & {
    * @generated from field: uint32 max_steps = 6;
    */
   maxSteps: number;
+
+  /**
+   * How an inbox shows this agent's runs (the agent's `inbox_metadata`
+   * setting).
+   *
+   * @generated from field: agentd.v1.InboxSettings inbox = 7;
+   */
+  inbox?: InboxSettings | undefined;
 };
 
 /**
@@ -1411,6 +1437,34 @@ export declare type Agent = Message$1<"agentd.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export declare const AgentSchema: GenMessage<Agent>;
+
+/**
+ * How an inbox shows an agent's runs.
+ *
+ * @generated from message agentd.v1.InboxSettings
+ */
+export declare type InboxSettings = Message$1<"agentd.v1.InboxSettings"> & {
+  /**
+   * Metadata keys shown first, in this order; the other keys follow by
+   * name.
+   *
+   * @generated from field: repeated string metadata_first = 1;
+   */
+  metadataFirst: string[];
+
+  /**
+   * Metadata keys not shown.
+   *
+   * @generated from field: repeated string metadata_hidden = 2;
+   */
+  metadataHidden: string[];
+};
+
+/**
+ * Describes the message agentd.v1.InboxSettings.
+ * Use `create(InboxSettingsSchema)` to create a new message.
+ */
+export declare const InboxSettingsSchema: GenMessage<InboxSettings>;
 
 /**
  * A tool an agent may call.

@@ -1,0 +1,102 @@
+// What a card shows around its question: the run's context (the prompt it
+// was started with, the last thing the assistant said before asking, its
+// metadata as the agent's inbox settings order it) and its whole history,
+// both read from GetRun's conversation. It only renders.
+import { Role, type InboxSettings, type PendingToolCall, type Run, type ThreadMessage } from "./gen/agentd/v1/agentd_pb";
+import { h, pretty } from "./dom";
+import { elicitationHeadline } from "./elicitation_form";
+
+/** The opening prompt and the last assistant text of a conversation. */
+export function openingAndLast(messages: ThreadMessage[]): { prompt: string; said: string } {
+  const prompt = messages.find((m) => m.role === Role.USER)?.content ?? "";
+  const said = [...messages].reverse().find((m) => m.role === Role.ASSISTANT && m.content.trim() !== "")?.content ?? "";
+  return { prompt, said };
+}
+
+/** The metadata to show, in order: the agent's first keys, then the
+ * others by name, without the hidden ones. */
+export function shownMetadata(metadata: Record<string, string>, inbox: InboxSettings | undefined): [string, string][] {
+  const hidden = new Set(inbox?.metadataHidden ?? []);
+  const first = (inbox?.metadataFirst ?? []).filter((key) => key in metadata && !hidden.has(key));
+  const rest = Object.keys(metadata)
+    .filter((key) => !hidden.has(key) && !first.includes(key))
+    .sort();
+  return [...first, ...rest].map((key) => [key, metadata[key]]);
+}
+
+/** The group `Context`: prompt, last assistant text, metadata. */
+export function contextGroup(run: Run, inbox: InboxSettings | undefined): HTMLElement {
+  const { prompt, said } = openingAndLast(run.messages);
+  const metadata = shownMetadata(run.metadata, inbox);
+  const group = h("div", { role: "group", "aria-label": "Context", class: "context" });
+  if (prompt) group.append(h("div", { class: "said prompt" }, h("span", { class: "label" }, "Prompt"), h("p", {}, prompt)));
+  if (said) group.append(h("div", { class: "said assistant" }, h("span", { class: "label" }, "Assistant said"), h("p", {}, said)));
+  if (metadata.length) {
+    group.append(h("dl", { class: "metadata", "aria-label": "Metadata" }, ...metadata.flatMap(([key, value]) => [h("dt", {}, key), h("dd", {}, value)])));
+  }
+  if (!group.childElementCount) group.append(h("p", { class: "hint" }, "No prompt or metadata."));
+  return group;
+}
+
+/** What a pending call asks, in a line. */
+export function pendingHeadline(call: PendingToolCall): string {
+  if (call.awaitingApproval) return `Asks to run ${call.toolName}`;
+  const payload = call.suspendPayload?.kind;
+  switch (payload?.case) {
+    case "askUser":
+      return `Asks: ${payload.value.question}`;
+    case "elicitation":
+      return elicitationHeadline(payload.value);
+    case "clientTool":
+      return `Waits for the client to run ${call.toolName}`;
+    default:
+      return `${call.toolName} waits for a response`;
+  }
+}
+
+/** The whole conversation from the prompt on: messages, calls, results,
+ * answers, then what the run waits on now. */
+export function historyList(run: Run): HTMLElement {
+  const list = h("ol", { class: "transcript" });
+  const add = (kind: string, ...content: (Node | string | null)[]) => list.append(h("li", { class: kind }, ...content));
+  const pendingIds = new Set(run.pending.map((call) => call.toolCallId));
+  for (const message of run.messages) {
+    switch (message.role) {
+      case Role.USER:
+        add("user", h("span", { class: "label" }, "User"), h("p", {}, message.content));
+        break;
+      case Role.ASSISTANT:
+        if (message.content.trim()) add("model", h("p", { class: "text" }, message.content));
+        for (const call of message.toolCalls) {
+          const question = call.toolName === "ask_user" && typeof call.args?.question === "string" ? call.args.question : null;
+          if (question !== null) {
+            if (!pendingIds.has(call.toolCallId)) add("question", `Asks: ${question}`);
+          } else if (call.originalArgs !== undefined) {
+            add(
+              "call",
+              h("span", { class: "label" }, `Runs ${call.toolName} with edited arguments`),
+              h("pre", {}, pretty(call.args)),
+              h("details", {}, h("summary", {}, "The model's arguments"), h("pre", {}, pretty(call.originalArgs))),
+            );
+          } else {
+            add("call", h("span", { class: "label" }, `Calls ${call.toolName}`), h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, pretty(call.args))));
+          }
+        }
+        break;
+      case Role.TOOL: {
+        const result = message.toolResult;
+        if (message.answer) add("answer", h("span", { class: "label" }, "Answer"), message.answer.text);
+        add(
+          result?.isError ? "result error" : "result",
+          h("span", { class: "label" }, `${result?.toolName ?? "tool"} ${result?.isError ? "failed" : "returned"}`),
+          h("p", {}, message.content),
+        );
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  for (const call of run.pending) add("question", pendingHeadline(call));
+  return list;
+}

@@ -1,0 +1,120 @@
+// The inbox's triage controls: Search (with the count of what matches),
+// Kind, Agent and Sort, the Compact view switch, and the keyboard
+// shortcuts (j/k next/previous run, / search, ? shows them). It holds the
+// controls' state and says when it changes; the inbox applies it.
+import { h } from "./dom";
+
+export interface Triage {
+  agent: string;
+  kind: string;
+  /** Lower case; empty matches everything. */
+  query: string;
+  compact: boolean;
+}
+
+const SHORTCUTS: [string, string][] = [
+  ["j", "Next run"],
+  ["k", "Previous run"],
+  ["/", "Search"],
+  ["?", "Show or hide these shortcuts"],
+];
+
+function select(id: string, onchange: () => void, options: [string, string][]): HTMLSelectElement {
+  return h("select", { id, onchange }, ...options.map(([value, text]) => h("option", { value }, text)));
+}
+
+/** Whether a key press belongs to a control that takes text. */
+function typing(target: EventTarget | null): boolean {
+  const element = target as HTMLElement | null;
+  if (!element) return false;
+  return element.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(element.tagName);
+}
+
+export class Toolbar {
+  readonly element: HTMLElement;
+  private readonly search = h("input", { id: "search", type: "search", autocomplete: "off", placeholder: "Question, prompt, metadata, run id" });
+  private readonly counter = h("p", { class: "count", id: "search-count", "aria-live": "polite" });
+  private readonly kind: HTMLSelectElement;
+  private readonly agent: HTMLSelectElement;
+  private readonly sort: HTMLSelectElement;
+  private readonly compact = h(
+    "button",
+    { type: "button", role: "switch", class: "switch", "aria-checked": "false" },
+    h("span", { class: "switch-track", "aria-hidden": "true" }),
+    "Compact view",
+  );
+  private readonly help = h(
+    "section",
+    { class: "shortcuts", "aria-label": "Keyboard shortcuts", hidden: true },
+    h("h2", {}, "Keyboard shortcuts"),
+    h("dl", {}, ...SHORTCUTS.flatMap(([key, what]) => [h("dt", {}, h("kbd", {}, key)), h("dd", {}, what)])),
+  );
+
+  constructor(agents: string[], changed: () => void, move: (step: 1 | -1) => void) {
+    this.search.setAttribute("aria-describedby", "search-count");
+    this.search.addEventListener("input", changed);
+    this.search.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") this.search.blur();
+    });
+    this.kind = select("kind-filter", changed, [
+      ["all", "All"],
+      ["question", "Question"],
+      ["approval", "Approval"],
+      ["review", "Review"],
+      ["form", "Form"],
+    ]);
+    this.agent = select("agent-filter", changed, [["", "All agents"], ...agents.map((id): [string, string] => [id, id])]);
+    this.sort = select("sort", changed, [
+      ["newest", "Newest first"],
+      ["oldest", "Oldest first"],
+    ]);
+    this.compact.addEventListener("click", () => {
+      this.compact.setAttribute("aria-checked", String(this.compact.getAttribute("aria-checked") !== "true"));
+      changed();
+    });
+    const labelled = (text: string, control: HTMLElement) => h("div", { class: "filter" }, h("label", { for: control.id }, text), control);
+    this.element = h(
+      "div",
+      { class: "toolbar" },
+      h("div", { class: "search", role: "search" }, labelled("Search", this.search), this.counter),
+      h("div", { class: "filters" }, labelled("Kind", this.kind), labelled("Agent", this.agent), labelled("Sort", this.sort), this.compact),
+      this.help,
+    );
+    document.addEventListener("keydown", (event) => {
+      if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+      if (event.key === "/") {
+        event.preventDefault();
+        this.search.focus();
+      } else if (event.key === "j" || event.key === "k") {
+        event.preventDefault();
+        move(event.key === "j" ? 1 : -1);
+      } else if (event.key === "?") {
+        event.preventDefault();
+        this.help.hidden = !this.help.hidden;
+      }
+    });
+  }
+
+  get newestFirst(): boolean {
+    return this.sort.value !== "oldest";
+  }
+
+  state(): Triage {
+    return {
+      agent: this.agent.value,
+      kind: this.kind.value,
+      query: this.search.value.trim().toLowerCase(),
+      compact: this.compact.getAttribute("aria-checked") === "true",
+    };
+  }
+
+  /** Shows how many waiting runs match the filters, of how many. */
+  count(matching: number, waiting: number): void {
+    const { agent, kind, query } = this.state();
+    const runs = (n: number) => (n === 1 ? "1 run" : `${n} runs`);
+    this.counter.textContent =
+      agent || kind !== "all" || query
+        ? `${matching} of ${runs(waiting)} ${matching === 1 ? "matches" : "match"}`
+        : `${runs(waiting)} ${waiting === 1 ? "waits" : "wait"} on you`;
+  }
+}
