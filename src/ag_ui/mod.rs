@@ -1,7 +1,7 @@
 //! agentd's agents for AG-UI frontends (`@ag-ui/core` 1.0): `POST
 //! /ag-ui/{agent_id}` (`/ag-ui` for the default agent) takes a
 //! `RunAgentInput` and answers with the run as a `text/event-stream` of
-//! AG-UI events; `GET /ag-ui/{agent_id}/capabilities` says what the agent
+//! AG-UI events (or their protobuf encoding, when asked for); `GET /ag-ui/{agent_id}/capabilities` says what the agent
 //! can do. Same API keys and tenants as gRPC. A suspension is an interrupt
 //! per pending call (`interrupt.rs`), answered by the next request's
 //! `resume` through Resume, all at once; a frontend tool's call ends the
@@ -14,6 +14,7 @@ mod error;
 mod events;
 mod input;
 mod interrupt;
+mod proto;
 mod run;
 mod stream;
 

@@ -7,13 +7,14 @@ use std::collections::HashSet;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap};
 use axum::response::Response;
 use axum::Extension;
 
 use super::error::{answer_message, payload_field, ApiError};
 use super::input::{self, ClientMessage, ResumeStatus, RunInput};
-use super::{interrupt, stream};
+use super::interrupt;
+use super::stream::{self, Encoding};
 use crate::domain::{PendingCall, Phase, RunRecord, Tenant};
 use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
 
@@ -44,6 +45,11 @@ async fn run(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let input = input::parse(body)?;
+    let encoding = Encoding::of(
+        headers
+            .get(header::ACCEPT)
+            .and_then(|accept| accept.to_str().ok()),
+    );
     let agent = runtime
         .agents()
         .get(&agent_id)
@@ -58,7 +64,7 @@ async fn run(
     };
     let thread_id = input.thread_id.to_string();
     if !input.resume.is_empty() {
-        return resume(&runtime, &tenant, latest, &input, trace).await;
+        return resume(&runtime, &tenant, latest, &input, trace, encoding).await;
     }
     let new = input::new_input(&input.messages, latest.is_some());
     if let Some(run) = latest.as_ref().filter(|run| waits_on_client_tools(run)) {
@@ -66,7 +72,7 @@ async fn run(
             .iter()
             .any(|message| matches!(message, ClientMessage::Tool { .. }))
         {
-            return tool_results(&runtime, &tenant, run, new, trace).await;
+            return tool_results(&runtime, &tenant, run, new, trace, encoding).await;
         }
     }
     let messages = input::turns(new);
@@ -91,7 +97,7 @@ async fn run(
         ..StartRun::default()
     };
     let run_stream = runtime.start(&tenant, start).await?;
-    Ok(stream::response(runtime, tenant, thread_id, run_stream))
+    Ok(stream::response(runtime, tenant, thread_id, run_stream, encoding))
 }
 
 fn pending_of(run: &RunRecord) -> Option<&[PendingCall]> {
@@ -112,6 +118,7 @@ async fn resume(
     latest: Option<RunRecord>,
     input: &RunInput,
     trace: Option<crate::domain::TraceContext>,
+    encoding: Encoding,
 ) -> Result<Response, ApiError> {
     let first = input.resume[0].interrupt_id.as_str();
     let Some(run) = latest else {
@@ -184,7 +191,7 @@ async fn resume(
             .cancel(tenant, run.id, "cancelled by the AG-UI client".to_owned())
             .await
             .map_err(|error| not_open(error, first))?;
-        return Ok(stream::cancelled(&thread_id, &cancelled));
+        return Ok(stream::cancelled(&thread_id, &cancelled, encoding));
     }
     let request = ResumeRun {
         run_id: run.id,
@@ -202,6 +209,7 @@ async fn resume(
         tenant.clone(),
         thread_id,
         run_stream,
+        encoding,
     ))
 }
 
@@ -213,6 +221,7 @@ async fn tool_results(
     run: &RunRecord,
     new: &[ClientMessage],
     trace: Option<crate::domain::TraceContext>,
+    encoding: Encoding,
 ) -> Result<Response, ApiError> {
     let pending = pending_of(run).unwrap_or_default();
     let mut answers = Vec::new();
@@ -268,6 +277,7 @@ async fn tool_results(
         tenant.clone(),
         thread_id,
         run_stream,
+        encoding,
     ))
 }
 

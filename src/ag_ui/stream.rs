@@ -1,5 +1,6 @@
 //! The response of a run: its events as the official encoder writes them
-//! (`data: {json}\n\n`, `text/event-stream`). A suspension ends the
+//! (`data: {json}\n\n`, `text/event-stream`), or in the protobuf encoding
+//! when the client's `Accept` asks for it (`proto.rs`). A suspension ends the
 //! stream with `RUN_FINISHED`: outcome `interrupt` with one interrupt per
 //! pending call, or `success` naming the frontend tool calls pending when
 //! the run waits on nothing else. A client that leaves drops the stream;
@@ -14,22 +15,49 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::events::{Events, Suspension};
-use super::interrupt;
+use super::{interrupt, proto};
 use crate::agent::Agent;
 use crate::domain::{Phase, RunRecord, Tenant, Timestamp, Usage};
 use crate::runtime::{RunStream, Runtime};
 
-/// One event, encoded.
-fn sse(event: &Value) -> Bytes {
-    Bytes::from(format!("data: {event}\n\n"))
+/// How events are written: as server-sent events (JSON), or in the
+/// protobuf encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    EventStream,
+    Protobuf,
 }
 
-fn event_stream(body: Body) -> Response {
+impl Encoding {
+    /// The encoding `accept` (an `Accept` header) asks for.
+    pub fn of(accept: Option<&str>) -> Self {
+        match accept {
+            Some(accept) if accept.contains(proto::MEDIA_TYPE) => Self::Protobuf,
+            _ => Self::EventStream,
+        }
+    }
+
+    fn encode(self, event: &Value) -> Bytes {
+        match self {
+            Self::EventStream => Bytes::from(format!("data: {event}\n\n")),
+            Self::Protobuf => proto::encode(event),
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Self::EventStream => "text/event-stream",
+            Self::Protobuf => proto::MEDIA_TYPE,
+        }
+    }
+}
+
+fn event_stream(encoding: Encoding, body: Body) -> Response {
     let mut response = (StatusCode::OK, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
+        HeaderValue::from_static(encoding.content_type()),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
@@ -77,7 +105,13 @@ async fn suspended(
 }
 
 /// The events of `stream`, a run of `thread_id`.
-pub fn response(runtime: Runtime, tenant: Tenant, thread_id: String, stream: RunStream) -> Response {
+pub fn response(
+    runtime: Runtime,
+    tenant: Tenant,
+    thread_id: String,
+    stream: RunStream,
+    encoding: Encoding,
+) -> Response {
     let run_id = stream.run_id;
     let events = Events::new(thread_id, run_id);
     let chunks = stream.map_events(Clone::clone);
@@ -89,17 +123,17 @@ pub fn response(runtime: Runtime, tenant: Tenant, thread_id: String, stream: Run
             if let Some(suspension) = suspension {
                 out.push(suspended(&events, &runtime, &tenant, run_id, suspension).await);
             }
-            let bytes: Vec<Bytes> = out.iter().map(sse).collect();
+            let bytes: Vec<Bytes> = out.iter().map(|event| encoding.encode(event)).collect();
             Some((bytes.concat(), (chunks, events, runtime, tenant)))
         },
     )
     .filter(|bytes| std::future::ready(!bytes.is_empty()))
     .map(|bytes| Ok::<_, std::convert::Infallible>(Bytes::from(bytes)));
-    event_stream(Body::from_stream(body))
+    event_stream(encoding, Body::from_stream(body))
 }
 
 /// The events of a run that a `cancelled` resume entry cancelled.
-pub fn cancelled(thread_id: &str, run: &RunRecord) -> Response {
+pub fn cancelled(thread_id: &str, run: &RunRecord, encoding: Encoding) -> Response {
     let events = Events::new(thread_id.to_owned(), run.id);
     let at = Timestamp::now();
     let started = json!({
@@ -110,6 +144,6 @@ pub fn cancelled(thread_id: &str, run: &RunRecord) -> Response {
         "metadata": {"agentd": {"agentId": run.agent_id, "resumed": true}},
     });
     let finished = events.run_finished(at, json!({"type": "cancelled"}), None, Usage::default());
-    let body = [sse(&started), sse(&finished)].concat();
-    event_stream(Body::from(body))
+    let body = [encoding.encode(&started), encoding.encode(&finished)].concat();
+    event_stream(encoding, Body::from(body))
 }

@@ -29,9 +29,18 @@ assert.ok(open && keyed, "AGUI_URL and AGUI_KEYED_URL name the servers");
 const stdin = createInterface({ input: process.stdin });
 const lines = stdin[Symbol.asyncIterator]();
 
-function agent(path = "/ag-ui", { base = open, key } = {}) {
+// An HttpAgent that asks for the protobuf encoding of the events.
+class ProtoAgent extends HttpAgent {
+  requestInit(input) {
+    const init = super.requestInit(input);
+    return { ...init, headers: { ...init.headers, Accept: "application/vnd.ag-ui.event+proto" } };
+  }
+}
+
+function agent(path = "/ag-ui", { base = open, key, proto = false } = {}) {
   const headers = key ? { Authorization: `Bearer ${key}` } : {};
-  return new HttpAgent({ url: `${base}${path}`, headers, threadId: randomUUID() });
+  const Agent = proto ? ProtoAgent : HttpAgent;
+  return new Agent({ url: `${base}${path}`, headers, threadId: randomUUID() });
 }
 
 // One run of `agent`: every event (each valid by @ag-ui/core's schema), and
@@ -319,6 +328,29 @@ const scenarios = {
     assert.equal(resumed.runId, runId, "the tool's result continues the same run");
     assert.equal(resumed.finished.outcome, "success");
     assert.match(resumed.finished.result, /get_weather tool returned: Sunny, 21 degrees/);
+  },
+
+  async "the protobuf encoding says what the event stream says"() {
+    const response = await fetch(`${open}/ag-ui`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/vnd.ag-ui.event+proto" },
+      body: JSON.stringify({ threadId: randomUUID(), runId: "r", messages: [{ id: "m", role: "user", content: "plain" }] }),
+    });
+    assert.equal(response.headers.get("content-type"), "application/vnd.ag-ui.event+proto");
+    await response.arrayBuffer();
+
+    const json = await say(agent(), "two questions");
+    const chat = agent("/ag-ui", { proto: true });
+    const proto = await say(chat, "two questions");
+    assert.deepEqual(types(proto.events), types(json.events));
+    assert.equal(proto.finished.outcome, "interrupt");
+    const strip = ({ expiresAt, ...interrupt }) => interrupt;
+    assert.deepEqual(proto.finished.interrupts.map(strip), json.finished.interrupts.map(strip));
+    const [name, plan] = proto.finished.interrupts;
+    const resumed = await run(chat, { resume: [resolved(name.id, "Ada"), resolved(plan.id, "Pro")] });
+    assert.equal(resumed.runId, proto.runId);
+    assert.equal(resumed.finished.result, "Thanks! You answered: Ada; Pro.");
+    assert.equal(chat.messages.at(-1).content, resumed.finished.result);
   },
 
   async "a question answered through gRPC first"() {
