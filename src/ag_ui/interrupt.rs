@@ -321,6 +321,48 @@ mod tests {
     }
 
     #[test]
+    fn an_mcp_servers_form_is_an_elicitation_interrupt() {
+        let form =
+            json!({"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]});
+        let pending = PendingCall {
+            call: ToolCall {
+                id: "call_1_1".into(),
+                name: "mcp:travel/book".into(),
+                args: Args::from(json!({})),
+            },
+            waiting: Waiting::Suspended {
+                payload: SuspendPayload::Elicitation(crate::domain::Elicitation {
+                    server: "travel".into(),
+                    message: "Book it?".into(),
+                    request: ElicitationRequest::Form {
+                        requested_schema: form.as_object().unwrap().clone(),
+                    },
+                    continuation: json!(null),
+                }),
+            },
+        };
+        let asked = interrupt(&pending, None, None);
+        assert_eq!(asked["reason"], "elicitation");
+        assert_eq!(asked["message"], "Book it?");
+        assert_eq!(asked["responseSchema"]["properties"]["content"], form);
+        assert_eq!(asked["metadata"]["elicitation"]["mode"], "form");
+        let accepted = answer(
+            &pending,
+            0,
+            Some(&json!({"action": "accept", "content": {"email": "a@b.c"}})),
+        );
+        assert!(matches!(
+            accepted.unwrap(),
+            Answer::Elicitation(ElicitationResponse {
+                action: ElicitationAction::Accept,
+                content: Some(_)
+            })
+        ));
+        let error = answer(&pending, 0, Some(&json!({"action": "maybe"}))).unwrap_err();
+        assert_eq!(error.field.as_deref(), Some("resume[0].payload.action"));
+    }
+
+    #[test]
     fn payload_shapes_are_checked_before_resume() {
         let multi = ask(SelectionMode::MultiSelect);
         assert_eq!(

@@ -35,12 +35,14 @@ pub const PATH: &str = "/ag-ui";
 /// The `/ag-ui` routes, serving `runtime`'s agents to the callers
 /// `authenticator` lets in.
 pub fn routes(runtime: Runtime, authenticator: Authenticator) -> axum::Router {
+    let max_body = runtime.limits().max_request_bytes;
     axum::Router::new()
         .route(PATH, post(run::run_default))
         .route("/ag-ui/capabilities", get(capabilities::of_default))
         .route("/ag-ui/{agent_id}", post(run::run_agent))
         .route("/ag-ui/{agent_id}/capabilities", get(capabilities::of_agent))
         .with_state(runtime)
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(authenticator, check))
 }
 
