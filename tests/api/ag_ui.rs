@@ -1,6 +1,7 @@
 //! agentd's agents for AG-UI frontends at `/ag-ui`: refusals before any
 //! event over plain HTTP (401 without a key, 400 naming the field or the
-//! interrupt, 409 for an interrupt answered through gRPC first), and the
+//! interrupt, 409 for an interrupt answered through gRPC first), a question
+//! asked over gRPC answered over AG-UI, and the
 //! official AG-UI client (`tests/ag_ui/run.mjs`: `@ag-ui/client`'s
 //! HttpAgent, `@ag-ui/core`'s schemas, ajv for each interrupt's
 //! `responseSchema`) driving every scenario of the surface, one question of
@@ -216,4 +217,37 @@ async fn the_official_ag_ui_client_drives_agentd() {
     );
     assert!(answered, "the client waited on a question answered through gRPC");
     assert!(output.contains("all scenarios passed"), "{output}");
+}
+
+#[tokio::test]
+async fn a_question_asked_over_grpc_is_answered_over_ag_ui() {
+    let server = server(None).await;
+    let mut client = server.client(None).await;
+    let stream = client
+        .stream_agent(pb::StreamAgentRequest {
+            prompt: "help me pick a plan".into(),
+            thread_id: "from-grpc".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let chunks = collect(stream.into_inner()).await.unwrap();
+    let run_id = chunks[0].run_id.clone();
+    let call = chunks
+        .iter()
+        .find_map(|chunk| match &chunk.chunk {
+            Some(pb::agent_chunk::Chunk::ToolCallSuspended(suspended)) => {
+                Some(suspended.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .expect("a question");
+    let body = json!({"threadId": "from-grpc", "runId": "r", "messages": [],
+        "resume": [{"interruptId": call, "status": "resolved", "payload": "Basic"}]});
+    let events = events(post(&server, None, &body).await).await;
+    assert_eq!(events[0]["type"], "RUN_STARTED");
+    assert_eq!(events[0]["runId"], run_id.as_str(), "the gRPC run goes on");
+    let finished = events.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "success");
+    assert_eq!(finished["result"], "Thanks! You answered: Basic.");
 }
