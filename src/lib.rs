@@ -13,6 +13,8 @@
 //!   inbox/       the web inbox's pages            webhooks/ outbound events
 //!   mcp/         the agents as MCP tools (Streamable HTTP at /mcp; a
 //!                suspended run asks the MCP client by elicitation)
+//!   ag_ui/       the agents for AG-UI frontends (POST /ag-ui/{agent};
+//!                a suspended run's questions are interrupts)
 //!              (a2a/ and webhooks/ borrow grpc/'s conversions, its tenant
 //!              check and its stream gate)
 //! runtime/     the one API every surface calls (runtime/api.rs), and
@@ -47,6 +49,7 @@
 //! front of it.
 
 mod a2a;
+mod ag_ui;
 pub mod agent;
 pub mod auth;
 #[cfg(feature = "bench")]

@@ -249,7 +249,8 @@ pub async fn serve_with(
         .add_service(web::grpc_web(reflection_v1alpha))
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
-    let pages = cards.merge(crate::inbox::routes()).merge(mcp);
+    let ag_ui = crate::ag_ui::routes(runtime.clone(), options.authenticator.clone());
+    let pages = cards.merge(crate::inbox::routes()).merge(mcp).merge(ag_ui);
     let routes = web::with_pages(grpc.routes(), pages, options.cors.as_ref());
     let serving = builder
         .add_routes(routes)

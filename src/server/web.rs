@@ -74,7 +74,7 @@ fn cors_layer(origins: &AllowedOrigins) -> CorsLayer {
     };
     CorsLayer::new()
         .allow_origin(allow)
-        .allow_methods([Method::POST])
+        .allow_methods([Method::GET, Method::POST])
         .allow_headers(ALLOWED_HEADERS)
         .expose_headers(EXPOSED_HEADERS)
         .max_age(PREFLIGHT_MAX_AGE)

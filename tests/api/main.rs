@@ -8,6 +8,7 @@ mod lifecycle;
 mod logs;
 
 mod a2a;
+mod ag_ui;
 mod approval;
 mod approval_edits;
 mod ask_user;

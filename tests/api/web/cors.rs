@@ -1,6 +1,7 @@
 //! CORS: off by default (a page from another origin gets no permission to
 //! call), and `--cors-allow-origin` allows the origins it lists (or any,
-//! with `*`), with the headers a gRPC-Web call sends and reads.
+//! with `*`), with the headers a gRPC-Web call sends and reads; the AG-UI
+//! endpoint meets the same setting.
 
 use agentd::config::AllowedOrigins;
 use agentd::pb;
@@ -39,6 +40,26 @@ fn header<'a>(response: &'a reqwest::Response, name: &str) -> Option<&'a str> {
 }
 
 #[tokio::test]
+async fn ag_ui_meets_the_same_setting() {
+    let server = server(Some(APP)).await;
+    let ask = |origin: &'static str| {
+        crate::helpers::http()
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("http://{}/ag-ui/assistant", server.addr),
+            )
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization,content-type")
+            .send()
+    };
+    let allowed = ask(APP).await.expect("an answer");
+    assert_eq!(header(&allowed, "access-control-allow-origin"), Some(APP));
+    let refused = ask(OTHER).await.expect("an answer");
+    assert_eq!(header(&refused, "access-control-allow-origin"), None);
+}
+
+#[tokio::test]
 async fn without_the_setting_no_other_origin_is_allowed() {
     let server = server(None).await;
     let answer = preflight(&server, APP).await;
@@ -52,7 +73,8 @@ async fn listed_origins_are_allowed_and_others_refused() {
     let allowed = preflight(&server, APP).await;
     assert!(allowed.status().is_success(), "{allowed:?}");
     assert_eq!(header(&allowed, "access-control-allow-origin"), Some(APP));
-    assert_eq!(header(&allowed, "access-control-allow-methods"), Some("POST"));
+    // POST for calls; GET for the AG-UI capabilities, read with a key.
+    assert_eq!(header(&allowed, "access-control-allow-methods"), Some("GET,POST"));
     let headers = header(&allowed, "access-control-allow-headers").expect("allowed headers");
     for name in [
         "authorization",

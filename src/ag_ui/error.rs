@@ -1,0 +1,180 @@
+//! A request refused before any event: an HTTP status with the JSON body
+//! `{"error": {"code", "message", "field", "interruptId"}}` (the last two
+//! where they apply). Every runtime error maps here, in one place.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+
+use crate::domain::AnswerError;
+use crate::runtime::RuntimeError;
+
+/// A refusal, as the client reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+    pub interrupt_id: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            interrupt_id: None,
+        }
+    }
+
+    /// A body that is not a valid `RunAgentInput`: `field` (empty: the
+    /// body as a whole) and what is wrong with it.
+    pub fn invalid_body(field: String, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        let message = if field.is_empty() {
+            reason
+        } else {
+            format!("{field} {reason}")
+        };
+        Self {
+            field: (!field.is_empty()).then_some(field),
+            ..Self::new(StatusCode::BAD_REQUEST, "invalid_body", message)
+        }
+    }
+
+    /// An answer that does not fit its interrupt.
+    pub fn invalid_answer(interrupt_id: &str, field: String, message: impl Into<String>) -> Self {
+        Self {
+            field: Some(field),
+            interrupt_id: Some(interrupt_id.to_owned()),
+            ..Self::new(StatusCode::BAD_REQUEST, "invalid_answer", message)
+        }
+    }
+
+    /// An interrupt that is no longer open.
+    pub fn not_open(interrupt_id: Option<&str>, message: impl Into<String>) -> Self {
+        Self {
+            interrupt_id: interrupt_id.map(str::to_owned),
+            ..Self::new(StatusCode::CONFLICT, "interrupt_not_open", message)
+        }
+    }
+
+    pub fn with_interrupt(mut self, interrupt_id: &str) -> Self {
+        self.interrupt_id.get_or_insert_with(|| interrupt_id.to_owned());
+        self
+    }
+}
+
+/// Where in a resume entry's payload `error` (named as agentd.v1 names
+/// it: `text`, `selections.labels`, `approval.edited_args`,
+/// `elicitation.content.email`) lies: `resume[i].payload...`.
+pub fn payload_field(entry: usize, error: &AnswerError) -> String {
+    let field = error
+        .violations
+        .first()
+        .map_or(error.field, |(field, _)| field.as_str());
+    let rest = field.split_once('.').map_or("", |(_, rest)| rest);
+    let rest = match rest {
+        "labels" | "" => String::new(),
+        "edited_args" => ".editedArgs".to_owned(),
+        rest => format!(".{rest}"),
+    };
+    format!("resume[{entry}].payload{rest}")
+}
+
+/// What a refused answer says, with the labels that would do.
+pub fn answer_message(error: &AnswerError) -> String {
+    let mut message = error.reason.clone();
+    for (field, violation) in &error.violations {
+        message.push_str(&format!("; {field}: {violation}"));
+    }
+    if !error.valid_labels.is_empty() {
+        message.push_str(&format!(" (valid: {})", error.valid_labels.join(", ")));
+    }
+    message
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(error: RuntimeError) -> Self {
+        use StatusCode as S;
+        let message = error.to_string();
+        let (status, code) = match &error {
+            RuntimeError::AgentNotFound(_) | RuntimeError::ToolNotFound { .. } => (S::NOT_FOUND, "not_found"),
+            RuntimeError::RunNotFound | RuntimeError::ThreadNotFound => (S::NOT_FOUND, "not_found"),
+            RuntimeError::InvalidRequest { field, .. } => {
+                return Self {
+                    field: Some((*field).to_owned()),
+                    ..Self::new(S::BAD_REQUEST, "invalid_body", message)
+                }
+            }
+            RuntimeError::InvalidRunTool(_) => {
+                return Self {
+                    field: Some("tools".to_owned()),
+                    ..Self::new(S::BAD_REQUEST, "invalid_body", message)
+                }
+            }
+            RuntimeError::LimitExceeded(_) => (S::BAD_REQUEST, "limit_exceeded"),
+            RuntimeError::InvalidAnswer(_) | RuntimeError::ToolCallAmbiguous { .. } => {
+                (S::BAD_REQUEST, "invalid_answer")
+            }
+            RuntimeError::MalformedCursor(_)
+            | RuntimeError::UnknownCursor(_)
+            | RuntimeError::CursorExpired { .. } => (S::BAD_REQUEST, "invalid_body"),
+            RuntimeError::TooManyRuns { .. } => (S::TOO_MANY_REQUESTS, "too_many_runs"),
+            RuntimeError::NotSuspended(_)
+            | RuntimeError::ToolCallNotPending { .. }
+            | RuntimeError::ResumeConflict => (S::CONFLICT, "interrupt_not_open"),
+            RuntimeError::ThreadBusy { .. } | RuntimeError::NotAutoResumable { .. } => {
+                (S::CONFLICT, "thread_busy")
+            }
+            RuntimeError::DuplicateRequest(_)
+            | RuntimeError::RequestIdReused(_)
+            | RuntimeError::NotCancellable(_)
+            | RuntimeError::AgentGone(_)
+            | RuntimeError::WrongPhase(_) => (S::CONFLICT, "conflict"),
+            RuntimeError::Busy | RuntimeError::Store(_) => (S::SERVICE_UNAVAILABLE, "unavailable"),
+        };
+        Self::new(status, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = Map::new();
+        error.insert("code".into(), json!(self.code));
+        error.insert("message".into(), json!(self.message));
+        if let Some(field) = self.field {
+            error.insert("field".into(), json!(field));
+        }
+        if let Some(id) = self.interrupt_id {
+            error.insert("interruptId".into(), json!(id));
+        }
+        let body = json!({ "error": Value::Object(error) });
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_fields_follow_the_answer_field() {
+        let error = AnswerError::new("selections.labels", "no such label");
+        assert_eq!(payload_field(1, &error), "resume[1].payload");
+        let error = AnswerError::new("approval.edited_args", "not an object");
+        assert_eq!(payload_field(0, &error), "resume[0].payload.editedArgs");
+        let mut error = AnswerError::new("elicitation.content", "invalid");
+        error.violations = vec![("elicitation.content.email".into(), "required".into())];
+        assert_eq!(payload_field(2, &error), "resume[2].payload.content.email");
+    }
+}

@@ -1,0 +1,314 @@
+//! `POST /ag-ui/{agent_id}`: a request starts a run on its thread, or
+//! continues the thread's suspended run: `resume` entries answer its
+//! interrupts, `tool` messages its frontend tools' calls. Refusals come
+//! before any event; then the run streams as AG-UI events (`stream.rs`).
+
+use std::collections::HashSet;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
+use axum::Extension;
+
+use super::error::{answer_message, payload_field, ApiError};
+use super::input::{self, ClientMessage, ResumeStatus, RunInput};
+use super::interrupt;
+use super::stream::{self, Encoding};
+use crate::domain::{PendingCall, Phase, RunRecord, Tenant};
+use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
+
+pub async fn run_default(
+    State(runtime): State<Runtime>,
+    Extension(tenant): Extension<Tenant>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run(runtime, tenant, String::new(), &headers, &body).await
+}
+
+pub async fn run_agent(
+    State(runtime): State<Runtime>,
+    Extension(tenant): Extension<Tenant>,
+    Path(agent_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run(runtime, tenant, agent_id, &headers, &body).await
+}
+
+async fn run(
+    runtime: Runtime,
+    tenant: Tenant,
+    agent_id: String,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let input = input::parse(body)?;
+    let encoding = Encoding::of(
+        headers
+            .get(header::ACCEPT)
+            .and_then(|accept| accept.to_str().ok()),
+    );
+    let agent = runtime
+        .agents()
+        .get(&agent_id)
+        .ok_or_else(|| RuntimeError::AgentNotFound(agent_id.clone()))?
+        .clone();
+    let trace =
+        crate::grpc::convert::trace_context(&tonic::metadata::MetadataMap::from_headers(headers.clone()));
+    let latest = match runtime.get_thread(&tenant, &input.thread_id).await {
+        Ok(view) => view.runs.into_iter().last(),
+        Err(RuntimeError::ThreadNotFound) => None,
+        Err(error) => return Err(error.into()),
+    };
+    let thread_id = input.thread_id.to_string();
+    if !input.resume.is_empty() {
+        return resume(&runtime, &tenant, latest, &input, trace, encoding).await;
+    }
+    let new = input::new_input(&input.messages, latest.is_some());
+    if let Some(run) = latest.as_ref().filter(|run| waits_on_client_tools(run)) {
+        if new
+            .iter()
+            .any(|message| matches!(message, ClientMessage::Tool { .. }))
+        {
+            return tool_results(&runtime, &tenant, run, new, trace, encoding).await;
+        }
+    }
+    let messages = input::turns(new);
+    if !messages
+        .iter()
+        .any(|message| matches!(message, crate::domain::Message::User { .. }))
+    {
+        return Err(ApiError::invalid_body(
+            "messages".to_owned(),
+            "has no new user message after the thread's history",
+        ));
+    }
+    let start = StartRun {
+        agent_id: agent.id.clone(),
+        messages,
+        tools: input.tools.clone(),
+        thread_id: Some(input.thread_id.clone()),
+        // The client's own id for the run, kept for its logs; the events
+        // carry agentd's.
+        metadata: [("ag_ui_run_id".to_owned(), input.client_run_id.clone())].into(),
+        trace,
+        ..StartRun::default()
+    };
+    let run_stream = runtime.start(&tenant, start).await?;
+    Ok(stream::response(runtime, tenant, thread_id, run_stream, encoding))
+}
+
+fn pending_of(run: &RunRecord) -> Option<&[PendingCall]> {
+    match run.phase() {
+        Phase::Suspended { pending, .. } => Some(pending),
+        _ => None,
+    }
+}
+
+fn waits_on_client_tools(run: &RunRecord) -> bool {
+    pending_of(run).is_some_and(|pending| pending.iter().all(interrupt::is_client_tool))
+}
+
+/// Answers the thread's suspended run with every resume entry at once.
+async fn resume(
+    runtime: &Runtime,
+    tenant: &Tenant,
+    latest: Option<RunRecord>,
+    input: &RunInput,
+    trace: Option<crate::domain::TraceContext>,
+    encoding: Encoding,
+) -> Result<Response, ApiError> {
+    let first = input.resume[0].interrupt_id.as_str();
+    let Some(run) = latest else {
+        return Err(ApiError {
+            interrupt_id: Some(first.to_owned()),
+            ..ApiError::from(RuntimeError::ThreadNotFound)
+        });
+    };
+    let Some(pending) = pending_of(&run) else {
+        return Err(ApiError::not_open(
+            Some(first),
+            format!(
+                "interrupt {first} is no longer open: run {} is {}",
+                run.id,
+                run.status()
+            ),
+        ));
+    };
+    let mut seen = HashSet::new();
+    let mut answers = Vec::new();
+    let mut entries = Vec::new();
+    let mut cancel = false;
+    for (index, entry) in input.resume.iter().enumerate() {
+        let id = entry.interrupt_id.as_str();
+        if !seen.insert(id) {
+            return Err(ApiError::invalid_body(
+                format!("resume[{index}].interruptId"),
+                format!("answers interrupt {id} a second time"),
+            )
+            .with_interrupt(id));
+        }
+        let Some(call) = pending.iter().find(|call| call.call.id == id) else {
+            let open: Vec<&str> = pending.iter().map(|call| call.call.id.as_str()).collect();
+            return Err(ApiError::not_open(
+                Some(id),
+                format!(
+                    "interrupt {id} is not open: run {} waits on {}",
+                    run.id,
+                    open.join(", ")
+                ),
+            ));
+        };
+        let answer = match &entry.status {
+            ResumeStatus::Resolved(payload) => interrupt::answer(call, index, payload.as_ref())?,
+            ResumeStatus::Cancelled => match interrupt::cancelled(call) {
+                Some(answer) => answer,
+                None => {
+                    cancel = true;
+                    continue;
+                }
+            },
+        };
+        entries.push(index);
+        answers.push(CallAnswer {
+            tool_call_id: Some(id.to_owned()),
+            answer,
+        });
+    }
+    if let Some(open) = pending.iter().find(|call| !seen.contains(call.call.id.as_str())) {
+        let id = open.call.id.as_str();
+        return Err(ApiError::invalid_body(
+            "resume".to_owned(),
+            format!("has no entry for open interrupt {id}: every open interrupt is answered at once"),
+        )
+        .with_interrupt(id));
+    }
+    let thread_id = input.thread_id.to_string();
+    if cancel {
+        let cancelled = runtime
+            .cancel(tenant, run.id, "cancelled by the AG-UI client".to_owned())
+            .await
+            .map_err(|error| not_open(error, first))?;
+        return Ok(stream::cancelled(&thread_id, &cancelled, encoding));
+    }
+    let request = ResumeRun {
+        run_id: run.id,
+        answers,
+        request_id: None,
+        trace,
+    };
+    let run_stream = runtime.resume(tenant, request).await.map_err(|error| {
+        refused(error, &input.resume, &entries, |entry, error| {
+            payload_field(entry, error)
+        })
+    })?;
+    Ok(stream::response(
+        runtime.clone(),
+        tenant.clone(),
+        thread_id,
+        run_stream,
+        encoding,
+    ))
+}
+
+/// Answers the frontend tool calls the thread's run waits on with the
+/// client's `tool` messages.
+async fn tool_results(
+    runtime: &Runtime,
+    tenant: &Tenant,
+    run: &RunRecord,
+    new: &[ClientMessage],
+    trace: Option<crate::domain::TraceContext>,
+    encoding: Encoding,
+) -> Result<Response, ApiError> {
+    let pending = pending_of(run).unwrap_or_default();
+    let mut answers = Vec::new();
+    for call in pending {
+        let id = call.call.id.as_str();
+        let result = new.iter().find_map(|message| match message {
+            ClientMessage::Tool {
+                tool_call_id,
+                content,
+                is_error,
+            } if tool_call_id == id => Some(interrupt::tool_result(content, *is_error)),
+            _ => None,
+        });
+        let Some(answer) = result else {
+            return Err(ApiError::invalid_body(
+                "messages".to_owned(),
+                format!(
+                    "has no tool message with toolCallId {id}: every pending tool call is answered at once"
+                ),
+            )
+            .with_interrupt(id));
+        };
+        answers.push(CallAnswer {
+            tool_call_id: Some(id.to_owned()),
+            answer,
+        });
+    }
+    let thread_id = run
+        .thread
+        .as_ref()
+        .map(|link| link.id.to_string())
+        .unwrap_or_default();
+    let request = ResumeRun {
+        run_id: run.id,
+        answers,
+        request_id: None,
+        trace,
+    };
+    let ids: Vec<String> = pending.iter().map(|call| call.call.id.clone()).collect();
+    let run_stream = runtime
+        .resume(tenant, request)
+        .await
+        .map_err(|error| match error {
+            RuntimeError::InvalidAnswer(answer) => {
+                let position = answer.of.as_ref().map_or(0, |(position, _)| *position);
+                let id = ids.get(position).map_or("", String::as_str);
+                ApiError::invalid_answer(id, "messages".to_owned(), answer_message(&answer))
+            }
+            other => not_open(other, ids.first().map_or("", String::as_str)),
+        })?;
+    Ok(stream::response(
+        runtime.clone(),
+        tenant.clone(),
+        thread_id,
+        run_stream,
+        encoding,
+    ))
+}
+
+/// A refused Resume, naming the entry and interrupt at fault.
+fn refused(
+    error: RuntimeError,
+    resume: &[input::ResumeEntry],
+    entries: &[usize],
+    field: impl Fn(usize, &crate::domain::AnswerError) -> String,
+) -> ApiError {
+    match error {
+        RuntimeError::InvalidAnswer(answer) => {
+            let position = answer.of.as_ref().map_or(0, |(position, _)| *position);
+            let entry = entries.get(position).copied().unwrap_or_default();
+            let id = resume.get(entry).map_or("", |entry| entry.interrupt_id.as_str());
+            ApiError::invalid_answer(id, field(entry, &answer), answer_message(&answer))
+        }
+        other => not_open(
+            other,
+            resume.first().map_or("", |entry| entry.interrupt_id.as_str()),
+        ),
+    }
+}
+
+/// A runtime error, naming `interrupt_id` when the interrupt is no longer
+/// open.
+fn not_open(error: RuntimeError, interrupt_id: &str) -> ApiError {
+    let error = ApiError::from(error);
+    if error.status == axum::http::StatusCode::CONFLICT {
+        error.with_interrupt(interrupt_id)
+    } else {
+        error
+    }
+}

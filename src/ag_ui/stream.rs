@@ -1,0 +1,149 @@
+//! The response of a run: its events as the official encoder writes them
+//! (`data: {json}\n\n`, `text/event-stream`), or in the protobuf encoding
+//! when the client's `Accept` asks for it (`proto.rs`). A suspension ends the
+//! stream with `RUN_FINISHED`: outcome `interrupt` with one interrupt per
+//! pending call, or `success` naming the frontend tool calls pending when
+//! the run waits on nothing else. A client that leaves drops the stream;
+//! the run goes on.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use super::events::{Events, Suspension};
+use super::{interrupt, proto};
+use crate::agent::Agent;
+use crate::domain::{Phase, RunRecord, Tenant, Timestamp, Usage};
+use crate::runtime::{RunStream, Runtime};
+
+/// How events are written: as server-sent events (JSON), or in the
+/// protobuf encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    EventStream,
+    Protobuf,
+}
+
+impl Encoding {
+    /// The encoding `accept` (an `Accept` header) asks for.
+    pub fn of(accept: Option<&str>) -> Self {
+        match accept {
+            Some(accept) if accept.contains(proto::MEDIA_TYPE) => Self::Protobuf,
+            _ => Self::EventStream,
+        }
+    }
+
+    fn encode(self, event: &Value) -> Bytes {
+        match self {
+            Self::EventStream => Bytes::from(format!("data: {event}\n\n")),
+            Self::Protobuf => proto::encode(event),
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Self::EventStream => "text/event-stream",
+            Self::Protobuf => proto::MEDIA_TYPE,
+        }
+    }
+}
+
+fn event_stream(encoding: Encoding, body: Body) -> Response {
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(encoding.content_type()),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// The `RUN_FINISHED` of a stream that ended suspended.
+async fn suspended(
+    events: &Events,
+    runtime: &Runtime,
+    tenant: &Tenant,
+    run_id: crate::domain::RunId,
+    suspension: Suspension,
+) -> Value {
+    let stored = runtime.get_run(tenant, run_id).await.ok();
+    let agent: Option<Arc<Agent>> = stored
+        .as_ref()
+        .and_then(|run| runtime.agents().get(&run.agent_id).cloned());
+    let (mut pending, mut expires_at) = (suspension.pending, suspension.expires_at);
+    if let Some(Phase::Suspended {
+        pending: now,
+        expires_at: at,
+    }) = stored.as_ref().map(RunRecord::phase)
+    {
+        expires_at = Some(*at);
+        if pending.is_empty() {
+            pending = now.to_vec();
+        }
+    }
+    let at = Timestamp::now();
+    if !pending.is_empty() && pending.iter().all(interrupt::is_client_tool) {
+        let ids: Vec<&str> = pending.iter().map(|call| call.call.id.as_str()).collect();
+        let outcome = json!({"type": "success", "pendingToolCallIds": ids});
+        return events.run_finished(at, outcome, None, suspension.usage);
+    }
+    let interrupts: Vec<Value> = pending
+        .iter()
+        .map(|call| interrupt::interrupt(call, agent.as_deref(), expires_at))
+        .collect();
+    events.run_finished(
+        at,
+        json!({"type": "interrupt", "interrupts": interrupts}),
+        None,
+        suspension.usage,
+    )
+}
+
+/// The events of `stream`, a run of `thread_id`.
+pub fn response(
+    runtime: Runtime,
+    tenant: Tenant,
+    thread_id: String,
+    stream: RunStream,
+    encoding: Encoding,
+) -> Response {
+    let run_id = stream.run_id;
+    let events = Events::new(thread_id, run_id);
+    let chunks = stream.map_events(Clone::clone);
+    let body = futures_util::stream::unfold(
+        (chunks, events, runtime, tenant),
+        move |(mut chunks, mut events, runtime, tenant)| async move {
+            let event = chunks.next().await?;
+            let (mut out, suspension) = events.of(&event);
+            if let Some(suspension) = suspension {
+                out.push(suspended(&events, &runtime, &tenant, run_id, suspension).await);
+            }
+            let bytes: Vec<Bytes> = out.iter().map(|event| encoding.encode(event)).collect();
+            Some((bytes.concat(), (chunks, events, runtime, tenant)))
+        },
+    )
+    .filter(|bytes| std::future::ready(!bytes.is_empty()))
+    .map(|bytes| Ok::<_, std::convert::Infallible>(Bytes::from(bytes)));
+    event_stream(encoding, Body::from_stream(body))
+}
+
+/// The events of a run that a `cancelled` resume entry cancelled.
+pub fn cancelled(thread_id: &str, run: &RunRecord, encoding: Encoding) -> Response {
+    let events = Events::new(thread_id.to_owned(), run.id);
+    let at = Timestamp::now();
+    let started = json!({
+        "type": "RUN_STARTED",
+        "timestamp": at.0 / 1000,
+        "threadId": thread_id,
+        "runId": run.id.to_string(),
+        "metadata": {"agentd": {"agentId": run.agent_id, "resumed": true}},
+    });
+    let finished = events.run_finished(at, json!({"type": "cancelled"}), None, Usage::default());
+    let body = [encoding.encode(&started), encoding.encode(&finished)].concat();
+    event_stream(encoding, Body::from(body))
+}

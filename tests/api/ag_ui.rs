@@ -1,0 +1,253 @@
+//! agentd's agents for AG-UI frontends at `/ag-ui`: refusals before any
+//! event over plain HTTP (401 without a key, 400 naming the field or the
+//! interrupt, 409 for an interrupt answered through gRPC first), a question
+//! asked over gRPC answered over AG-UI, and the
+//! official AG-UI client (`tests/ag_ui/run.mjs`: `@ag-ui/client`'s
+//! HttpAgent, `@ag-ui/core`'s schemas, ajv for each interrupt's
+//! `responseSchema`) driving every scenario of the surface, one question of
+//! which this test answers through gRPC while the client waits.
+
+use std::process::Stdio;
+
+use agentd::agent::{AgentSpec, ToolEntry};
+use agentd::pb;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+use crate::helpers::{collect, http, resume_request};
+use crate::security::auth::{ACME_KEY, GLOBEX_KEY};
+use crate::security::server::{write_file, SecureServer};
+
+/// The folder of `tests/ag_ui` with its packages installed (`npm ci`;
+/// `.ci/run` does it).
+const CLIENT: &str = "AGENTD_TEST_AG_UI";
+
+/// A server with the agents the scenarios use: `assistant` (the default:
+/// ask_user, human_review) and `careful` (human_review needs approval);
+/// with `keys`, only those tenants' keys are let in.
+async fn server(keys: Option<&str>) -> SecureServer {
+    let keys = keys.map(str::to_owned);
+    SecureServer::start(move |dir, settings| {
+        let mut assistant = AgentSpec::assistant();
+        assistant.tools = vec![ToolEntry::name("ask_user"), ToolEntry::name("human_review")];
+        let mut careful = AgentSpec::assistant();
+        careful.id = "careful".into();
+        careful.default = false;
+        careful.tools = vec![
+            ToolEntry::name("ask_user"),
+            ToolEntry::with_approval("human_review"),
+        ];
+        settings.agents = vec![assistant, careful];
+        if let Some(keys) = keys {
+            settings.auth.api_keys_file = Some(write_file(dir, "api.keys", &keys));
+        }
+    })
+    .await
+}
+
+async fn post(server: &SecureServer, key: Option<&str>, body: &Value) -> reqwest::Response {
+    let mut request = http()
+        .post(format!("http://{}/ag-ui", server.addr))
+        .header("accept", "text/event-stream")
+        .json(body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    request.send().await.expect("POST /ag-ui")
+}
+
+/// The events of an event stream.
+async fn events(response: reqwest::Response) -> Vec<Value> {
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.expect("the stream");
+    text.split("\n\n")
+        .filter(|frame| !frame.is_empty())
+        .map(|frame| {
+            let data = frame.strip_prefix("data: ").expect("a data frame");
+            serde_json::from_str(data).expect("an event")
+        })
+        .collect()
+}
+
+/// A refusal's status and its `error` object.
+async fn refusal(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body: Value = response.json().await.expect("a JSON error");
+    (status, body["error"].clone())
+}
+
+fn input(thread: &str, text: &str) -> Value {
+    json!({"threadId": thread, "runId": "r", "messages": [{"id": "m", "role": "user", "content": text}]})
+}
+
+#[tokio::test]
+async fn refusals_come_before_any_event() {
+    let keyed = server(Some(&format!("acme:{ACME_KEY}\n"))).await;
+    let (status, error) = refusal(post(&keyed, None, &input("t", "plain hello")).await).await;
+    assert_eq!((status, error["code"].as_str()), (401, Some("unauthenticated")));
+    let (status, _) = refusal(post(&keyed, Some("not-a-key"), &input("t", "plain")).await).await;
+    assert_eq!(status, 401);
+
+    let body =
+        json!({"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": 3}]});
+    let (status, error) = refusal(post(&keyed, Some(ACME_KEY), &body).await).await;
+    assert_eq!(status, 400);
+    assert_eq!(error["field"], "messages[0].content");
+    let (status, error) =
+        refusal(post(&keyed, Some(ACME_KEY), &json!({"runId": "r", "messages": []})).await).await;
+    assert_eq!((status, error["field"].as_str()), (400, Some("threadId")));
+
+    let unknown = http()
+        .get(format!("http://{}/ag-ui/nobody/capabilities", keyed.addr))
+        .bearer_auth(ACME_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}
+
+#[tokio::test]
+async fn a_bad_answer_changes_nothing_and_a_question_answered_elsewhere_is_409() {
+    let server = server(None).await;
+    let asked = events(post(&server, None, &input("plans", "help me pick a plan")).await).await;
+    let finished = asked.last().unwrap();
+    assert_eq!(finished["type"], "RUN_FINISHED");
+    assert_eq!(finished["outcome"]["type"], "interrupt");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    let id = interrupt["id"].as_str().unwrap().to_owned();
+    let run_id = finished["runId"].as_str().unwrap().to_owned();
+    let resume = |payload: Value| {
+        json!({"threadId": "plans", "runId": "r2", "messages": [],
+            "resume": [{"interruptId": id, "status": "resolved", "payload": payload}]})
+    };
+
+    let (status, error) = refusal(post(&server, None, &resume(json!("Gold"))).await).await;
+    assert_eq!(status, 400);
+    assert_eq!(error["interruptId"], id.as_str());
+    assert_eq!(error["field"], "resume[0].payload");
+    let mut client = server.client(None).await;
+    let run = client
+        .get_run(pb::GetRunRequest {
+            run_id: run_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(run.status(), pb::RunStatus::Suspended, "the run is unchanged");
+
+    let answered = client
+        .resume(resume_request(
+            &run_id,
+            &id,
+            pb::resume_request::Answer::Text("Pro".into()),
+        ))
+        .await
+        .unwrap();
+    collect(answered.into_inner()).await.unwrap();
+    let (status, error) = refusal(post(&server, None, &resume(json!("Basic"))).await).await;
+    assert_eq!(status, 409);
+    assert_eq!(error["interruptId"], id.as_str());
+    assert!(
+        error["message"].as_str().unwrap().contains("completed"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs Node with tests/ag_ui's packages: set AGENTD_TEST_AG_UI; .ci/run runs it"]
+async fn the_official_ag_ui_client_drives_agentd() {
+    let folder = std::env::var(CLIENT)
+        .unwrap_or_else(|_| panic!("{CLIENT} names tests/ag_ui with its packages installed (npm ci)"));
+    let open = server(None).await;
+    let keyed = server(Some(&format!("acme:{ACME_KEY}\nglobex:{GLOBEX_KEY}\n"))).await;
+    let mut child = Command::new("node")
+        .arg("run.mjs")
+        .current_dir(&folder)
+        .env("AGUI_URL", format!("http://{}", open.addr))
+        .env("AGUI_KEYED_URL", format!("http://{}", keyed.addr))
+        .env("ACME_KEY", ACME_KEY)
+        .env("GLOBEX_KEY", GLOBEX_KEY)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start node");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    // The client logs each refused request; kept for a failure's report.
+    let mut stderr = child.stderr.take().expect("stderr");
+    let logged = tokio::spawn(async move {
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text)
+            .await
+            .ok();
+        text
+    });
+    let mut output = String::new();
+    let mut answered = false;
+    while let Some(line) = lines.next_line().await.expect("read the client") {
+        output.push_str(&line);
+        output.push('\n');
+        if let Some(run_id) = line.strip_prefix("waiting run: ") {
+            // The client waits to resume; the question is answered here.
+            let mut client = open.client(None).await;
+            let stream = client
+                .resume(resume_request(
+                    run_id,
+                    "",
+                    pb::resume_request::Answer::Text("Enterprise".into()),
+                ))
+                .await
+                .expect("answered through gRPC");
+            collect(stream.into_inner()).await.expect("the continuation");
+            stdin.write_all(b"answered\n").await.expect("tell the client");
+            answered = true;
+        }
+    }
+    let status = child.wait().await.expect("node ran");
+    let logged = logged.await.unwrap_or_default();
+    println!("{output}");
+    assert!(
+        status.success(),
+        "the AG-UI client's scenarios failed:\n{output}\n--- its log:\n{logged}"
+    );
+    assert!(answered, "the client waited on a question answered through gRPC");
+    assert!(output.contains("all scenarios passed"), "{output}");
+}
+
+#[tokio::test]
+async fn a_question_asked_over_grpc_is_answered_over_ag_ui() {
+    let server = server(None).await;
+    let mut client = server.client(None).await;
+    let stream = client
+        .stream_agent(pb::StreamAgentRequest {
+            prompt: "help me pick a plan".into(),
+            thread_id: "from-grpc".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let chunks = collect(stream.into_inner()).await.unwrap();
+    let run_id = chunks[0].run_id.clone();
+    let call = chunks
+        .iter()
+        .find_map(|chunk| match &chunk.chunk {
+            Some(pb::agent_chunk::Chunk::ToolCallSuspended(suspended)) => {
+                Some(suspended.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .expect("a question");
+    let body = json!({"threadId": "from-grpc", "runId": "r", "messages": [],
+        "resume": [{"interruptId": call, "status": "resolved", "payload": "Basic"}]});
+    let events = events(post(&server, None, &body).await).await;
+    assert_eq!(events[0]["type"], "RUN_STARTED");
+    assert_eq!(events[0]["runId"], run_id.as_str(), "the gRPC run goes on");
+    let finished = events.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "success");
+    assert_eq!(finished["result"], "Thanks! You answered: Basic.");
+}
