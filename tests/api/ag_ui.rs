@@ -251,3 +251,63 @@ async fn a_question_asked_over_grpc_is_answered_over_ag_ui() {
     assert_eq!(finished["outcome"]["type"], "success");
     assert_eq!(finished["result"], "Thanks! You answered: Basic.");
 }
+
+/// An MCP server's request for input is an interrupt of reason
+/// `elicitation` whose `responseSchema` is `{action, content}`, content
+/// the server's form; the resume's payload goes back to the server as
+/// given, and content that breaks the form is refused before any event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn an_mcp_servers_request_for_input_is_an_elicitation_interrupt() {
+    let config = crate::user_tools::elicitation::stdio("auto");
+    let server = SecureServer::start(move |dir, settings| {
+        let configured = crate::user_tools::settings_with(
+            dir,
+            vec![crate::user_tools::agent_with("travel", &["mcp:travel"])],
+            &config,
+        );
+        settings.agents = configured.agents;
+        settings.mcp_servers = configured.mcp_servers;
+    })
+    .await;
+    let asked = events(
+        post(
+            &server,
+            None,
+            &input("trip", r#"call book {"destination": "Lisbon"}"#),
+        )
+        .await,
+    )
+    .await;
+    let finished = asked.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{finished}");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "elicitation");
+    assert_eq!(interrupt["message"], "Book a stay in Lisbon?");
+    let form = &interrupt["responseSchema"]["properties"]["content"];
+    assert_eq!(form["properties"]["nights"]["type"], "integer", "{interrupt}");
+    assert_eq!(interrupt["metadata"]["elicitation"]["server"], "travel");
+    let id = interrupt["id"].as_str().unwrap().to_owned();
+    let resume = |payload: Value| {
+        json!({"threadId": "trip", "runId": "r2", "messages": [],
+            "resume": [{"interruptId": id, "status": "resolved", "payload": payload}]})
+    };
+
+    let accept = |content: Value| json!({"action": "accept", "content": content});
+    let bad = accept(json!({"email": "ana@example.com", "nights": 0}));
+    let (status, error) = refusal(post(&server, None, &resume(bad)).await).await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(error["interruptId"], id.as_str());
+    assert!(error["message"].as_str().unwrap().contains("nights"), "{error}");
+
+    let given = accept(json!({"email": "ana@example.com", "nights": 3}));
+    let continued = events(post(&server, None, &resume(given)).await).await;
+    let result = continued
+        .iter()
+        .find(|event| event["type"] == "TOOL_CALL_RESULT")
+        .expect("the tool's result");
+    let content = result["content"].as_str().unwrap();
+    assert!(content.starts_with("booked Lisbon: "), "{content}");
+    assert!(content.contains("\"nights\": 3"), "{content}");
+    assert_eq!(continued.last().unwrap()["outcome"]["type"], "success");
+}
