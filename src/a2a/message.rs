@@ -6,7 +6,7 @@
 use a2a_pb::proto::{part, Message, Part};
 use serde_json::Value;
 
-use crate::domain::{Answer, ElicitationAction, ElicitationResponse, Message as Turn, RunId, ThreadId};
+use crate::domain::{Answer, ElicitationResponse, Message as Turn, RunId, ThreadId};
 use crate::grpc::convert::{invalid, value_to_json};
 use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
 
@@ -143,23 +143,9 @@ fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
         return Ok(Answer::Data(value.clone()));
     }
     if let Some(response) = data.get("elicitation") {
-        let action = match response.get("action").and_then(Value::as_str) {
-            Some("accept") => ElicitationAction::Accept,
-            Some("decline") => ElicitationAction::Decline,
-            Some("cancel") => ElicitationAction::Cancel,
-            _ => {
-                return Err(invalid(
-                    field,
-                    "elicitation.action must be \"accept\", \"decline\" or \"cancel\"",
-                ))
-            }
-        };
-        let content = match response.get("content") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(content)) => Some(content.clone()),
-            Some(_) => return Err(invalid(field, "elicitation.content must be an object")),
-        };
-        return Ok(Answer::Elicitation(ElicitationResponse { action, content }));
+        return ElicitationResponse::from_json(response)
+            .map(Answer::Elicitation)
+            .map_err(|(key, why)| invalid(field, format!("elicitation.{key} {why}")));
     }
     if let Some(text) = data.get("text").and_then(Value::as_str) {
         return Ok(Answer::Text(text.to_owned()));

@@ -7,8 +7,7 @@ use a2a_pb::proto::{self, part, Artifact, Message, Part, Role, Task, TaskState, 
 use serde_json::{json, Value};
 
 use crate::domain::{
-    Chunk, ElicitationRequest, Message as Turn, PendingCall, Phase, RunRecord, RunStatus, SuspendPayload,
-    Timestamp, Waiting,
+    Chunk, Message as Turn, PendingCall, Phase, RunRecord, RunStatus, SuspendPayload, Timestamp, Waiting,
 };
 use crate::grpc::convert::{json_to_struct, json_to_value, timestamp};
 
@@ -73,50 +72,12 @@ fn agent_message(run: &RunRecord, id: String, parts: Vec<Part>) -> Message {
 }
 
 /// The typed question of one pending call (`askUser`, `approval`, or the
-/// tool's own payload as `data`), with the call's id.
+/// tool's own payload: see [`PendingCall::question_json`]), with the
+/// call's id.
 pub fn question_data(pending: &PendingCall) -> Value {
-    let id = pending.call.id.as_str();
-    match &pending.waiting {
-        Waiting::Approval => json!({
-            "approval": {"toolName": pending.call.name, "args": pending.call.args},
-            "toolCallId": id,
-        }),
-        Waiting::Suspended { payload } => match payload {
-            SuspendPayload::AskUser(ask) => json!({
-                "askUser": {
-                    "question": ask.question,
-                    "options": ask.options.iter().map(|option| json!({
-                        "label": option.label,
-                        "description": option.description,
-                    })).collect::<Vec<_>>(),
-                    "selectionMode": ask.selection_mode.as_str(),
-                },
-                "toolCallId": id,
-            }),
-            SuspendPayload::Custom { data } => json!({
-                "custom": {"toolName": pending.call.name, "payload": data},
-                "toolCallId": id,
-            }),
-            SuspendPayload::ClientTool { tool_name, args } => json!({
-                "clientTool": {"toolName": tool_name, "args": args},
-                "toolCallId": id,
-            }),
-            SuspendPayload::Elicitation(elicitation) => {
-                let mut asked = json!({"server": elicitation.server, "message": elicitation.message});
-                match &elicitation.request {
-                    ElicitationRequest::Form { requested_schema } => {
-                        asked["mode"] = json!("form");
-                        asked["requestedSchema"] = json!(requested_schema);
-                    }
-                    ElicitationRequest::Url { url } => {
-                        asked["mode"] = json!("url");
-                        asked["url"] = json!(url);
-                    }
-                }
-                json!({"elicitation": asked, "toolCallId": id})
-            }
-        },
-    }
+    let mut data = pending.question_json();
+    data["toolCallId"] = json!(pending.call.id);
+    data
 }
 
 /// What a person reads of one pending call.

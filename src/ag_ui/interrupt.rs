@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::error::ApiError;
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, Args, AskUserPayload, ElicitationAction, ElicitationRequest, ElicitationResponse, PendingCall,
-    SelectionMode, SuspendPayload, Timestamp, Waiting,
+    Answer, Args, AskUserPayload, ElicitationRequest, ElicitationResponse, PendingCall, SelectionMode,
+    SuspendPayload, Timestamp, Waiting,
 };
 
 /// Why a call waits, as an interrupt's `reason`.
@@ -112,47 +112,6 @@ pub fn response_schema(pending: &PendingCall, agent: Option<&Agent>) -> Value {
     }
 }
 
-/// The typed question, under the key of its kind.
-fn metadata(pending: &PendingCall) -> Value {
-    match &pending.waiting {
-        Waiting::Approval => json!({
-            "approval": {"toolName": pending.call.name, "args": pending.call.args},
-        }),
-        Waiting::Suspended { payload } => match payload {
-            SuspendPayload::AskUser(ask) => json!({
-                "askUser": {
-                    "question": ask.question,
-                    "options": ask.options.iter().map(|option| json!({
-                        "label": option.label,
-                        "description": option.description,
-                    })).collect::<Vec<_>>(),
-                    "selectionMode": ask.selection_mode.as_str(),
-                },
-            }),
-            SuspendPayload::Custom { data } => json!({
-                "custom": {"toolName": pending.call.name, "payload": data},
-            }),
-            SuspendPayload::ClientTool { tool_name, args } => json!({
-                "clientTool": {"toolName": tool_name, "args": args},
-            }),
-            SuspendPayload::Elicitation(asked) => {
-                let mut elicitation = json!({"server": asked.server, "message": asked.message});
-                match &asked.request {
-                    ElicitationRequest::Form { requested_schema } => {
-                        elicitation["mode"] = json!("form");
-                        elicitation["requestedSchema"] = Value::Object(requested_schema.clone());
-                    }
-                    ElicitationRequest::Url { url } => {
-                        elicitation["mode"] = json!("url");
-                        elicitation["url"] = json!(url);
-                    }
-                }
-                json!({ "elicitation": elicitation })
-            }
-        },
-    }
-}
-
 /// ISO 8601, to the millisecond, in UTC.
 pub fn iso8601(at: Timestamp) -> String {
     let micros = u64::try_from(at.0).unwrap_or_default();
@@ -168,7 +127,7 @@ pub fn interrupt(pending: &PendingCall, agent: Option<&Agent>, expires_at: Optio
         "message": message(pending),
         "toolCallId": pending.call.id,
         "responseSchema": response_schema(pending, agent),
-        "metadata": metadata(pending),
+        "metadata": pending.question_json(),
     });
     if let Some(at) = expires_at {
         interrupt["expiresAt"] = json!(iso8601(at));
@@ -232,28 +191,11 @@ pub fn answer(pending: &PendingCall, entry: usize, payload: Option<&Value>) -> R
             SuspendPayload::Custom { .. } | SuspendPayload::ClientTool { .. } => {
                 Answer::Data(payload.clone())
             }
-            SuspendPayload::Elicitation(_) => {
-                let Some(object) = payload.as_object() else {
-                    return Err(wrong(field, "must be an object {action, content?}"));
-                };
-                let action = match object.get("action").and_then(Value::as_str) {
-                    Some("accept") => ElicitationAction::Accept,
-                    Some("decline") => ElicitationAction::Decline,
-                    Some("cancel") => ElicitationAction::Cancel,
-                    _ => {
-                        return Err(wrong(
-                            format!("{field}.action"),
-                            "must be accept, decline or cancel",
-                        ))
-                    }
-                };
-                let content = match object.get("content") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::Object(content)) => Some(content.clone()),
-                    Some(_) => return Err(wrong(format!("{field}.content"), "must be an object")),
-                };
-                Answer::Elicitation(ElicitationResponse { action, content })
-            }
+            SuspendPayload::Elicitation(_) => match ElicitationResponse::from_json(payload) {
+                Ok(response) => Answer::Elicitation(response),
+                Err(("", why)) => return Err(wrong(field, why)),
+                Err((key, why)) => return Err(wrong(format!("{field}.{key}"), why)),
+            },
         },
     })
 }
@@ -279,7 +221,7 @@ pub fn tool_result(content: &str, is_error: bool) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{AskUserOption, ToolCall};
+    use crate::domain::{AskUserOption, ElicitationAction, ToolCall};
 
     fn ask(mode: SelectionMode) -> PendingCall {
         PendingCall {

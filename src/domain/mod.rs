@@ -9,6 +9,7 @@
 mod args;
 mod chunk;
 mod message;
+mod question;
 mod run;
 mod run_event;
 mod suspend;

@@ -259,17 +259,7 @@ async fn a_question_asked_over_grpc_is_answered_over_ag_ui() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
 async fn an_mcp_servers_request_for_input_is_an_elicitation_interrupt() {
-    let config = crate::user_tools::elicitation::stdio("auto");
-    let server = SecureServer::start(move |dir, settings| {
-        let configured = crate::user_tools::settings_with(
-            dir,
-            vec![crate::user_tools::agent_with("travel", &["mcp:travel"])],
-            &config,
-        );
-        settings.agents = configured.agents;
-        settings.mcp_servers = configured.mcp_servers;
-    })
-    .await;
+    let server = crate::web::browser::elicitation_server().await;
     let asked = events(
         post(
             &server,

@@ -68,7 +68,7 @@ async fn the_inbox_in_a_real_browser() {
 
 /// A server whose agent `travel` (the scripted model) uses the MCP server
 /// `tests/mcp/elicit_server.py` over stdio, which asks for input.
-async fn elicitation_server() -> SecureServer {
+pub(crate) async fn elicitation_server() -> SecureServer {
     let config = crate::user_tools::elicitation::stdio("auto");
     SecureServer::start(move |dir, settings| {
         let configured = crate::user_tools::settings_with(

@@ -3,7 +3,7 @@
 //! HTTP routes and the inbox's pages, a real gRPC-Web client under Node,
 //! and the inbox in a real browser.
 
-mod browser;
+pub(crate) mod browser;
 mod client;
 mod cors;
 mod grpc_web;
