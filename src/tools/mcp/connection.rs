@@ -301,7 +301,17 @@ impl Connection {
         let calls = Arc::clone(&self.calls);
         let call_id = id.clone();
         tokio::spawn(async move {
-            let ended = match live.peer.call_tool_once(params).await {
+            // Nobody follows the call any more (its run was cancelled, or
+            // its question abandoned): dropping the request tells the
+            // server it is cancelled.
+            let response = tokio::select! {
+                response = live.peer.call_tool_once(params) => response,
+                () = sender.closed() => {
+                    calls.ended(&call_id);
+                    return;
+                }
+            };
+            let ended = match response {
                 Ok(response) => Ok(response),
                 Err(ServiceError::McpError(error)) => Err(CallError::Refused(error.message.to_string())),
                 Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
