@@ -1,11 +1,14 @@
 //! agentd's agents as A2A agents, driven by the official A2A Python SDK
-//! (`tests/a2a/a2a_client_test.py`: the card, a single-select question
-//! answered with text, an invalid answer refused, a multi-select one
-//! answered with a data part, cancel, resubscribe, unknown tasks, another
-//! tenant's task, push notification configs and their pushes, ListTasks'
-//! counts and filters) against real servers: one open, one with API keys,
-//! and one whose pushes may go to private addresses (the script's
-//! receiver listens on 127.0.0.1).
+//! (`tests/a2a/a2a_client_test.py`: the card and its three interfaces; on
+//! each binding, JSON-RPC, HTTP+JSON and gRPC, a single-select question
+//! answered with text, an invalid answer refused as InvalidParamsError, a
+//! multi-select one answered with a data part, cancel, resubscribe,
+//! unknown tasks, another tenant's task, push notification configs and
+//! their pushes, ListTasks' counts and filters; a task started over
+//! JSON-RPC and answered over gRPC; what a request without `A2A-Version`
+//! gets) against real servers: one open, one with API keys, and one whose
+//! pushes may go to private addresses (the script's receiver listens on
+//! 127.0.0.1).
 
 use std::net::SocketAddr;
 use std::process::Command;
