@@ -18,6 +18,7 @@ import grpc
 import httpx
 from a2a.client.card_resolver import A2ACardResolver
 from a2a.client.client import ClientCallContext
+from a2a.client.client_factory import create_client
 from a2a.client.transports.grpc import GrpcTransport
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.client.transports.rest import RestTransport
@@ -441,6 +442,19 @@ async def across_bindings(address):
     check("Enterprise" in done.artifacts[0].parts[0].text, "JSON-RPC reads the answer")
 
 
+async def default_client(address):
+    """The SDK's own client, made from the server's URL: it picks the
+    card's first interface, JSON-RPC, and says its version itself."""
+    print("-- the default client")
+    client = await create_client(f"http://{address}")
+    events = [e async for e in client.send_message(a2a.SendMessageRequest(message=user_message("Help me pick a plan")))]
+    check(final_state(events) == a2a.TASK_STATE_INPUT_REQUIRED, "the default client's task waits")
+    task_id = events[0].task.id
+    events = [e async for e in client.send_message(a2a.SendMessageRequest(message=user_message("Basic", task_id=task_id)))]
+    check(final_state(events) == a2a.TASK_STATE_COMPLETED, "answered through it, the task completes")
+    await client.close()
+
+
 async def versions(address):
     """What a request without `A2A-Version: 1.0` gets."""
     print("-- versions")
@@ -478,6 +492,7 @@ async def main():
         await push_server(args.push, args.open, binding)
         await keyed_server(args.keyed, args.acme_key, args.globex_key, binding)
     await across_bindings(args.open)
+    await default_client(args.open)
     await versions(args.open)
     print(json.dumps({"result": "passed"}))
 
