@@ -276,19 +276,23 @@ fn code_name(code: Code) -> &'static str {
 fn caller(site: &Site, headers: &HeaderMap) -> Result<Caller, Failure> {
     let metadata = MetadataMap::from_headers(headers.clone());
     let tenant = site.authenticator.authenticate(&metadata).map_err(Failure::of)?;
-    let version = headers
+    let said = headers
         .get(VERSION_HEADER)
         .and_then(|value| value.to_str().ok())
         .map(str::trim)
-        .filter(|version| !version.is_empty())
-        .unwrap_or("0.3");
+        .filter(|version| !version.is_empty());
+    let version = said.unwrap_or("0.3");
     if version.split('.').next() != Some("1") {
+        let message = match said {
+            Some(version) => format!("A2A version {version} is not served: send `A2A-Version: 1.0`"),
+            None => {
+                "a request without `A2A-Version` speaks A2A 0.3, which is not served: send `A2A-Version: 1.0`"
+                    .to_owned()
+            }
+        };
         return Err(Failure::new(
             Code::FailedPrecondition,
-            A2AError::new(
-                error_code::VERSION_NOT_SUPPORTED,
-                format!("A2A version {version} is not supported: send `A2A-Version: 1.0`"),
-            ),
+            A2AError::new(error_code::VERSION_NOT_SUPPORTED, message),
         ));
     }
     Ok(Caller {
