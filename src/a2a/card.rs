@@ -1,8 +1,8 @@
 //! The A2A agent cards: one per agent, served over plain HTTP on the gRPC
 //! port, the default agent's at `/.well-known/agent-card.json` and every
 //! agent's at `/agents/{agent_id}/.well-known/agent-card.json`. A card names
-//! the gRPC interface (this server, as the request reached it) with the
-//! agent's id as its A2A tenant, the agent's tools as skills, what it can
+//! the JSON-RPC, HTTP+JSON and gRPC interfaces (this server, as the request
+//! reached it) with the agent's id as their A2A tenant, the agent's tools as skills, what it can
 //! do, and the bearer scheme when API keys are configured. They are plain
 //! HTTP routes ([`routes`]) beside the gRPC services.
 
@@ -37,12 +37,7 @@ pub fn card(agent: &Agent, url: &str, secured: bool) -> proto::AgentCard {
     let mut card = proto::AgentCard {
         name: agent.id.clone(),
         description: agent.description.clone(),
-        supported_interfaces: vec![proto::AgentInterface {
-            url: url.to_owned(),
-            protocol_binding: "GRPC".into(),
-            tenant: agent.id.clone(),
-            protocol_version: "1.0".into(),
-        }],
+        supported_interfaces: interfaces(&agent.id, url),
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: Some(proto::AgentCapabilities {
             streaming: Some(true),
@@ -73,6 +68,25 @@ pub fn card(agent: &Agent, url: &str, secured: bool) -> proto::AgentCard {
         });
     }
     card
+}
+
+/// The interfaces of an agent reached at `url`: JSON-RPC first (the one
+/// most clients speak first), then HTTP+JSON and gRPC, each with the
+/// agent's id as its A2A tenant.
+fn interfaces(agent_id: &str, url: &str) -> Vec<proto::AgentInterface> {
+    [
+        ("JSONRPC", format!("{url}{}", super::http::JSONRPC_PATH)),
+        ("HTTP+JSON", format!("{url}{}", super::http::REST_PATH)),
+        ("GRPC", url.to_owned()),
+    ]
+    .into_iter()
+    .map(|(binding, url)| proto::AgentInterface {
+        url,
+        protocol_binding: binding.into(),
+        tenant: agent_id.to_owned(),
+        protocol_version: "1.0".into(),
+    })
+    .collect()
 }
 
 /// `card` in the A2A JSON form (proto3 JSON, as the specification's HTTP

@@ -1,12 +1,15 @@
 //! agentd's agents as A2A v1.0 agents (`lf.a2a.v1.A2AService`, types and
 //! service trait from the a2aproject's `a2a-pb`), on the port of
-//! `agentd.v1`, behind the same API keys, tenants and stream gate. The
+//! `agentd.v1`, behind the same API keys, tenants and stream gate, over
+//! three bindings: gRPC (the service trait below), JSON-RPC and HTTP+JSON
+//! (`http.rs`), all calling the same operations (`*_as`). The
 //! request's A2A `tenant` names the agent (each agent card's interface
 //! carries its agent's id there; empty: the default agent); agentd's own
 //! tenant is the caller's key, as everywhere. `task.rs` maps runs to tasks,
 //! `message.rs` messages to starts and answers, `card.rs` the agent cards.
 
 pub mod card;
+pub mod http;
 mod message;
 pub mod push;
 mod task;
@@ -27,7 +30,7 @@ pub use a2a_pb::proto::a2a_service_server::A2aServiceServer;
 /// The ErrorInfo domain of the errors the A2A specification defines.
 const A2A_DOMAIN: &str = "a2a-protocol.org";
 
-type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
+pub type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
 
 /// The `lf.a2a.v1.A2AService` implementation.
 pub struct A2aServiceImpl {
@@ -187,18 +190,55 @@ impl A2aServiceImpl {
     }
 }
 
-#[tonic::async_trait]
-impl A2aService for A2aServiceImpl {
-    type SendStreamingMessageStream = Events;
-    type SubscribeToTaskStream = Events;
+/// Who calls, as every binding learns it: the tenant of the caller's key,
+/// and the trace the request carries.
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    pub tenant: Tenant,
+    pub trace: Option<TraceContext>,
+}
 
-    async fn send_message(
+impl Caller {
+    fn of<T>(request: &Request<T>) -> Self {
+        Self {
+            tenant: tenant_of(request),
+            trace: crate::grpc::convert::trace_context(request.metadata()),
+        }
+    }
+}
+
+/// `status` as the A2A specification has every binding say it: a request
+/// it refuses as invalid (a malformed id, an answer that fits no option,
+/// ...) is `INVALID_PARAMS` in the A2A domain, so that SDKs raise their
+/// typed error; agentd's own reason stays in the ErrorInfo's metadata
+/// (`agentdReason`), the BadRequest violations as they were.
+pub fn spec(status: Status) -> Status {
+    let details = status.get_error_details();
+    let info = details.error_info();
+    if status.code() != Code::InvalidArgument || info.is_some_and(|info| info.domain == A2A_DOMAIN) {
+        return status;
+    }
+    let mut metadata = info.map(|info| info.metadata.clone()).unwrap_or_default();
+    if let Some(info) = info {
+        metadata.insert("agentdReason".into(), info.reason.clone());
+    }
+    let mut spec = ErrorDetails::with_error_info("INVALID_PARAMS", A2A_DOMAIN, metadata);
+    if let Some(bad_request) = details.bad_request() {
+        spec.set_bad_request(bad_request.field_violations.clone());
+    }
+    Status::with_error_details(Code::InvalidArgument, status.message(), spec)
+}
+
+/// The operations of A2A, one each, that every binding calls (gRPC's
+/// service below, JSON-RPC's and HTTP+JSON's routes in `http.rs`); their
+/// errors as [`spec`] says them.
+impl A2aServiceImpl {
+    pub async fn send_message_as(
         &self,
-        request: Request<proto::SendMessageRequest>,
-    ) -> Result<Response<proto::SendMessageResponse>, Status> {
-        let tenant = tenant_of(&request);
-        let trace = crate::grpc::convert::trace_context(request.metadata());
-        let request = request.into_inner();
+        caller: &Caller,
+        request: proto::SendMessageRequest,
+    ) -> Result<proto::SendMessageResponse, Status> {
+        let tenant = &caller.tenant;
         let immediately = request
             .configuration
             .as_ref()
@@ -207,57 +247,55 @@ impl A2aService for A2aServiceImpl {
             .configuration
             .as_ref()
             .and_then(|configuration| configuration.history_length);
-        let (_, stream) = self.send(&tenant, trace, request).await?;
+        let (_, stream) = self.send(tenant, caller.trace.clone(), request).await?;
         let id = stream.run_id;
         if !immediately {
             // Until the run suspends or ends: then the task says how.
             let mut chunks = stream.map_events(|_| ());
             while chunks.next().await.is_some() {}
         }
-        let run = self.run_of(&tenant, &id.to_string()).await?;
-        Ok(Response::new(proto::SendMessageResponse {
+        let run = self.run_of(tenant, &id.to_string()).await?;
+        Ok(proto::SendMessageResponse {
             payload: Some(proto::send_message_response::Payload::Task(task::task(
                 &run,
                 history_length,
             ))),
-        }))
+        })
     }
 
-    async fn send_streaming_message(
+    pub async fn send_streaming_message_as(
         &self,
-        request: Request<proto::SendMessageRequest>,
-    ) -> Result<Response<Events>, Status> {
+        caller: &Caller,
+        request: proto::SendMessageRequest,
+    ) -> Result<Events, Status> {
         // Admitted first, so that a draining server refuses before it
         // starts or answers anything.
         let open = self.gate.admit()?;
-        let tenant = tenant_of(&request);
-        let trace = crate::grpc::convert::trace_context(request.metadata());
-        let (run, stream) = self.send(&tenant, trace, request.into_inner()).await?;
+        let (run, stream) = self.send(&caller.tenant, caller.trace.clone(), request).await?;
         let mut first = task::task(&run, Some(0));
         if let Some(status) = first.status.as_mut() {
             // The answer was taken: the task works on again.
             status.state = proto::TaskState::Working as i32;
             status.message = None;
         }
-        Ok(Response::new(self.events(first, run, stream, open)))
+        Ok(self.events(first, run, stream, open))
     }
 
-    async fn get_task(
+    pub async fn get_task_as(
         &self,
-        request: Request<proto::GetTaskRequest>,
-    ) -> Result<Response<proto::Task>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
-        let run = self.run_of(&tenant, &request.id).await?;
-        Ok(Response::new(task::task(&run, request.history_length)))
+        caller: &Caller,
+        request: proto::GetTaskRequest,
+    ) -> Result<proto::Task, Status> {
+        let run = self.run_of(&caller.tenant, &request.id).await?;
+        Ok(task::task(&run, request.history_length))
     }
 
-    async fn list_tasks(
+    pub async fn list_tasks_as(
         &self,
-        request: Request<proto::ListTasksRequest>,
-    ) -> Result<Response<proto::ListTasksResponse>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
+        caller: &Caller,
+        request: proto::ListTasksRequest,
+    ) -> Result<proto::ListTasksResponse, Status> {
+        let tenant = &caller.tenant;
         let invalid = |field, reason: &str| Status::from(crate::grpc::convert::invalid(field, reason));
         let status = match request.status() {
             proto::TaskState::Unspecified => None,
@@ -289,15 +327,15 @@ impl A2aService for A2aServiceImpl {
                 page_size,
                 before,
             };
-            total = self.runtime.count_runs(&tenant, &list).await?;
-            let page = self.runtime.list_runs(&tenant, list).await?;
+            total = self.runtime.count_runs(tenant, &list).await?;
+            let page = self.runtime.list_runs(tenant, list).await?;
             runs = page.runs;
             next = page.next;
         } else {
             // A context is a thread: its runs, newest first.
             let thread = ThreadId::new(&request.context_id)
                 .map_err(|error| invalid("context_id", &error.to_string()))?;
-            runs = match self.runtime.get_thread(&tenant, &thread).await {
+            runs = match self.runtime.get_thread(tenant, &thread).await {
                 Ok(view) => view.runs,
                 Err(RuntimeError::ThreadNotFound) => Vec::new(),
                 Err(error) => return Err(error.into()),
@@ -324,37 +362,36 @@ impl A2aService for A2aServiceImpl {
             })
             .collect();
         let size = i32::try_from(tasks.len()).unwrap_or(i32::MAX);
-        Ok(Response::new(proto::ListTasksResponse {
+        Ok(proto::ListTasksResponse {
             tasks,
             next_page_token: next.map(|id| id.to_string()).unwrap_or_default(),
             page_size: size,
             total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        }))
+        })
     }
 
-    async fn cancel_task(
+    pub async fn cancel_task_as(
         &self,
-        request: Request<proto::CancelTaskRequest>,
-    ) -> Result<Response<proto::Task>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
+        caller: &Caller,
+        request: proto::CancelTaskRequest,
+    ) -> Result<proto::Task, Status> {
         let run_id = parse_task_id(&request.id)?;
         let run = self
             .runtime
-            .cancel(&tenant, run_id, "canceled through A2A".into())
+            .cancel(&caller.tenant, run_id, "canceled through A2A".into())
             .await
             .map_err(|error| status_of(error, &request.id))?;
-        Ok(Response::new(task::task(&run, Some(0))))
+        Ok(task::task(&run, Some(0)))
     }
 
-    async fn subscribe_to_task(
+    pub async fn subscribe_to_task_as(
         &self,
-        request: Request<proto::SubscribeToTaskRequest>,
-    ) -> Result<Response<Events>, Status> {
+        caller: &Caller,
+        request: proto::SubscribeToTaskRequest,
+    ) -> Result<Events, Status> {
         let open = self.gate.admit()?;
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
-        let run = self.run_of(&tenant, &request.id).await?;
+        let tenant = &caller.tenant;
+        let run = self.run_of(tenant, &request.id).await?;
         if !matches!(run.status(), RunStatus::Running | RunStatus::Suspended) {
             return Err(a2a_error(
                 Code::FailedPrecondition,
@@ -369,73 +406,167 @@ impl A2aService for A2aServiceImpl {
         // The snapshot first, then what follows it.
         let stream = self
             .runtime
-            .subscribe(&tenant, run.id, run.last_seq())
+            .subscribe(tenant, run.id, run.last_seq())
             .await
             .map_err(|error| status_of(error, &request.id))?;
         let first = task::task(&run, Some(0));
-        Ok(Response::new(self.events(first, run, stream, open)))
+        Ok(self.events(first, run, stream, open))
     }
 
-    async fn create_task_push_notification_config(
+    pub async fn create_push_config_as(
         &self,
-        request: Request<proto::TaskPushNotificationConfig>,
-    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
-        let run = self.run_of(&tenant, &request.task_id).await?;
+        caller: &Caller,
+        request: proto::TaskPushNotificationConfig,
+    ) -> Result<proto::TaskPushNotificationConfig, Status> {
+        let run = self.run_of(&caller.tenant, &request.task_id).await?;
         let a2a_tenant = request.tenant.clone();
         let config = self.put_push_config(&run, request).await?;
-        Ok(Response::new(push::to_proto(&config, &a2a_tenant)))
+        Ok(push::to_proto(&config, &a2a_tenant))
     }
 
-    async fn get_task_push_notification_config(
+    pub async fn get_push_config_as(
         &self,
-        request: Request<proto::GetTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
-        let run = self.run_of(&tenant, &request.task_id).await?;
+        caller: &Caller,
+        request: proto::GetTaskPushNotificationConfigRequest,
+    ) -> Result<proto::TaskPushNotificationConfig, Status> {
+        let run = self.run_of(&caller.tenant, &request.task_id).await?;
         let config = push::get(&self.runtime, &run, &request.id).await?;
-        Ok(Response::new(push::to_proto(&config, &request.tenant)))
+        Ok(push::to_proto(&config, &request.tenant))
     }
 
-    async fn list_task_push_notification_configs(
+    pub async fn list_push_configs_as(
         &self,
-        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
-    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
-        let run = self.run_of(&tenant, &request.task_id).await?;
+        caller: &Caller,
+        request: proto::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<proto::ListTaskPushNotificationConfigsResponse, Status> {
+        let run = self.run_of(&caller.tenant, &request.task_id).await?;
         let (configs, next_page_token) =
             push::list(&self.runtime, &run, request.page_size, &request.page_token).await?;
-        Ok(Response::new(proto::ListTaskPushNotificationConfigsResponse {
+        Ok(proto::ListTaskPushNotificationConfigsResponse {
             configs: configs
                 .iter()
                 .map(|config| push::to_proto(config, &request.tenant))
                 .collect(),
             next_page_token,
-        }))
+        })
     }
 
-    async fn get_extended_agent_card(
+    pub async fn delete_push_config_as(
         &self,
-        _request: Request<proto::GetExtendedAgentCardRequest>,
-    ) -> Result<Response<proto::AgentCard>, Status> {
+        caller: &Caller,
+        request: proto::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), Status> {
+        let run = self.run_of(&caller.tenant, &request.task_id).await?;
+        push::delete(&self.runtime, &run, &request.id).await
+    }
+
+    pub fn extended_agent_card_as(&self) -> Result<proto::AgentCard, Status> {
         Err(a2a_error(
             Code::FailedPrecondition,
             "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             "agentd has no extended agent card: the public card at /.well-known/agent-card.json is complete",
         ))
     }
+}
+
+/// The gRPC binding: each method the operation of its name.
+#[tonic::async_trait]
+impl A2aService for A2aServiceImpl {
+    type SendStreamingMessageStream = Events;
+    type SubscribeToTaskStream = Events;
+
+    async fn send_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<proto::SendMessageResponse>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.send_message_as(&caller, request.into_inner()).await)
+    }
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<Events>, Status> {
+        let caller = Caller::of(&request);
+        grpc(
+            self.send_streaming_message_as(&caller, request.into_inner())
+                .await,
+        )
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<proto::GetTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.get_task_as(&caller, request.into_inner()).await)
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<proto::ListTasksRequest>,
+    ) -> Result<Response<proto::ListTasksResponse>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.list_tasks_as(&caller, request.into_inner()).await)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<proto::CancelTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.cancel_task_as(&caller, request.into_inner()).await)
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<proto::SubscribeToTaskRequest>,
+    ) -> Result<Response<Events>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.subscribe_to_task_as(&caller, request.into_inner()).await)
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<proto::TaskPushNotificationConfig>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.create_push_config_as(&caller, request.into_inner()).await)
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<proto::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.get_push_config_as(&caller, request.into_inner()).await)
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
+        let caller = Caller::of(&request);
+        grpc(self.list_push_configs_as(&caller, request.into_inner()).await)
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        _request: Request<proto::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<proto::AgentCard>, Status> {
+        grpc(self.extended_agent_card_as())
+    }
 
     async fn delete_task_push_notification_config(
         &self,
         request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        let tenant = tenant_of(&request);
-        let request = request.into_inner();
-        let run = self.run_of(&tenant, &request.task_id).await?;
-        push::delete(&self.runtime, &run, &request.id).await?;
-        Ok(Response::new(()))
+        let caller = Caller::of(&request);
+        grpc(self.delete_push_config_as(&caller, request.into_inner()).await)
     }
+}
+
+/// An operation's outcome as a gRPC answer.
+fn grpc<T>(outcome: Result<T, Status>) -> Result<Response<T>, Status> {
+    outcome.map(Response::new).map_err(spec)
 }

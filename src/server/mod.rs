@@ -167,13 +167,20 @@ pub async fn serve_with(
         options.authenticator.clone(),
     );
 
+    // One A2A service for its three bindings: gRPC here, JSON-RPC and
+    // HTTP+JSON among the pages below.
+    let a2a = std::sync::Arc::new(
+        crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone())
+            .with_push_allow_private(options.a2a_push_allow_private),
+    );
+    let a2a_http = crate::a2a::http::routes(
+        a2a.clone(),
+        options.authenticator.clone(),
+        limits.max_request_bytes,
+    );
     let a2a_service = InterceptedService::new(
         WireErrors::new(
-            crate::a2a::A2aServiceServer::new(
-                crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone())
-                    .with_push_allow_private(options.a2a_push_allow_private),
-            )
-            .max_decoding_message_size(limits.max_request_bytes),
+            crate::a2a::A2aServiceServer::from_arc(a2a).max_decoding_message_size(limits.max_request_bytes),
             limits.max_request_bytes,
         ),
         options.authenticator.clone(),
@@ -250,7 +257,11 @@ pub async fn serve_with(
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
     let ag_ui = crate::ag_ui::routes(runtime.clone(), options.authenticator.clone());
-    let pages = cards.merge(crate::inbox::routes()).merge(mcp).merge(ag_ui);
+    let pages = cards
+        .merge(a2a_http)
+        .merge(crate::inbox::routes())
+        .merge(mcp)
+        .merge(ag_ui);
     let routes = web::with_pages(grpc.routes(), pages, options.cors.as_ref());
     let serving = builder
         .add_routes(routes)

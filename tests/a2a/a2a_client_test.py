@@ -1,7 +1,9 @@
 """agentd as an A2A agent, driven by the official A2A Python SDK (a2a-sdk,
-its gRPC transport and card resolver) against real servers: one open, one
-with API keys for two tenants, one that pushes notifications to private
-addresses (to a receiver of this script on 127.0.0.1). Run by
+its card resolver and its transports of the three bindings: JSON-RPC,
+HTTP+JSON and gRPC) against real servers: one open, one with API keys for
+two tenants, one that pushes notifications to private addresses (to a
+receiver of this script on 127.0.0.1). Every scenario runs on every
+binding; a task started over one binding is answered over another. Run by
 tests/api/a2a.rs; exits non-zero on the first failed check."""
 
 import argparse
@@ -16,9 +18,13 @@ import grpc
 import httpx
 from a2a.client.card_resolver import A2ACardResolver
 from a2a.client.client import ClientCallContext
+from a2a.client.client_factory import create_client
 from a2a.client.transports.grpc import GrpcTransport
+from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.client.transports.rest import RestTransport
 from a2a.types import a2a_pb2 as a2a
 from a2a.utils.errors import (
+    InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -49,16 +55,27 @@ def user_message(text=None, data=None, task_id="", context_id=""):
     )
 
 
-class Agent:
-    """An agent of a server, as its card names it, through the SDK's gRPC
-    transport."""
+BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 
-    def __init__(self, card, key=None):
-        interface = card.supported_interfaces[0]
-        check(interface.protocol_binding == "GRPC", f"{card.name}: the card names a gRPC interface")
+
+class Agent:
+    """An agent of a server, as its card names it, through the SDK's
+    transport of `binding`."""
+
+    def __init__(self, card, key=None, binding="GRPC"):
+        interface = next(i for i in card.supported_interfaces if i.protocol_binding == binding)
+        check(interface.protocol_version == "1.0", f"{card.name}: the card names a {binding} interface of A2A 1.0")
+        self.binding = binding
         self.tenant = interface.tenant
-        address = interface.url.split("://", 1)[1]
-        self.transport = GrpcTransport(grpc.aio.insecure_channel(address), card)
+        if binding == "GRPC":
+            address = interface.url.split("://", 1)[1]
+            self.transport = GrpcTransport(grpc.aio.insecure_channel(address), card)
+        else:
+            # As the SDK's client factory makes it: every request says its
+            # protocol version.
+            http = httpx.AsyncClient(headers={"A2A-Version": "1.0"}, timeout=60)
+            kind = JsonRpcTransport if binding == "JSONRPC" else RestTransport
+            self.transport = kind(http, card, interface.url)
         params = {"authorization": f"Bearer {key}"} if key else None
         self.context = ClientCallContext(service_parameters=params)
 
@@ -135,14 +152,17 @@ def answer_text(events):
     )
 
 
-async def open_server(address):
+async def open_server(address, binding):
+    print(f"-- {binding}")
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, f"http://{address}").get_agent_card()
     check(card.name == "assistant", "the default agent's card is served at /.well-known/agent-card.json")
+    check([i.protocol_binding for i in card.supported_interfaces] == BINDINGS,
+          "it lists the JSON-RPC, HTTP+JSON and gRPC interfaces, JSON-RPC first")
     check(card.capabilities.streaming, "the card says it streams")
     check(any(skill.id == "ask_user" for skill in card.skills), "the card lists ask_user as a skill")
     check(not card.security_requirements, "an open server's card asks for no credentials")
-    agent = Agent(card)
+    agent = Agent(card, binding=binding)
 
     # A single-select question, answered with text.
     events = await agent.stream(user_message("Help me pick a plan"))
@@ -162,8 +182,9 @@ async def open_server(address):
     try:
         await agent.stream(user_message("Platinum", task_id=task_id))
         check(False, "an invalid answer is refused")
-    except Exception as error:  # the SDK's error for INVALID_ARGUMENT
-        check("Basic" in str(error) and "Enterprise" in str(error), "the refusal lists the valid labels")
+    except InvalidParamsError as error:
+        check("Basic" in str(error) and "Enterprise" in str(error),
+              "the refusal is InvalidParamsError, listing the valid labels")
     check((await agent.get(task_id)).status.state == a2a.TASK_STATE_INPUT_REQUIRED, "the task still waits")
 
     events = await agent.stream(user_message("Pro", task_id=task_id))
@@ -226,12 +247,14 @@ async def open_server(address):
           "ListTasks filters by state")
 
 
-async def push_server(address, refusing_address):
+async def push_server(address, refusing_address, binding):
+    print(f"-- {binding}")
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, f"http://{address}").get_agent_card()
     check(card.capabilities.push_notifications, "the card says it pushes notifications")
-    agent = Agent(card)
+    agent = Agent(card, binding=binding)
     receiver = Receiver()
+    before = (await agent.transport.list_tasks(a2a.ListTasksRequest(tenant=agent.tenant), context=agent.context)).total_size
 
     # A config given with the message: every update of the task is pushed.
     config = a2a.TaskPushNotificationConfig(
@@ -281,7 +304,7 @@ async def push_server(address, refusing_address):
         )
         check(False, "a deleted config is not found")
     except Exception as error:
-        check("NOT_FOUND" in str(error), "a deleted config is NOT_FOUND")
+        check("no push notification config" in str(error), "a deleted config is not found")
     try:
         await agent.transport.create_task_push_notification_config(
             a2a.TaskPushNotificationConfig(tenant=agent.tenant, task_id=str(uuid.uuid4()), url=receiver.url),
@@ -314,8 +337,8 @@ async def push_server(address, refusing_address):
     listed = await agent.transport.list_tasks(
         a2a.ListTasksRequest(tenant=agent.tenant, page_size=2), context=agent.context
     )
-    check(len(listed.tasks) == 2 and listed.total_size == 4 and listed.next_page_token,
-          f"ListTasks: a page of 2, total_size 4 ({listed.total_size})")
+    check(len(listed.tasks) == 2 and listed.total_size == before + 4 and listed.next_page_token,
+          f"ListTasks: a page of 2, total_size 4 more than before ({listed.total_size})")
     request = a2a.ListTasksRequest(tenant=agent.tenant, page_size=2)
     request.status_timestamp_after.CopyFrom(cutoff)
     page = await agent.transport.list_tasks(request, context=agent.context)
@@ -330,7 +353,7 @@ async def push_server(address, refusing_address):
     # A server that does not allow private addresses refuses them.
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, f"http://{refusing_address}").get_agent_card()
-    refusing = Agent(card)
+    refusing = Agent(card, binding=binding)
     waiting = await refusing.send(user_message("Help me pick a plan"))
     for url in [receiver.url, "http://localhost:9/x", "http://169.254.169.254/latest", "ftp://example.com/"]:
         try:
@@ -339,8 +362,8 @@ async def push_server(address, refusing_address):
                 context=refusing.context,
             )
             check(False, f"{url} is refused")
-        except Exception as error:
-            check("INVALID_ARGUMENT" in str(error), f"a push to {url} is INVALID_ARGUMENT")
+        except InvalidParamsError:
+            check(True, f"a push to {url} is InvalidParamsError")
     request = a2a.SendMessageRequest(
         tenant=refusing.tenant,
         message=user_message("Help me pick a plan"),
@@ -351,16 +374,22 @@ async def push_server(address, refusing_address):
     try:
         await refusing.transport.send_message(request, context=refusing.context)
         check(False, "a message with a private push URL is refused")
-    except Exception as error:
-        check("INVALID_ARGUMENT" in str(error), "a message with a private push URL is INVALID_ARGUMENT")
+    except InvalidParamsError:
+        check(True, "a message with a private push URL is InvalidParamsError")
     receiver.server.shutdown()
 
 
-async def keyed_server(address, acme_key, globex_key):
+async def keyed_server(address, acme_key, globex_key, binding):
+    print(f"-- {binding}")
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, f"http://{address}").get_agent_card()
     check("bearer" in card.security_schemes, "with API keys, the card names the bearer scheme")
-    acme, globex = Agent(card, acme_key), Agent(card, globex_key)
+    acme, globex = Agent(card, acme_key, binding), Agent(card, globex_key, binding)
+    try:
+        await Agent(card, None, binding).get(str(uuid.uuid4()))
+        check(False, "a call without a key is refused")
+    except Exception as error:
+        check("401" in str(error) or "UNAUTHENTICATED" in str(error), "a call without a key is refused")
     waiting = await acme.send(user_message("Help me pick a plan"))
     check(waiting.status.state == a2a.TASK_STATE_INPUT_REQUIRED, "acme's task waits")
     try:
@@ -392,6 +421,64 @@ async def keyed_server(address, acme_key, globex_key):
         check(True, "listing another tenant's task's push configs is TaskNotFoundError")
 
 
+async def across_bindings(address):
+    """A task started over JSON-RPC, read over HTTP+JSON, answered over
+    gRPC, followed over JSON-RPC."""
+    print("-- across bindings")
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, f"http://{address}").get_agent_card()
+    jsonrpc, rest, grpc_agent = (Agent(card, binding=b) for b in BINDINGS)
+    waiting = await jsonrpc.send(user_message("Help me pick a plan"))
+    check(waiting.status.state == a2a.TASK_STATE_INPUT_REQUIRED, "a task started over JSON-RPC waits")
+    check((await rest.get(waiting.id)).status.state == a2a.TASK_STATE_INPUT_REQUIRED, "HTTP+JSON reads it")
+    try:
+        await rest.send(user_message("Platinum", task_id=waiting.id))
+        check(False, "an invalid answer over HTTP+JSON is refused")
+    except InvalidParamsError:
+        check(True, "an invalid answer over HTTP+JSON is InvalidParamsError")
+    events = await grpc_agent.stream(user_message("Enterprise", task_id=waiting.id))
+    check(final_state(events) == a2a.TASK_STATE_COMPLETED, "answered over gRPC, it completes")
+    done = await jsonrpc.get(waiting.id)
+    check("Enterprise" in done.artifacts[0].parts[0].text, "JSON-RPC reads the answer")
+
+
+async def default_client(address):
+    """The SDK's own client, made from the server's URL: it picks the
+    card's first interface, JSON-RPC, and says its version itself."""
+    print("-- the default client")
+    client = await create_client(f"http://{address}")
+    events = [e async for e in client.send_message(a2a.SendMessageRequest(message=user_message("Help me pick a plan")))]
+    check(final_state(events) == a2a.TASK_STATE_INPUT_REQUIRED, "the default client's task waits")
+    task_id = events[0].task.id
+    events = [e async for e in client.send_message(a2a.SendMessageRequest(message=user_message("Basic", task_id=task_id)))]
+    check(final_state(events) == a2a.TASK_STATE_COMPLETED, "answered through it, the task completes")
+    await client.close()
+
+
+async def versions(address):
+    """What a request without `A2A-Version: 1.0` gets."""
+    print("-- versions")
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": str(uuid.uuid4())}}
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(f"http://{address}/a2a/jsonrpc", json=rpc)
+        check(answer.status_code == 200 and answer.json()["error"]["code"] == -32009,
+              "JSON-RPC without A2A-Version: VersionNotSupportedError (-32009)")
+        answer = await http.post(f"http://{address}/a2a/jsonrpc", json=rpc, headers={"A2A-Version": "1.0"})
+        check(answer.json()["error"]["code"] == -32001, "with it: TaskNotFoundError (-32001)")
+        info = answer.json()["error"]["data"][-1]
+        check(info["reason"] == "TASK_NOT_FOUND" and info["domain"] == "a2a-protocol.org", "its ErrorInfo in data")
+        answer = await http.post(f"http://{address}/a2a/jsonrpc", json={**rpc, "method": "Nope"},
+                                 headers={"A2A-Version": "1.0"})
+        check(answer.json()["error"]["code"] == -32601, "an unknown method: -32601")
+        answer = await http.get(f"http://{address}/a2a/rest/tasks/{uuid.uuid4()}", headers={"A2A-Version": "0.3"})
+        reason = answer.json()["error"]["details"][-1]["reason"]
+        check(answer.status_code == 400 and reason == "VERSION_NOT_SUPPORTED",
+              "HTTP+JSON with A2A-Version 0.3: 400, VERSION_NOT_SUPPORTED")
+        answer = await http.get(f"http://{address}/a2a/rest/tasks/{uuid.uuid4()}", headers={"A2A-Version": "1.0"})
+        check(answer.status_code == 404 and answer.json()["error"]["details"][-1]["reason"] == "TASK_NOT_FOUND",
+              "HTTP+JSON, an unknown task: 404, TASK_NOT_FOUND")
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--open", required=True)
@@ -400,9 +487,13 @@ async def main():
     parser.add_argument("--globex-key", required=True)
     parser.add_argument("--push", required=True)
     args = parser.parse_args()
-    await open_server(args.open)
-    await push_server(args.push, args.open)
-    await keyed_server(args.keyed, args.acme_key, args.globex_key)
+    for binding in BINDINGS:
+        await open_server(args.open, binding)
+        await push_server(args.push, args.open, binding)
+        await keyed_server(args.keyed, args.acme_key, args.globex_key, binding)
+    await across_bindings(args.open)
+    await default_client(args.open)
+    await versions(args.open)
     print(json.dumps({"result": "passed"}))
 
 
