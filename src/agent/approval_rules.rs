@@ -302,6 +302,107 @@ mod tests {
     }
 
     #[test]
+    fn the_guides_examples_compile() {
+        #[derive(Deserialize)]
+        struct File {
+            agents: Vec<crate::agent::AgentSpec>,
+        }
+        for (guide, text) in [
+            ("approval.md", include_str!("../../docs/approval.md")),
+            ("configuration.md", include_str!("../../docs/configuration.md")),
+        ] {
+            let mut rules = 0;
+            for block in text.split("```toml\n").skip(1) {
+                let block = block.split("```").next().unwrap();
+                if !block.contains("approval_rules") {
+                    continue;
+                }
+                let file: File = toml::from_str(block).unwrap_or_else(|e| panic!("{guide}: {e}"));
+                for entry in file.agents.iter().flat_map(|a| &a.tools) {
+                    for (index, spec) in entry.approval_rules().iter().enumerate() {
+                        ApprovalRule::compile(index, spec).unwrap_or_else(|e| panic!("{guide}: {e}"));
+                        rules += 1;
+                    }
+                }
+            }
+            assert!(rules > 0, "{guide} has an example with approval_rules");
+        }
+    }
+
+    #[test]
+    fn a_failing_rule_is_skipped_and_logged() {
+        #[derive(Clone, Default)]
+        struct Log(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Log {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let rules = [
+            ApprovalRule::compile(
+                0,
+                &ApprovalRuleSpec {
+                    when: "run.metadata.region == 'eu'".into(),
+                    then: RuleDecision::Approve,
+                    reason: String::new(),
+                },
+            )
+            .unwrap(),
+            ApprovalRule::compile(
+                1,
+                &ApprovalRuleSpec {
+                    when: "true".into(),
+                    then: RuleDecision::Decline,
+                    reason: String::new(),
+                },
+            )
+            .unwrap(),
+        ];
+        let metadata = BTreeMap::new();
+        let run = RuleRun {
+            agent_id: "support",
+            thread_id: "",
+            metadata: &metadata,
+        };
+        let decided = tracing::subscriber::with_default(subscriber, || {
+            decide(&rules, "support", "send_email", &json!({}), run).map(|rule| rule.index)
+        });
+        assert_eq!(
+            decided,
+            Some(1),
+            "the failing rule does not match; the next decides"
+        );
+        let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(log.contains("WARN"), "{log}");
+        for field in [
+            "agent=\"support\"",
+            "tool=\"send_email\"",
+            "rule=0",
+            "No such key: region",
+        ] {
+            assert!(log.contains(field), "{field} in {log}");
+        }
+    }
+
+    #[test]
+    fn matches_is_there() {
+        assert_eq!(
+            holds("args.id.matches('^T-[0-9]+$')", json!({"id": "T-42"}), &[]),
+            Ok(true)
+        );
+    }
+
+    #[test]
     fn only_args_and_run_fields_may_be_named() {
         assert!(rule("args.x == 1 && run.metadata.a == 'b'").is_ok());
         assert!(rule("[1, 2].exists(x, x == args.n)").is_ok());
