@@ -223,3 +223,62 @@ async fn a_rule_with_an_unknown_decision_stops_the_start() {
     let stderr = start_with_rules(r#"[{ when = "true", then = "allow" }]"#).await;
     says(&stderr, "unknown variant `allow`");
 }
+
+/// An agent `ops` whose human_review calls have no require_approval: rules
+/// on the run's agent and thread decide.
+async fn run_rules_server() -> Configured {
+    let review = ToolEntry::Table(ToolTable {
+        name: "human_review".into(),
+        require_approval: false,
+        approval_rules: vec![
+            rule("run.thread_id.startsWith('sandbox-')", RuleDecision::Approve, ""),
+            rule(
+                "run.agent_id == 'ops' && run.thread_id != ''",
+                RuleDecision::Ask,
+                "",
+            ),
+        ],
+    });
+    server_with(vec![agent("ops", vec!["ask_user".into(), review])]).await
+}
+
+async fn run_in(
+    server: &Configured,
+    thread_id: &str,
+    options: Option<pb::RunOptions>,
+) -> Vec<pb::AgentChunk> {
+    server
+        .start_run(pb::StreamAgentRequest {
+            agent_id: "ops".into(),
+            prompt: review("A long draft for the customer"),
+            thread_id: thread_id.into(),
+            options,
+            ..Default::default()
+        })
+        .await
+        .expect("StreamAgent")
+}
+
+#[tokio::test]
+async fn rules_read_the_runs_agent_and_thread() {
+    let server = run_rules_server().await;
+    // `ask` on a tool that needs no approval otherwise.
+    asked(&server, &run_in(&server, "customer-1", None).await).await;
+    ran(&run_in(&server, "sandbox-1", None).await);
+    // Outside a thread no rule holds, and the tool needs no approval.
+    ran(&run_in(&server, "", None).await);
+}
+
+#[tokio::test]
+async fn an_approving_rule_spares_the_runs_require_tool_approval_too() {
+    let server = run_rules_server().await;
+    let options = || {
+        Some(pb::RunOptions {
+            require_tool_approval: true,
+            ..Default::default()
+        })
+    };
+    ran(&run_in(&server, "sandbox-2", options()).await);
+    // No rule holds: the run's require_tool_approval asks.
+    asked(&server, &run_in(&server, "", options()).await).await;
+}
