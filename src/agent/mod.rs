@@ -2,6 +2,7 @@
 //! then the next step. The loop does no I/O beyond its model and tools; it
 //! reports what happens to a [`ChunkSink`] and leaves storing to the runtime.
 
+mod approval_rules;
 mod registry;
 mod run_tools;
 mod step;
@@ -14,10 +15,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use approval_rules::{ApprovalRule, ApprovalRuleSpec, RuleDecision, RuleRun, ToolRules};
 pub use registry::{AgentRegistry, AgentSpec, InboxMetadata, RegistryError};
 pub use run_tools::RunToolError;
 pub use step::{ChunkSink, StepEnd};
-pub use tool_entry::ToolEntry;
+pub use tool_entry::{ToolEntry, ToolTable};
 pub(crate) use window::{compose, HistoryWindow};
 
 use crate::domain::{
@@ -41,6 +43,9 @@ pub struct Agent {
     pub suspend_ttl: Option<std::time::Duration>,
     /// Tools whose every call waits for approval before it runs.
     pub approval_required: HashSet<String>,
+    /// The `approval_rules` of the tools that have some, by tool name:
+    /// consulted before `approval_required`.
+    pub approval_rules: ToolRules,
     /// How much of the conversation the model is sent.
     pub history: HistoryWindow,
     /// Which metadata keys the inbox shows first, and which it hides.
@@ -63,6 +68,7 @@ impl Agent {
             max_steps: DEFAULT_MAX_STEPS,
             suspend_ttl: None,
             approval_required: HashSet::new(),
+            approval_rules: ToolRules::new(),
             history: HistoryWindow::default(),
             inbox_metadata: InboxMetadata::default(),
             model,
@@ -73,6 +79,13 @@ impl Agent {
     /// Whether calls of this tool always wait for approval.
     pub fn requires_approval(&self, tool: &str) -> bool {
         self.approval_required.contains(tool)
+    }
+
+    /// The rule that decides a call of `tool` with these (valid) arguments
+    /// in `run`, if one holds.
+    pub fn approval_rule(&self, tool: &str, args: &Value, run: RuleRun<'_>) -> Option<&ApprovalRule> {
+        let rules = self.approval_rules.get(tool)?;
+        approval_rules::decide(rules, &self.id, tool, args, run)
     }
 
     pub fn model_name(&self) -> &str {
@@ -148,17 +161,10 @@ impl Agent {
                     reason,
                     edited_args: None,
                 },
-            ) => {
-                let why = if reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {reason}")
-                };
-                Ok(Resolution::Output(ToolOutput::error(format!(
-                    "The user declined this call of {}{why}",
-                    pending.call.name
-                ))))
-            }
+            ) => Ok(Resolution::Output(ToolOutput::error(declined_message(
+                &pending.call.name,
+                reason,
+            )))),
             (Waiting::Approval, Answer::Declined) => Ok(Resolution::Output(ToolOutput::error(format!(
                 "The user declined this call of {}",
                 pending.call.name
@@ -220,6 +226,16 @@ impl Agent {
             Some(tool) => tool.tool().proceed(&call.args, payload, answer, ctx).await,
             None => ToolOutcome::Done(ToolOutput::error(format!("Unknown tool: {}", call.name))),
         }
+    }
+}
+
+/// The result a declined call of `tool` gives the model, a person's
+/// decline or a rule's: `The user declined this call of TOOL: REASON`.
+fn declined_message(tool: &str, reason: &str) -> String {
+    if reason.is_empty() {
+        format!("The user declined this call of {tool}")
+    } else {
+        format!("The user declined this call of {tool}: {reason}")
     }
 }
 

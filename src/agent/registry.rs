@@ -37,7 +37,7 @@ pub struct AgentSpec {
     /// (`{ name = "human_review", require_approval = true }`); `ask_user`
     /// and `human_review` are built in, `[[tools]]` entries are used by
     /// name, an MCP server's tools as `mcp:SERVER` (all) or
-    /// `mcp:SERVER/TOOL` (one).
+    /// `mcp:SERVER/TOOL` (one). A table may carry `approval_rules`.
     #[serde(default = "default_tools")]
     pub tools: Vec<ToolEntry>,
     /// Selected by an empty agent_id. Without one, the first agent is.
@@ -124,6 +124,13 @@ pub enum RegistryError {
         agent: String,
         tool: String,
         known: String,
+    },
+    #[error("agent {agent}: tool {tool}: approval_rules[{index}]: {message}")]
+    ApprovalRule {
+        agent: String,
+        tool: String,
+        index: usize,
+        message: String,
     },
     #[error("agent {agent}: tool {tool:?} is listed twice")]
     DuplicateTool { agent: String, tool: String },
@@ -239,9 +246,10 @@ fn build_agent(
             });
         }
     }
-    let (tools, approval_required) = super::tool_resolve::agent_tools(spec, catalog)?;
-    let mut agent = Agent::new(&spec.id, &spec.description, model, tools);
-    agent.approval_required = approval_required;
+    let tools = super::tool_resolve::agent_tools(spec, catalog)?;
+    let mut agent = Agent::new(&spec.id, &spec.description, model, tools.tools);
+    agent.approval_required = tools.approval_required;
+    agent.approval_rules = tools.rules;
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
     agent.suspend_ttl = crate::config::settings::renamed_key(

@@ -7,7 +7,7 @@ use std::future::Future;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
 
-use super::Agent;
+use super::{Agent, RuleDecision, RuleRun};
 use crate::domain::{
     Chunk, Message, PendingCall, PendingCalls, RunOptions, RunState, ToolCall, ToolOutput, Usage, Waiting,
 };
@@ -35,11 +35,13 @@ pub enum StepEnd {
 impl Agent {
     /// Runs one model step and the tool calls it made. The model is sent
     /// `earlier` (the history of the run's thread; empty without one) and
-    /// the run's messages, windowed as the agent says.
+    /// the run's messages, windowed as the agent says. `run` is what the
+    /// tools' approval rules read of the run.
     pub async fn step<S: ChunkSink>(
         &self,
         state: &mut RunState,
         options: &RunOptions,
+        run: RuleRun<'_>,
         earlier: &[Message],
         sink: &mut S,
     ) -> Result<StepEnd, ModelError> {
@@ -116,10 +118,29 @@ impl Agent {
             }
             // A call of a tool the agent does not have is an error result at
             // once: there is nothing to approve.
-            let known = self.tools.get(&call.name).is_some();
-            let needs_approval = known
-                && (self.requires_approval(&call.name)
-                    || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME));
+            let tool = self.tools.get(&call.name);
+            let known = tool.is_some();
+            // The tool's approval rules decide a call whose arguments are
+            // valid; the first that holds wins.
+            let ruled = tool
+                .filter(|tool| tool.validate(&call.args).is_ok())
+                .and_then(|_| self.approval_rule(&call.name, &call.args, run));
+            let needs_approval = match ruled {
+                Some(rule) => match rule.then {
+                    RuleDecision::Approve => false,
+                    RuleDecision::Ask => true,
+                    RuleDecision::Decline => {
+                        let output = ToolOutput::error(super::declined_message(&call.name, &rule.reason));
+                        record_result(state, &call, output, sink).await;
+                        continue;
+                    }
+                },
+                None => {
+                    known
+                        && (self.requires_approval(&call.name)
+                            || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME))
+                }
+            };
             if needs_approval {
                 pending.push(PendingCall {
                     call,

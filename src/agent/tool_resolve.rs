@@ -6,18 +6,39 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::approval_rules::{ApprovalRule, ToolRules};
 use super::{AgentSpec, RegistryError};
 use crate::tools::{mcp_reference, AskUser, HumanReview, RegisteredTool, Tool, ToolCatalog, ToolSet};
 
-/// The agent's tools, and the names of those whose every call waits for
-/// approval. A tool may appear once, however it is reached.
-pub(super) fn agent_tools(
-    spec: &AgentSpec,
-    catalog: &ToolCatalog,
-) -> Result<(ToolSet, HashSet<String>), RegistryError> {
+/// An agent's tools as its entries configure them.
+pub(super) struct AgentTools {
+    pub tools: ToolSet,
+    /// The names of the tools whose every call waits for approval.
+    pub approval_required: HashSet<String>,
+    /// The compiled `approval_rules` of the tools that have some.
+    pub rules: ToolRules,
+}
+
+/// The agent's tools, those whose every call waits for approval, and their
+/// approval rules, compiled. A tool may appear once, however it is reached.
+pub(super) fn agent_tools(spec: &AgentSpec, catalog: &ToolCatalog) -> Result<AgentTools, RegistryError> {
     let mut tools: Vec<RegisteredTool> = Vec::with_capacity(spec.tools.len());
     let mut approval_required = HashSet::new();
+    let mut rules = ToolRules::new();
     for entry in &spec.tools {
+        let compiled = entry
+            .approval_rules()
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| {
+                ApprovalRule::compile(index, rule).map_err(|message| RegistryError::ApprovalRule {
+                    agent: spec.id.clone(),
+                    tool: entry.tool_name().to_owned(),
+                    index,
+                    message,
+                })
+            })
+            .collect::<Result<Arc<[ApprovalRule]>, _>>()?;
         for tool in resolve(&spec.id, entry.tool_name(), catalog)? {
             let name = tool.spec().name.clone();
             if tools.iter().any(|t| t.spec().name == name) {
@@ -27,12 +48,19 @@ pub(super) fn agent_tools(
                 });
             }
             if entry.require_approval() {
-                approval_required.insert(name);
+                approval_required.insert(name.clone());
+            }
+            if !compiled.is_empty() {
+                rules.insert(name, Arc::clone(&compiled));
             }
             tools.push(RegisteredTool::new(tool).map_err(RegistryError::InvalidTool)?);
         }
     }
-    Ok((ToolSet::new(tools), approval_required))
+    Ok(AgentTools {
+        tools: ToolSet::new(tools),
+        approval_required,
+        rules,
+    })
 }
 
 /// The tools one entry stands for.

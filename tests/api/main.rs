@@ -11,6 +11,7 @@ mod a2a;
 mod ag_ui;
 mod approval;
 mod approval_edits;
+mod approval_rules;
 mod ask_user;
 mod bench;
 mod call_directive;

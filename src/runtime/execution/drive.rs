@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Emitter;
-use crate::agent::{Agent, StepEnd};
+use crate::agent::{Agent, RuleRun, StepEnd};
 use crate::domain::{
     Chunk, Continuation, FinishReason, PendingCalls, RunFailure, RunRecord, Timestamp, WrongPhase,
 };
@@ -201,9 +201,18 @@ impl Execution {
             let watch_client = self.run.options.cancel_on_disconnect;
             let started = Instant::now();
             let step = {
-                let step =
-                    self.agent
-                        .step(&mut self.run.state, &self.run.options, earlier, &mut self.emitter);
+                let run = RuleRun {
+                    agent_id: &self.run.agent_id,
+                    thread_id: self.run.thread.as_ref().map_or("", |thread| thread.id.as_str()),
+                    metadata: &self.run.metadata,
+                };
+                let step = self.agent.step(
+                    &mut self.run.state,
+                    &self.run.options,
+                    run,
+                    earlier,
+                    &mut self.emitter,
+                );
                 tokio::select! {
                     biased;
                     interruption = live.interrupted() => Err(Interrupted::Live(interruption)),
