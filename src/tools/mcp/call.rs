@@ -109,29 +109,15 @@ impl Call<'_> {
     /// counts the state-only input-required results before it.
     async fn send(&self, params: CallToolRequestParams, state_rounds: u32) -> ToolOutcome {
         let args = params.arguments.clone().map(Value::Object).unwrap_or(json!({}));
-        let retry = params.request_state.is_some() || params.input_responses.is_some();
-        let outcome = match self.connection.call(params) {
-            Ok(leg) => self.follow(leg, &args, state_rounds).await,
-            Err(error) => ToolOutcome::Done(self.failure(error)),
-        };
-        match outcome {
-            // A retry refused: most often a state the server no longer
-            // honours (it expired, or the server restarted with a new key).
-            ToolOutcome::Done(output)
-                if retry && output.is_error && output.content.contains("refused the call") =>
-            {
-                ToolOutcome::Done(ToolOutput::error(format!(
-                    "{} (it refused to go on after its request for input was answered: \
-                     the state it gave may have expired)",
-                    output.content
-                )))
-            }
-            outcome => outcome,
+        let attempt = Attempt::of(&params);
+        match self.connection.call(params) {
+            Ok(leg) => self.follow(leg, &args, state_rounds, attempt).await,
+            Err(error) => ToolOutcome::Done(self.failure(error, attempt)),
         }
     }
 
     /// Follows `leg` to its end or its next request for input.
-    async fn follow(&self, mut leg: Leg, args: &Value, state_rounds: u32) -> ToolOutcome {
+    async fn follow(&self, mut leg: Leg, args: &Value, state_rounds: u32, attempt: Attempt) -> ToolOutcome {
         loop {
             match leg.next(self.timeout).await {
                 Event::Ended(Ok(CallToolResponse::Complete(result))) => {
@@ -144,7 +130,7 @@ impl Call<'_> {
                     return self
                         .done_error("it made the call a task, which agentd does not follow".to_owned())
                 }
-                Event::Ended(Err(error)) => return ToolOutcome::Done(self.failure(error)),
+                Event::Ended(Err(error)) => return ToolOutcome::Done(self.failure(error, attempt)),
                 Event::Asked { request, reply } => {
                     if !self.ctx.can_suspend() {
                         self.reply_live(&leg.id, reply, nobody_answers());
@@ -184,7 +170,7 @@ impl Call<'_> {
         }
         self.connection.calls().answered(id);
         let args = json!({});
-        self.follow(leg, &args, 0).await
+        self.follow(leg, &args, 0, Attempt::First).await
     }
 
     /// Answers `cancel` to the request of the call `payload` suspended on,
@@ -315,8 +301,8 @@ impl Call<'_> {
         ToolOutcome::Done(ToolOutput::error(format!("MCP server {}: {why}", self.server())))
     }
 
-    /// The result the model sees for a call that got no result.
-    fn failure(&self, error: CallError) -> ToolOutput {
+    /// The result the model sees for an attempt that got no result.
+    fn failure(&self, error: CallError, attempt: Attempt) -> ToolOutput {
         let server = self.server();
         match error {
             CallError::Unavailable => ToolOutput::error(format!("MCP server {server} is unavailable")),
@@ -324,12 +310,36 @@ impl Call<'_> {
                 "MCP server {server} did not answer within {} ms",
                 self.timeout.as_millis()
             )),
+            CallError::Refused(message) if attempt == Attempt::Retry => ToolOutput::error(format!(
+                "MCP server {server} refused the call: {message} (it refused to go on after its \
+                 request for input was answered: the state it gave may have expired)"
+            )),
             CallError::Refused(message) => {
                 ToolOutput::error(format!("MCP server {server} refused the call: {message}"))
             }
             CallError::Failed(message) => {
                 ToolOutput::error(format!("MCP call to {server} failed: {message}"))
             }
+        }
+    }
+}
+
+/// Which attempt of a call a request is: its first, or a retry with the
+/// responses to its requests for input (2026-07-28), which a server may
+/// refuse for a state it no longer honours (it expired, or the server
+/// restarted with a new key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attempt {
+    First,
+    Retry,
+}
+
+impl Attempt {
+    fn of(params: &CallToolRequestParams) -> Self {
+        if params.request_state.is_some() || params.input_responses.is_some() {
+            Attempt::Retry
+        } else {
+            Attempt::First
         }
     }
 }
