@@ -161,7 +161,7 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         }
         (Some(answer), true) => vec![CallAnswer {
             tool_call_id: optional(tool_call_id),
-            answer: answer_of(answer.into())?,
+            answer: answer_of(answer)?,
         }],
         (None, false) if !tool_call_id.is_empty() => {
             return Err(invalid(
@@ -196,7 +196,7 @@ fn tool_answer(position: usize, answer: pb::ToolAnswer) -> Result<CallAnswer, Ru
             AnswerError::new("answer", "give an answer").at(position, Some(tool_call_id)),
         ));
     };
-    let answer = answer_of(answer.into()).map_err(|error| match error {
+    let answer = answer_of(as_single(answer)).map_err(|error| match error {
         RuntimeError::InvalidRequest { field, reason } => RuntimeError::InvalidAnswer(
             AnswerError::new(field, reason).at(position, Some(tool_call_id.clone())),
         ),
@@ -208,47 +208,27 @@ fn tool_answer(position: usize, answer: pb::ToolAnswer) -> Result<CallAnswer, Ru
     })
 }
 
-/// The kinds of answer, whichever message carries them.
-enum AnyAnswer {
-    Text(String),
-    Selections(pb::Selections),
-    Data(prost_types::Value),
-    Approval(pb::Approval),
-    Elicitation(pb::ElicitationResponse),
-}
-
-impl From<pb::resume_request::Answer> for AnyAnswer {
-    fn from(answer: pb::resume_request::Answer) -> Self {
-        use pb::resume_request::Answer as A;
-        match answer {
-            A::Text(text) => Self::Text(text),
-            A::Selections(selections) => Self::Selections(selections),
-            A::Data(data) => Self::Data(data),
-            A::Approval(approval) => Self::Approval(approval),
-            A::Elicitation(response) => Self::Elicitation(response),
-        }
+/// A call's answer among several is the single answer's kinds, carried
+/// by another message: read as that one.
+fn as_single(answer: pb::tool_answer::Answer) -> pb::resume_request::Answer {
+    use pb::resume_request::Answer as One;
+    use pb::tool_answer::Answer as Many;
+    match answer {
+        Many::Text(text) => One::Text(text),
+        Many::Selections(selections) => One::Selections(selections),
+        Many::Data(data) => One::Data(data),
+        Many::Approval(approval) => One::Approval(approval),
+        Many::Elicitation(response) => One::Elicitation(response),
     }
 }
 
-impl From<pb::tool_answer::Answer> for AnyAnswer {
-    fn from(answer: pb::tool_answer::Answer) -> Self {
-        use pb::tool_answer::Answer as A;
-        match answer {
-            A::Text(text) => Self::Text(text),
-            A::Selections(selections) => Self::Selections(selections),
-            A::Data(data) => Self::Data(data),
-            A::Approval(approval) => Self::Approval(approval),
-            A::Elicitation(response) => Self::Elicitation(response),
-        }
-    }
-}
-
-fn answer_of(answer: AnyAnswer) -> Result<Answer, RuntimeError> {
+fn answer_of(answer: pb::resume_request::Answer) -> Result<Answer, RuntimeError> {
+    use pb::resume_request::Answer as A;
     Ok(match answer {
-        AnyAnswer::Text(text) => Answer::Text(text),
-        AnyAnswer::Selections(pb::Selections { labels }) => Answer::Selections(labels),
-        AnyAnswer::Data(value) => Answer::Data(value_to_json(&value)),
-        AnyAnswer::Approval(pb::Approval {
+        A::Text(text) => Answer::Text(text),
+        A::Selections(pb::Selections { labels }) => Answer::Selections(labels),
+        A::Data(value) => Answer::Data(value_to_json(&value)),
+        A::Approval(pb::Approval {
             approved,
             reason,
             edited_args,
@@ -257,6 +237,6 @@ fn answer_of(answer: AnyAnswer) -> Result<Answer, RuntimeError> {
             reason,
             edited_args: edited_args.map(|args| Args::from(struct_to_json(&args))),
         },
-        AnyAnswer::Elicitation(response) => Answer::Elicitation(elicitation_response(response)?),
+        A::Elicitation(response) => Answer::Elicitation(elicitation_response(response)?),
     })
 }
