@@ -199,11 +199,25 @@ async fn resume(
         request_id: None,
         trace,
     };
-    let run_stream = runtime.resume(tenant, request).await.map_err(|error| {
+    continue_with(runtime, tenant, request, thread_id, encoding, |error| {
         refused(error, &input.resume, &entries, |entry, error| {
             payload_field(entry, error)
         })
-    })?;
+    })
+    .await
+}
+
+/// Resumes a run of thread `thread_id` as `request` says and streams the
+/// continuation as AG-UI events; a refusal is what `refusal` makes of it.
+async fn continue_with(
+    runtime: &Runtime,
+    tenant: &Tenant,
+    request: ResumeRun,
+    thread_id: String,
+    encoding: Encoding,
+    refusal: impl FnOnce(RuntimeError) -> ApiError,
+) -> Result<Response, ApiError> {
+    let run_stream = runtime.resume(tenant, request).await.map_err(refusal)?;
     Ok(stream::response(
         runtime.clone(),
         tenant.clone(),
@@ -254,31 +268,29 @@ async fn tool_results(
         .as_ref()
         .map(|link| link.id.to_string())
         .unwrap_or_default();
+    let ids: Vec<String> = pending.iter().map(|call| call.call.id.clone()).collect();
     let request = ResumeRun {
         run_id: run.id,
         answers,
         request_id: None,
         trace,
     };
-    let ids: Vec<String> = pending.iter().map(|call| call.call.id.clone()).collect();
-    let run_stream = runtime
-        .resume(tenant, request)
-        .await
-        .map_err(|error| match error {
+    continue_with(
+        runtime,
+        tenant,
+        request,
+        thread_id,
+        encoding,
+        |error| match error {
             RuntimeError::InvalidAnswer(answer) => {
                 let position = answer.of.as_ref().map_or(0, |(position, _)| *position);
                 let id = ids.get(position).map_or("", String::as_str);
                 ApiError::invalid_answer(id, "messages".to_owned(), answer_message(&answer))
             }
             other => not_open(other, ids.first().map_or("", String::as_str)),
-        })?;
-    Ok(stream::response(
-        runtime.clone(),
-        tenant.clone(),
-        thread_id,
-        run_stream,
-        encoding,
-    ))
+        },
+    )
+    .await
 }
 
 /// A refused Resume, naming the entry and interrupt at fault.
