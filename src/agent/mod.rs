@@ -81,10 +81,13 @@ impl Agent {
         self.approval_required.contains(tool)
     }
 
-    /// The rule that decides a call of `tool` with these (valid) arguments
-    /// in `run`, if one holds.
+    /// The rule that decides a call of `tool` with `args` in `run`, if one
+    /// holds (none for arguments that break the tool's schema).
     pub fn approval_rule(&self, tool: &str, args: &Value, run: RuleRun<'_>) -> Option<&ApprovalRule> {
         let rules = self.approval_rules.get(tool)?;
+        // Rules rule on a call whose arguments pass the tool's schema (the
+        // arguments are checked only for a tool that has rules).
+        self.tools.get(tool)?.validate(args).ok()?;
         approval_rules::decide(rules, &self.id, tool, args, run)
     }
 

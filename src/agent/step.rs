@@ -118,13 +118,8 @@ impl Agent {
             }
             // A call of a tool the agent does not have is an error result at
             // once: there is nothing to approve.
-            let tool = self.tools.get(&call.name);
-            let known = tool.is_some();
-            // The tool's approval rules decide a call whose arguments are
-            // valid; the first that holds wins.
-            let ruled = tool
-                .filter(|tool| tool.validate(&call.args).is_ok())
-                .and_then(|_| self.approval_rule(&call.name, &call.args, run));
+            let known = self.tools.get(&call.name).is_some();
+            let ruled = self.approval_rule(&call.name, &call.args, run);
             let needs_approval = match ruled {
                 Some(rule) => match rule.then {
                     RuleDecision::Approve => false,
