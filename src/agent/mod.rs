@@ -99,6 +99,15 @@ impl Agent {
         self.tools.specs()
     }
 
+    /// Whether a call of the tool `name` may act outside the run (see
+    /// [`crate::tools::Tool::has_side_effects`]); an unknown tool's call is
+    /// an error result, which acts on nothing.
+    pub fn has_side_effects(&self, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .is_some_and(|tool| tool.tool().has_side_effects())
+    }
+
     /// Calls a tool by name: unknown tools and arguments that break the
     /// tool's input schema become error results, never failures.
     pub async fn call_tool(&self, name: &str, args: &Value, ctx: ToolContext) -> ToolOutcome {

@@ -18,6 +18,13 @@ use crate::tools::{ToolContext, ToolOutcome};
 /// streams and stores what it receives.
 pub trait ChunkSink: Send {
     fn emit(&mut self, chunk: Chunk) -> impl Future<Output = ()> + Send;
+
+    /// Called just before a tool with side effects runs (see
+    /// [`crate::tools::Tool::has_side_effects`]): a run's sink makes sure
+    /// the run is stored by then, and returns only if it is.
+    fn before_side_effects(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// How a step ended.
@@ -142,6 +149,9 @@ impl Agent {
                     waiting: Waiting::Approval,
                 });
                 continue;
+            }
+            if self.has_side_effects(&call.name) {
+                sink.before_side_effects().await;
             }
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
             let outcome = self

@@ -81,6 +81,13 @@ settings! {
             default "2s",
             formerly lease_renew_ms in Milliseconds,
                 flag "--lease-renew-ms", env "AGENTD_LEASE_RENEW_MS";
+        /// How long a start or a Resume may go on before its run is
+        /// written, when it reaches no durable point sooner (a suspension,
+        /// a finish, a tool with side effects): a slow model step then has
+        /// its run stored, so that another replica could take it over.
+        first_write_deadline: Duration, flag "--first-write-deadline DURATION",
+            env "AGENTD_FIRST_WRITE_DEADLINE",
+            default "5ms";
         /// How often to look for running runs whose lease expired or whose
         /// replica is gone (PostgreSQL); 0s disables the search.
         recovery_interval: Duration, flag "--recovery-interval DURATION",

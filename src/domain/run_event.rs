@@ -50,15 +50,28 @@ impl RunEventKind {
         Self::ALL.into_iter().find(|kind| kind.as_str() == s)
     }
 
-    /// The event of a write that leaves a stored run in `after` status,
-    /// when it was in `before` (`None`: the write creates the run). A write
-    /// that keeps the status (a step's chunks, a renewed lease, a takeover)
-    /// is no event. A run only ever becomes running again by an answer.
-    pub fn of_change(before: Option<RunStatus>, after: RunStatus) -> Option<Self> {
-        match before {
-            None => Some(RunEventKind::Started),
-            Some(before) if before == after => None,
-            Some(_) => Some(Self::entering(after)),
+    /// The run events of a write that leaves a run in `after`, in order:
+    /// `opened`, how the write took the run if it did (a start's
+    /// [`RunEventKind::Started`], a claim's [`RunEventKind::Resumed`]),
+    /// then the status it leaves the run in, unless running. So a start
+    /// stored at its suspension is `Started` then `Suspended`, and a claim
+    /// stored with the finish it led to `Resumed` then `Completed`; a write
+    /// that keeps a run running (a step's chunks, a renewed lease, a
+    /// takeover) is no event.
+    pub fn of_write(opened: Option<RunEventKind>, after: RunStatus) -> Vec<RunEventKind> {
+        let entered = (after != RunStatus::Running).then(|| Self::entering(after));
+        opened.into_iter().chain(entered).collect()
+    }
+
+    /// The status a run is in after this event.
+    pub fn status(self) -> RunStatus {
+        match self {
+            RunEventKind::Started | RunEventKind::Resumed => RunStatus::Running,
+            RunEventKind::Suspended => RunStatus::Suspended,
+            RunEventKind::Completed => RunStatus::Completed,
+            RunEventKind::Failed => RunStatus::Failed,
+            RunEventKind::Cancelled => RunStatus::Cancelled,
+            RunEventKind::Expired => RunStatus::Expired,
         }
     }
 
@@ -110,8 +123,9 @@ pub struct RunEvent {
 }
 
 impl RunEvent {
-    /// The `kind` event of `run` as a write leaves it; the store assigns
-    /// its position.
+    /// The `kind` event of a write that leaves `run` as it is (the status
+    /// the event names may be one the write passed through: see
+    /// [`RunEventKind::of_write`]); the store assigns its position.
     pub fn of(run: &RunRecord, kind: RunEventKind) -> Self {
         let (pending, expires_at) = match kind {
             RunEventKind::Suspended => (run.pending().to_vec(), run.expires_at()),
@@ -125,7 +139,7 @@ impl RunEvent {
             run_id: run.id,
             agent_id: run.agent_id.clone(),
             thread_id: run.thread.as_ref().map(|link| link.id.clone()),
-            status: run.status(),
+            status: kind.status(),
             pending,
             expires_at,
         }
@@ -206,30 +220,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_status_change_is_one_event_and_a_kept_status_none() {
+    fn a_write_is_the_events_of_how_it_took_the_run_then_of_where_it_left_it() {
+        use RunEventKind as Kind;
         use RunStatus::*;
+        assert_eq!(Kind::of_write(Some(Kind::Started), Running), [Kind::Started]);
         assert_eq!(
-            RunEventKind::of_change(None, Running),
-            Some(RunEventKind::Started)
+            Kind::of_write(Some(Kind::Started), Suspended),
+            [Kind::Started, Kind::Suspended]
+        );
+        assert_eq!(Kind::of_write(Some(Kind::Resumed), Running), [Kind::Resumed]);
+        assert_eq!(
+            Kind::of_write(Some(Kind::Resumed), Completed),
+            [Kind::Resumed, Kind::Completed]
         );
         assert_eq!(
-            RunEventKind::of_change(Some(Running), Suspended),
-            Some(RunEventKind::Suspended)
+            Kind::of_write(Some(Kind::Resumed), Suspended),
+            [Kind::Resumed, Kind::Suspended]
         );
-        assert_eq!(
-            RunEventKind::of_change(Some(Suspended), Running),
-            Some(RunEventKind::Resumed)
-        );
-        assert_eq!(
-            RunEventKind::of_change(Some(Suspended), Expired),
-            Some(RunEventKind::Expired)
-        );
-        assert_eq!(
-            RunEventKind::of_change(Some(Running), Cancelled),
-            Some(RunEventKind::Cancelled)
-        );
-        for status in RunStatus::ALL {
-            assert_eq!(RunEventKind::of_change(Some(status), status), None);
+        assert_eq!(Kind::of_write(None, Cancelled), [Kind::Cancelled]);
+        assert_eq!(Kind::of_write(None, Running), []);
+        for kind in RunEventKind::ALL {
+            assert_eq!(Kind::entering(kind.status()) == kind, kind != Kind::Started);
         }
     }
 

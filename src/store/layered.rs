@@ -17,7 +17,8 @@ use super::{
     ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
+    ThreadRecord, Timestamp,
 };
 
 /// Whether an operation changes what the store holds.
@@ -110,7 +111,9 @@ macro_rules! forward {
 forward!(RunStore {
     write create_run(run: &RunRecord, events: &[Event]) -> ();
     read load_run(id: RunId) -> RunRecord;
-    write commit(run: &RunRecord, expected_version: u64, events: &[Event]) -> ();
+    write commit(
+        run: &RunRecord, expected_version: u64, events: &[Event], run_events: &[RunEventKind]
+    ) -> ();
     write append_events(
         id: RunId, expected_version: u64, lease_expires_at: Option<Timestamp>, events: &[Event]
     ) -> ();

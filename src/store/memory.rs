@@ -123,21 +123,23 @@ impl MemoryStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Stores the event of a write that leaves `run` as it is, coming from
-    /// `before` (`None`: created), if its status changed; called with the
-    /// runs locked, so that events are in the order of the writes.
-    fn record_change(&self, before: Option<RunStatus>, run: &RunRecord) {
-        let Some(kind) = RunEventKind::of_change(before, run.status()) else {
+    /// Stores the run events `kinds` of a write that leaves `run` as it is;
+    /// called with the runs locked, so that events are in the order of the
+    /// writes.
+    fn record_changes(&self, run: &RunRecord, kinds: &[RunEventKind]) {
+        if kinds.is_empty() {
             return;
-        };
+        }
         let mut run_events = self.lock_run_events();
-        run_events.last += 1;
-        let mut event = RunEvent::of(run, kind);
-        event.position = EventPosition {
-            major: 0,
-            minor: run_events.last,
-        };
-        run_events.log.push(event);
+        for kind in kinds {
+            run_events.last += 1;
+            let mut event = RunEvent::of(run, *kind);
+            event.position = EventPosition {
+                major: 0,
+                minor: run_events.last,
+            };
+            run_events.log.push(event);
+        }
         self.signal.send_replace(());
     }
 }
@@ -211,7 +213,10 @@ impl RunStore for MemoryStore {
             threads.insert((thread.tenant.clone(), thread.id.clone()), thread);
         }
         runs.insert(run.id, (run.clone(), events.to_vec()));
-        self.record_change(None, run);
+        self.record_changes(
+            run,
+            &RunEventKind::of_write(Some(RunEventKind::Started), run.status()),
+        );
         Ok(())
     }
 
@@ -227,6 +232,7 @@ impl RunStore for MemoryStore {
         run: &RunRecord,
         expected_version: u64,
         events: &[Event],
+        run_events: &[RunEventKind],
     ) -> Result<(), StoreError> {
         let mut runs = self.lock();
         let (stored, log) = runs.get_mut(&run.id).ok_or(StoreError::NotFound)?;
@@ -237,10 +243,9 @@ impl RunStore for MemoryStore {
             });
         }
         check_new_seqs(log, events)?;
-        let before = stored.status();
         *stored = run.clone();
         log.extend_from_slice(events);
-        self.record_change(Some(before), run);
+        self.record_changes(run, run_events);
         Ok(())
     }
 

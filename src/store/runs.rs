@@ -7,17 +7,20 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::{Orphan, RunQuery, StoreError};
-use crate::domain::{Event, RunId, RunRecord, RunStatus, Tenant, Timestamp};
+use crate::domain::{Event, RunEventKind, RunId, RunRecord, RunStatus, Tenant, Timestamp};
 
 /// A run's record and its log of chunks.
 ///
 /// Every write is atomic: the run record and the events that come with it
-/// are stored together or not at all. A write that changes a run's stored
-/// status (or creates the run) also stores its run event (see
-/// [`super::RunEventLog`]) in the same atomic write.
+/// are stored together or not at all, and so are the run events (see
+/// [`super::RunEventLog`]) of a write that creates a run or changes its
+/// status.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
-    /// Stores a new run with its first events. `AlreadyExists` if the id is
+    /// Stores a new run with its first events, in whatever phase it has
+    /// reached (a run is first written at its first durable point), and its
+    /// run events: `started`, then the status it is in unless running (see
+    /// [`RunEventKind::of_write`]). `AlreadyExists` if the id is
     /// taken, or if another run of the same tenant has the same
     /// `request_id` (idempotency key).
     ///
@@ -32,14 +35,18 @@ pub trait RunStore: Send + Sync + 'static {
     /// Reads a run.
     async fn load_run(&self, id: RunId) -> Result<RunRecord, StoreError>;
 
-    /// Replaces a run's record and appends `events` to its log, if the stored
-    /// version is still `expected_version` (`run.version()` is the new one).
+    /// Replaces a run's record, appends `events` to its log and stores the
+    /// run events `run_events` names, in that order (their statuses and
+    /// what the last one records come from `run`: see
+    /// [`RunEventKind::of_write`]), if the stored version is still
+    /// `expected_version` (`run.version()` is the new one).
     /// `VersionConflict` otherwise, `NotFound` if there is no such run.
     async fn commit(
         &self,
         run: &RunRecord,
         expected_version: u64,
         events: &[Event],
+        run_events: &[RunEventKind],
     ) -> Result<(), StoreError>;
 
     /// Extends a running run without rewriting its state: appends `events`

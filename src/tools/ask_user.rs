@@ -200,6 +200,11 @@ impl Tool for AskUser {
         &self.spec
     }
 
+    /// It only suspends the run.
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome {
         match self.parse(args) {
             Err(message) => ToolOutcome::Done(ToolOutput::error(message)),

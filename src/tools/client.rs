@@ -106,6 +106,11 @@ impl Tool for ClientTool {
         &self.spec
     }
 
+    /// It only suspends the run.
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome {
         if ctx.can_suspend() {
             ToolOutcome::Suspend(SuspendPayload::ClientTool {

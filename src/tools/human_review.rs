@@ -169,6 +169,11 @@ impl Tool for HumanReview {
         &self.spec
     }
 
+    /// It only suspends the run.
+    fn has_side_effects(&self) -> bool {
+        false
+    }
+
     async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome {
         match Input::parse(args) {
             Err(message) => ToolOutcome::Done(ToolOutput::error(message)),

@@ -70,6 +70,16 @@ pub trait Tool: Send + Sync + 'static {
 
     async fn execute(&self, args: &Value, ctx: ToolContext) -> ToolOutcome;
 
+    /// Whether a call may act outside the run (an HTTP request, an MCP
+    /// server's tool, anything a library user's tool does): a run not yet
+    /// stored is written before such a call runs, so that no crash can
+    /// lose the run that made it. Only tools that merely suspend the run
+    /// (ask_user, human_review, client tools, which the client runs after
+    /// the suspension is stored) say no.
+    fn has_side_effects(&self) -> bool {
+        true
+    }
+
     /// Turns an answer to this tool's suspension into the result the model
     /// sees (or into going on with the call), or says why the answer does
     /// not fit. Must not change anything: a rejected answer leaves the run

@@ -1,7 +1,8 @@
-//! A Resume's claim is a commit, stored before anything of the continuation
-//! streams, in a store that one process owns as in a shared one; of racing
-//! claims (two Resumes, a Resume and a CancelRun) exactly one write goes
-//! through, and the loser is told what the run became, before any chunk.
+//! A Resume's claim is a commit, stored (with the continuation up to its
+//! next durable point) before anything of the continuation streams, in a
+//! store that one process owns as in a shared one; of racing claims (two
+//! Resumes, a Resume and a CancelRun) exactly one goes through, and the
+//! loser is told what the run became, before any chunk.
 //! The store here holds every write of an existing run on request, so that
 //! the tests can line the racing writes up.
 
@@ -47,20 +48,24 @@ async fn a_claim_is_stored_before_its_continuation_streams_and_one_of_two_wins()
         !first.is_finished(),
         "the Resume answers only once its claim is stored"
     );
-    let second = spawn_resume(&server, &id, "Basic");
-    store.wait_for_writes(2).await;
-
-    store.hold(false);
-    let outcomes = [first.await.unwrap(), second.await.unwrap()];
-    let (won, lost): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
-    assert_eq!((won.len(), lost.len()), (1, 1), "exactly one claim goes through");
-    let chunks = won.into_iter().next().unwrap().unwrap();
-    let refused = lost.into_iter().next().unwrap().unwrap_err();
+    // One process owns this store: the first claim is reserved here before
+    // it is written, and a second is refused at once, before any chunk,
+    // the run as it was.
+    let refused = spawn_resume(&server, &id, "Basic")
+        .await
+        .unwrap()
+        .expect_err("the second claim is refused");
     assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
     assert!(
-        refused.message().contains("not suspended"),
-        "the loser is told what the run is: {refused:?}"
+        refused
+            .message()
+            .contains("another Resume claimed this suspension"),
+        "the loser is told why: {refused:?}"
     );
+    assert_eq!(server.get_run(&id).await, suspended);
+
+    store.hold(false);
+    let chunks = first.await.unwrap().expect("the first claim goes through");
     assert_eq!(finish_reason(&chunks), FinishReason::Stop);
     let run = server.get_run(&id).await;
     assert_eq!(status_of(&run), RunStatus::Completed);

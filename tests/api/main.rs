@@ -24,6 +24,7 @@ mod health;
 mod list_runs;
 mod mcp;
 mod metrics;
+mod output_gate;
 mod pg;
 mod process;
 mod providers;

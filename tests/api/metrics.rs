@@ -353,6 +353,31 @@ async fn a_scrape_after_a_cycle_counts_what_happened() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_ask_user_cycle_is_two_writes_and_one_read() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut server = start(temp.path()).await;
+    let before = scrape(server.metrics).await;
+    let operations = |text: &str, name: &str| {
+        value(
+            text,
+            &format!("agentd_store_operation_duration_seconds_count{{operation=\"{name}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let run_id = start_run(&mut server.client, "Help me pick a plan").await;
+    resume(&mut server.client, &run_id, "Pro").await.expect("Resume");
+    let after = scrape(server.metrics).await;
+    let done = |name: &str| operations(&after, name) - operations(&before, name);
+    // The start is written once, at its suspension; the Resume's claim,
+    // answer and continuation once, with its finish; the Resume reads the
+    // run once. No chunk is appended apart.
+    assert_eq!(done("create_run"), 1.0, "{after}");
+    assert_eq!(done("commit"), 1.0, "{after}");
+    assert_eq!(done("append_events"), 0.0, "{after}");
+    assert_eq!(done("load_run"), 1.0, "{after}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_scrape_right_after_start_up_shows_every_known_series_at_zero() {
     let temp = tempfile::tempdir().expect("temp dir");
     let mut server = start(temp.path()).await;

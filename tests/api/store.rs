@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use agentd::domain::{
     AskUserOption, AskUserPayload, Chunk, Event, FinishReason, Lease, Message, PendingCall, PendingCalls,
-    Phase, RunFailure, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, SelectionMode,
-    SuspendPayload, Timestamp, ToolCall, Usage, Waiting,
+    Phase, RunEventKind, RunFailure, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus,
+    SelectionMode, SuspendPayload, Timestamp, ToolCall, Usage, Waiting,
 };
 use agentd::store::{MemoryStore, Presence, RunStore, Sharing, SqliteStore, Store, StoreError};
 use serde_json::json;
@@ -87,7 +87,7 @@ async fn sqlite_reads_a_run_back_as_its_latest_write_stored_it() {
         run.version += 1;
     });
     store
-        .commit(&again, completed.version(), &[])
+        .commit(&again, completed.version(), &[], &status_events(&again))
         .await
         .expect("suspend");
     let running = edited(&again, |run| {
@@ -101,7 +101,7 @@ async fn sqlite_reads_a_run_back_as_its_latest_write_stored_it() {
         run.version += 1;
     });
     store
-        .commit(&running, again.version(), &[])
+        .commit(&running, again.version(), &[], &status_events(&running))
         .await
         .expect("resume");
     assert_eq!(store.load_run(running.id).await.expect("read"), running);
@@ -298,7 +298,12 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
 /// are taken, and the run goes on after them, read back from any seq.
 async fn moved_chunks_count_as_stored(store: &AnyStore, suspended: &RunRecord, first: &[Event]) {
     let again = store
-        .commit(&suspended.clone(), suspended.version(), &first[1..])
+        .commit(
+            &suspended.clone(),
+            suspended.version(),
+            &first[1..],
+            &status_events(&suspended.clone()),
+        )
         .await;
     assert!(
         matches!(again, Err(StoreError::Backend(ref message)) if message.contains("stored already")),
@@ -336,9 +341,15 @@ async fn sqlite_refuses_a_run_stored_behind_its_events() {
     let completed = completed_from(&run, "Pro");
     let second = resumption_events(run.last_seq() + 1, "Pro");
     let short = edited(&completed, |run| run.last_seq -= 1);
-    assert!(behind(store.commit(&short, run.version(), &second).await));
+    assert!(behind(
+        store
+            .commit(&short, run.version(), &second, &status_events(&short))
+            .await
+    ));
     assert_conflict(
-        store.commit(&short, run.version() + 1, &second).await,
+        store
+            .commit(&short, run.version() + 1, &second, &status_events(&short))
+            .await,
         run.version() + 1,
         run.version(),
     );
@@ -346,7 +357,7 @@ async fn sqlite_refuses_a_run_stored_behind_its_events() {
     assert_eq!(events_of(&store, run.id).await, first);
 
     store
-        .commit(&completed, run.version(), &second)
+        .commit(&completed, run.version(), &second, &status_events(&completed))
         .await
         .expect("commit");
     assert_eq!(events_of(&store, run.id).await, concat(&first, &second));
@@ -366,7 +377,12 @@ async fn sqlite_store_survives_reopen() {
         let store: AnyStore = Arc::new(SqliteStore::open(&path).expect("open sqlite"));
         store.create_run(&suspended, &first).await.expect("create");
         store
-            .commit(&completed, suspended.version(), &second)
+            .commit(
+                &completed,
+                suspended.version(),
+                &second,
+                &status_events(&completed),
+            )
             .await
             .expect("commit");
         store
@@ -383,12 +399,14 @@ async fn sqlite_store_survives_reopen() {
     assert_eq!(events_of(&store, untouched.id).await, first);
 
     // The version guard survives too.
-    let stale = store.commit(&completed, suspended.version(), &[]).await;
+    let stale = store
+        .commit(&completed, suspended.version(), &[], &status_events(&completed))
+        .await;
     assert_conflict(stale, suspended.version(), completed.version());
     let mut next = edited(&completed, |run| run.version += 1);
     next.metadata.insert("reopened".into(), "yes".into());
     store
-        .commit(&next, completed.version(), &[])
+        .commit(&next, completed.version(), &[], &status_events(&next))
         .await
         .expect("commit after reopen");
     assert_eq!(store.load_run(next.id).await.expect("load"), next);
@@ -495,9 +513,13 @@ async fn unknown_runs_are_not_found(store: &AnyStore) {
         "read_events: {result:?}"
     );
 
-    let result = store.commit(&ghost, 0, &suspension_events(1)).await;
+    let result = store
+        .commit(&ghost, 0, &suspension_events(1), &status_events(&ghost))
+        .await;
     assert!(matches!(result, Err(StoreError::NotFound)), "commit: {result:?}");
-    let result = store.commit(&ghost, ghost.version(), &[]).await;
+    let result = store
+        .commit(&ghost, ghost.version(), &[], &status_events(&ghost))
+        .await;
     assert!(matches!(result, Err(StoreError::NotFound)), "commit: {result:?}");
     // A failed commit does not create the run.
     assert!(matches!(
@@ -524,7 +546,7 @@ async fn commit_replaces_record_and_appends_events(store: &AnyStore) {
     touched.updated_at = Timestamp(touched.updated_at.0 + 1);
     touched.metadata.insert("reviewed".into(), "true".into());
     store
-        .commit(&touched, completed.version(), &[])
+        .commit(&touched, completed.version(), &[], &status_events(&touched))
         .await
         .expect("commit without events");
     assert_eq!(store.load_run(run.id).await.expect("load"), touched);
@@ -546,13 +568,22 @@ async fn stale_commit_changes_nothing(store: &AnyStore) {
     });
     let late_events = resumption_events(run.last_seq() + 1, "Enterprise");
     assert_conflict(
-        store.commit(&late, run.version(), &late_events).await,
+        store
+            .commit(&late, run.version(), &late_events, &status_events(&late))
+            .await,
         run.version(),
         completed.version(),
     );
     // A version from the future conflicts too.
     assert_conflict(
-        store.commit(&late, completed.version() + 5, &late_events).await,
+        store
+            .commit(
+                &late,
+                completed.version() + 5,
+                &late_events,
+                &status_events(&late),
+            )
+            .await,
         completed.version() + 5,
         completed.version(),
     );
@@ -560,7 +591,9 @@ async fn stale_commit_changes_nothing(store: &AnyStore) {
     let ahead = edited(&late, |run| run.version = completed.version() + 1);
     let ahead_events = resumption_events(completed.last_seq() + 1, "Enterprise");
     assert_conflict(
-        store.commit(&ahead, run.version(), &ahead_events).await,
+        store
+            .commit(&ahead, run.version(), &ahead_events, &status_events(&ahead))
+            .await,
         run.version(),
         completed.version(),
     );
@@ -580,7 +613,14 @@ async fn failed_write_is_undone_whole(store: &AnyStore) {
     let completed = completed_from(&run, "Pro");
     // Starts at seq 5, which is stored already.
     let overlapping = resumption_events(run.last_seq(), "Pro");
-    let result = store.commit(&completed, run.version(), &overlapping).await;
+    let result = store
+        .commit(
+            &completed,
+            run.version(),
+            &overlapping,
+            &status_events(&completed),
+        )
+        .await;
     assert!(result.is_err(), "a commit repeating a stored seq must fail");
     assert!(
         !matches!(result, Err(StoreError::NotFound | StoreError::AlreadyExists)),
@@ -589,14 +629,17 @@ async fn failed_write_is_undone_whole(store: &AnyStore) {
     // The same seq twice in one write.
     let mut repeated = resumption_events(run.last_seq() + 1, "Pro");
     repeated[2].seq = repeated[1].seq;
-    assert!(store.commit(&completed, run.version(), &repeated).await.is_err());
+    assert!(store
+        .commit(&completed, run.version(), &repeated, &status_events(&completed))
+        .await
+        .is_err());
     assert_eq!(store.load_run(run.id).await.expect("load"), run);
     assert_eq!(events_of(store, run.id).await, first);
 
     // Nothing moved: the right write still goes through.
     let second = resumption_events(run.last_seq() + 1, "Pro");
     store
-        .commit(&completed, run.version(), &second)
+        .commit(&completed, run.version(), &second, &status_events(&completed))
         .await
         .expect("commit");
     assert_eq!(store.load_run(run.id).await.expect("load"), completed);
@@ -662,7 +705,7 @@ async fn racing_commits_have_one_winner(store: &AnyStore) {
             let events = resumption_events(run.last_seq() + 1, &answer);
             tokio::spawn(async move {
                 barrier.wait().await;
-                let outcome = store.commit(&record, 1, &events).await;
+                let outcome = store.commit(&record, 1, &events, &status_events(&record)).await;
                 (record, events, outcome)
             })
         })
@@ -761,7 +804,7 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
         let s = Arc::clone(store);
         let (record, events) = (good.clone(), good_events.clone());
         burst.add(format!("good commit on run {i}"), Expect::Ok, async move {
-            s.commit(&record, 1, &events).await
+            s.commit(&record, 1, &events, &status_events(&record)).await
         });
 
         // A write from a reader that saw a version that never was (stale
@@ -780,7 +823,7 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
         burst.add(
             format!("stale commit on run {i}"),
             Expect::Conflict { expected: 0 },
-            async move { s.commit(&stale, 0, &stale_events).await },
+            async move { s.commit(&stale, 0, &stale_events, &status_events(&stale)).await },
         );
 
         // A duplicate create of the same id.
@@ -807,7 +850,7 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
         burst.add(
             format!("half-failing commit on run {i}"),
             Expect::Failed,
-            async move { s.commit(&broken, 1, &events).await },
+            async move { s.commit(&broken, 1, &events, &status_events(&broken)).await },
         );
     }
 
@@ -818,7 +861,10 @@ async fn mixed_burst_of_commits(store: &AnyStore) {
         burst.add(
             format!("commit on unknown run {i}"),
             Expect::NotFound,
-            async move { s.commit(&ghost, 1, &resumption_events(6, "ghost")).await },
+            async move {
+                s.commit(&ghost, 1, &resumption_events(6, "ghost"), &status_events(&ghost))
+                    .await
+            },
         );
         let fresh = suspended_run("assistant");
         final_state.push((fresh.clone(), first.clone()));
@@ -899,6 +945,13 @@ fn ask_user_call() -> ToolCall {
 }
 
 /// A run suspended on an ask_user call, at version 1 with 5 events stored.
+/// The run events of a write that leaves `run` in its status, from a run
+/// in another one: entering it, unless running (see
+/// `RunEventKind::of_write`).
+pub fn status_events(run: &RunRecord) -> Vec<RunEventKind> {
+    RunEventKind::of_write(None, run.status())
+}
+
 pub fn suspended_run(agent_id: &str) -> RunRecord {
     let id = RunId::new();
     let created = Timestamp::now();
@@ -1010,7 +1063,7 @@ async fn answer(store: &AnyStore, run: &RunRecord, answer: &str) -> (RunRecord, 
     let completed = completed_from(run, answer);
     let events = resumption_events(run.last_seq() + 1, answer);
     store
-        .commit(&completed, run.version(), &events)
+        .commit(&completed, run.version(), &events, &status_events(&completed))
         .await
         .expect("commit");
     (completed, events)

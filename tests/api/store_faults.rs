@@ -86,16 +86,17 @@ async fn a_store_that_refuses_writes_mid_stream_ends_it_with_an_error_and_a_fini
             ttl: Duration::from_millis(400),
             renew_every: Duration::from_millis(100),
             recovery_interval: Duration::from_millis(100),
+            ..LeaseSettings::default()
         },
         ..RuntimeConfig::default()
     };
     let (server, store, _temp) = ControlledStore::serve(config).await;
-    // The run is created (its `start` stored and streamed); the writes of
-    // its first step wait, then fail.
+    // A slow step: the run is written at the deadline (its `start` stored
+    // and streamed); the appends of the step's chunks wait, then fail.
     store.hold(true);
     let mut stream = server
         .client()
-        .stream_agent(prompt("pick a plan"))
+        .stream_agent(prompt("stream 3 every 100ms"))
         .await
         .expect("StreamAgent")
         .into_inner();
@@ -138,8 +139,8 @@ async fn a_store_that_refuses_writes_mid_stream_ends_it_with_an_error_and_a_fini
     .expect("SubscribeRun");
     assert_segment(&followed);
     assert_eq!(followed[0].seq, last_stored + 1);
-    assert_eq!(finish_reason(&followed), FinishReason::Suspended);
-    assert_eq!(status_of(&server.get_run(&id).await), RunStatus::Suspended);
+    assert_eq!(finish_reason(&followed), FinishReason::Stop);
+    assert_eq!(status_of(&server.get_run(&id).await), RunStatus::Completed);
 }
 
 /// A real server on a real full disk: a small tmpfs of its own, filled up

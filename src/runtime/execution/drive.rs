@@ -1,6 +1,7 @@
 //! Drives a run from where it stands to its next suspension or finish, one
 //! agent step at a time, committing each step (state and events together)
-//! before going on. A step can be cut short by CancelRun, by the run moving
+//! before going on (a run not written yet is written by its first commit,
+//! or before a tool with side effects runs: see `emitter.rs`). A step can be cut short by CancelRun, by the run moving
 //! on elsewhere (fenced: see `emitter.rs`) or, when the run asks for it, by
 //! its client going away. One function per transition.
 
@@ -103,6 +104,9 @@ impl Execution {
         let mut pending = self.run.take_still_pending()?;
         for continuation in continuations {
             let call = continuation.call().clone();
+            if self.agent.has_side_effects(&call.name) {
+                self.emitter.write_unwritten().await?;
+            }
             let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
             let ctx = ToolContext::IN_RUN;
             let outcome = match &continuation {
@@ -148,6 +152,10 @@ impl Execution {
     async fn settle(&mut self, outcome: Result<(), Halt>) {
         if let Err(halt) = outcome {
             match self.refusal(halt).await {
+                // Stopped before its run was ever written: nobody saw
+                // anything, and the request that gave it the run is
+                // refused instead.
+                Some(error) if self.emitter.stop_unwritten(error.clone()).await => {}
                 None => {
                     tracing::info!("the run moved on elsewhere; this execution stopped");
                     self.emitter.hand_over_client();

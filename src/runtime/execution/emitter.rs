@@ -1,15 +1,30 @@
 //! The emitter numbers a run's chunks and makes each durable before anybody
-//! sees it. Chunks emitted during a step are appended to the store by a
-//! flusher task of the execution, in batches (whatever accumulated while the
-//! previous append was in flight goes in the next one), and released once
-//! stored: handed to the execution's own client straight from the write
-//! (see `fanout/stream.rs`), and broadcast to whoever else follows the run.
-//! Chunks that must come with a state change (suspensions,
-//! finishes) are held back and stored by the step's commit. So no client
-//! ever sees a chunk a crash could lose, and a replica that takes a run
-//! over continues its seq right after the last chunk anybody saw. The run
-//! is stored before its execution starts (by the start, Resume or takeover
-//! that gave it to this replica).
+//! sees it: the output gate. Chunks emitted during a step are appended to
+//! the store by a flusher task of the execution, in batches (whatever
+//! accumulated while the previous append was in flight goes in the next
+//! one), and released once stored: handed to the execution's own client
+//! straight from the write (see `fanout/stream.rs`), and broadcast to
+//! whoever else follows the run. Chunks that must come with a state change
+//! (suspensions, finishes) are held back and stored by the step's commit.
+//! So no client ever sees a chunk a crash could lose, and a replica that
+//! takes a run over continues its seq right after the last chunk anybody
+//! saw.
+//!
+//! Nothing more is forced to disk than that. A start or a Resume gives its
+//! execution a run that is not written yet ([`Begin::Start`],
+//! [`Begin::Claim`]): its first write creates the run, or claims the
+//! suspension with a compare-and-set on the version it was suspended at,
+//! together with every chunk so far and the state the run has reached then.
+//! That is the execution's first commit (its suspension or finish, in an
+//! ask_user cycle), unless a tool with side effects is about to run or the
+//! run is still going after `LeaseSettings::first_write_deadline` (a slow
+//! model), which write the run as the start or claim made it, with the
+//! chunks so far, so that another replica could take it over. Until then
+//! nothing is released, so a first write the store refuses (a request id
+//! or a thread taken meanwhile, a claim that lost its race) ends the
+//! execution before any client saw anything: its caller gets the refusal
+//! (see [`Opening`]). A takeover gives its execution a run it stored
+//! already.
 //!
 //! The flusher also renews the run's lease, with every append and at least
 //! every `LeaseSettings::renew_every`. A write refused by the version guard
@@ -21,22 +36,43 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
 use super::tenant_runs::RunSlot;
 use crate::agent::ChunkSink;
-use crate::domain::{Chunk, Event, Position, RunRecord, RunStatus, Timestamp};
+use crate::domain::{Chunk, Event, Position, RunEventKind, RunRecord, RunStatus, Timestamp};
+use crate::metrics::Metrics;
 use crate::runtime::fanout::{ClientFeed, Delivery, LiveRun, Refusal, Signal};
-use crate::runtime::RuntimeConfig;
+use crate::runtime::{lifecycle_log, RuntimeConfig};
 use crate::store::{Store, StoreError};
 
 /// Unstored chunks a step may run ahead of the store by before it waits.
 const MAX_UNSTORED: usize = 1024;
 /// The pause before retrying an append the store failed.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// How an execution came by a run not written yet, and so what its first
+/// write does.
+pub(in crate::runtime) enum Begin {
+    /// A start: the first write creates the run.
+    Start,
+    /// A Resume's answers: the first write claims the suspension stored at
+    /// `suspended`, waiting since `since`, with a compare-and-set on its
+    /// version.
+    Claim { suspended: Position, since: Timestamp },
+}
+
+/// An execution's opening, when its run is not written yet: how it came
+/// by the run, the chunks that open its stream (numbered, not stored), and
+/// who is told how its first write went (before any chunk is released).
+pub(in crate::runtime) struct Opening {
+    pub begin: Begin,
+    pub first: Vec<Event>,
+    pub told: oneshot::Sender<Result<(), StoreError>>,
+}
 
 pub struct Emitter {
     live: Arc<LiveRun>,
@@ -70,6 +106,7 @@ struct Shared {
     store: Arc<dyn Store>,
     live: Arc<LiveRun>,
     lease: LeaseSettings,
+    metrics: Metrics,
     unstored: Mutex<Unstored>,
     /// Held while writing, so that appends and commits go one at a time, in
     /// order, each with the version the previous one left.
@@ -108,9 +145,10 @@ impl Unstored {
 }
 
 struct Writer {
-    /// Where the run stands in the store, as this execution last wrote it.
-    stored: Position,
-    /// When the lease needs renewing at the latest.
+    /// Where the run stands in the store, as this execution knows it.
+    stored: Stored,
+    /// When the lease needs renewing at the latest; for a run not written
+    /// yet, when it must be.
     renew_at: Instant,
     /// When the last write succeeded (the lease holds until `ttl` after).
     stored_at: Instant,
@@ -121,16 +159,58 @@ struct Writer {
     refused: Option<StoreError>,
 }
 
+/// Where the run stands in the store, as this execution knows it.
+enum Stored {
+    /// As this execution last wrote it (or the commit that gave it the run).
+    At(Position),
+    /// Not written since this execution got it: its first write creates
+    /// it or claims its suspension.
+    Unwritten(Box<FirstWrite>),
+}
+
+/// What an execution's first write does, and who hears of it.
+struct FirstWrite {
+    begin: Begin,
+    /// The run as the start or claim made it: what a write made before the
+    /// execution's own first commit (a deadline, a tool with side effects)
+    /// stores. Taken by that write.
+    snapshot: Option<RunRecord>,
+    told: oneshot::Sender<Result<(), StoreError>>,
+}
+
+impl FirstWrite {
+    /// The first write stored `run`: counted and logged before any client
+    /// can see it, then its caller is told.
+    fn written(self, run: &RunRecord, metrics: &Metrics) {
+        match self.begin {
+            Begin::Start => {
+                metrics.run_started(&run.agent_id);
+                lifecycle_log::started(run);
+            }
+            Begin::Claim { since, .. } => {
+                metrics.run_resumed(&run.agent_id, since);
+                if let Some(answer) = run.state.answers.last() {
+                    lifecycle_log::resumed(run, &answer.tool_call_id);
+                }
+            }
+        }
+        // The caller may have gone (its client left); the run goes on.
+        let _ = self.told.send(Ok(()));
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Each critical section leaves what it guards consistent.
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Emitter {
-    /// An emitter for an execution of `run` (stored as it is, with this
-    /// replica's lease), continuing after its `last_seq`. `feed` is the
-    /// execution's own client, which gets the chunks of each write straight
-    /// from here; other clients follow the run.
+    /// An emitter for an execution of `run`, continuing after its
+    /// `last_seq`: stored as it is, with this replica's lease, without an
+    /// `opening`; otherwise not written yet, with the opening's chunks
+    /// (see [`Opening`]). `feed` is the execution's own client, which gets
+    /// the chunks of each write straight from here; other clients follow
+    /// the run.
     pub(super) fn start(
         store: Arc<dyn Store>,
         live: Arc<LiveRun>,
@@ -138,22 +218,41 @@ impl Emitter {
         config: &RuntimeConfig,
         feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
+        opening: Option<Opening>,
     ) -> Self {
         let lease = config.lease.clone();
         let now = Instant::now();
         let client = feed.as_ref().map(ClientFeed::client);
+        let mut unstored = Unstored::default();
+        let (stored, renew_at) = match opening {
+            None => (Stored::At(run.position()), now + lease.renew_every),
+            Some(Opening { begin, first, told }) => {
+                unstored.flushable = first.len();
+                unstored.events = first;
+                let first_write = FirstWrite {
+                    begin,
+                    snapshot: Some(run.clone()),
+                    told,
+                };
+                (
+                    Stored::Unwritten(Box::new(first_write)),
+                    now + lease.first_write_deadline,
+                )
+            }
+        };
         let shared = Arc::new(Shared {
             store,
             live: Arc::clone(&live),
             writer: tokio::sync::Mutex::new(Writer {
-                stored: run.position(),
-                renew_at: now + lease.renew_every,
+                stored,
+                renew_at,
                 stored_at: now,
                 stopped: false,
                 refused: None,
             }),
             lease,
-            unstored: Mutex::new(Unstored::default()),
+            metrics: config.metrics.clone(),
+            unstored: Mutex::new(unstored),
             feed: Mutex::new(feed),
             wake: Notify::new(),
             drained: Notify::new(),
@@ -279,7 +378,7 @@ impl Emitter {
         let shared = &self.shared;
         let mut writer = shared.writer.lock().await;
         if writer.stopped {
-            return Err(fenced_error(writer.stored.version));
+            return Err(fenced_error(writer.version()));
         }
         // The flusher is not writing (this holds the writer), so every
         // unstored chunk is in the buffer; on failure the execution stops,
@@ -289,32 +388,44 @@ impl Emitter {
         // last renewal); a run this commit suspends or ends has none, and
         // its renewal is refused.
         run.renew_lease(shared.lease.expiry()).ok();
-        let expected = run.commit_after(writer.stored, &events);
-        match shared.store.commit(run, expected, &events).await {
-            Ok(()) => {
-                writer.stored = run.position();
-                writer.stored(&shared.lease);
-                // Only a running run has a lease to renew or chunks to add.
-                writer.stopped = run.status() != RunStatus::Running;
-                if writer.stopped {
-                    // The execution's hold on the run ends before anybody
-                    // sees that it left RUNNING, so that an answer to the
-                    // suspension it stored, or another run of its tenant,
-                    // is taken at once.
-                    self.hold.release(&shared.live);
-                }
-                stored();
-                shared.release(events);
-                shared.drained.notify_waiters();
-                Ok(())
-            }
-            Err(error) => {
-                if matches!(error, StoreError::VersionConflict { .. } | StoreError::NotFound) {
-                    writer.fence(&shared.live);
-                }
-                Err(error)
-            }
+        shared.write(&mut writer, run, &events).await?;
+        // Only a running run has a lease to renew or chunks to add.
+        writer.stopped = run.status() != RunStatus::Running;
+        if writer.stopped {
+            // The execution's hold on the run ends before anybody sees that
+            // it left RUNNING, so that an answer to the suspension it
+            // stored, or another run of its tenant, is taken at once.
+            self.hold.release(&shared.live);
         }
+        stored();
+        shared.release(events);
+        shared.drained.notify_waiters();
+        Ok(())
+    }
+
+    /// Writes the run now if it is not written yet (as its start or claim
+    /// made it, with the chunks so far): before a tool with side effects
+    /// runs, so that a crash after the call cannot lose the run that made
+    /// it. A refusal stops the execution (it is fenced).
+    pub(crate) async fn write_unwritten(&self) -> Result<(), StoreError> {
+        let mut writer = self.shared.writer.lock().await;
+        if writer.stopped {
+            return Err(fenced_error(writer.version()));
+        }
+        self.shared.write_snapshot(&mut writer).await
+    }
+
+    /// The execution stops with `error` before its run was ever written
+    /// (say, the thread's history could not be read): its caller is told,
+    /// and its client, which saw nothing, is let go. Whether the run was
+    /// unwritten.
+    pub(crate) async fn stop_unwritten(&self, error: StoreError) -> bool {
+        let mut writer = self.shared.writer.lock().await;
+        if !matches!(writer.stored, Stored::Unwritten(_)) {
+            return false;
+        }
+        self.shared.refuse_first_write(&mut writer, error);
+        true
     }
 }
 
@@ -343,6 +454,14 @@ impl Drop for Emitter {
 }
 
 impl Writer {
+    /// The version the store holds, as far as this execution knows.
+    fn version(&self) -> u64 {
+        match &self.stored {
+            Stored::At(position) => position.version,
+            Stored::Unwritten(_) => 0,
+        }
+    }
+
     fn stored(&mut self, lease: &LeaseSettings) {
         let now = Instant::now();
         self.stored_at = now;
@@ -356,6 +475,98 @@ impl Writer {
 }
 
 impl Shared {
+    /// Stores `run` (as it is now) with `events` under the writer's guard:
+    /// the first write creates the run or claims its suspension, every
+    /// later one is a compare-and-set on the version the previous one left.
+    /// On success the writer knows the new position. A refused first write
+    /// stops the execution (see [`Shared::refuse_first_write`]); a later
+    /// one refused by the version guard fences it.
+    async fn write(
+        &self,
+        writer: &mut Writer,
+        run: &mut RunRecord,
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        let outcome = match &writer.stored {
+            Stored::At(position) => {
+                let expected = run.commit_after(*position, events);
+                let run_events = RunEventKind::of_write(None, run.status());
+                self.store.commit(run, expected, events, &run_events).await
+            }
+            Stored::Unwritten(first) => match first.begin {
+                Begin::Start => {
+                    run.commit_after(Position::default(), events);
+                    self.store.create_run(run, events).await
+                }
+                Begin::Claim { suspended, .. } => {
+                    let expected = run.commit_after(suspended, events);
+                    let run_events = RunEventKind::of_write(Some(RunEventKind::Resumed), run.status());
+                    self.store.commit(run, expected, events, &run_events).await
+                }
+            },
+        };
+        match outcome {
+            Ok(()) => {
+                let was = std::mem::replace(&mut writer.stored, Stored::At(run.position()));
+                writer.stored(&self.lease);
+                if let Stored::Unwritten(first) = was {
+                    first.written(run, &self.metrics);
+                }
+                Ok(())
+            }
+            Err(error) if matches!(writer.stored, Stored::Unwritten(_)) => {
+                self.refuse_first_write(writer, error.clone());
+                Err(error)
+            }
+            Err(error) => {
+                if matches!(error, StoreError::VersionConflict { .. } | StoreError::NotFound) {
+                    writer.fence(&self.live);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Writes a run not written yet as its start or claim made it, with
+    /// the chunks that may be stored now, and releases them; nothing if
+    /// the run is written already.
+    async fn write_snapshot(&self, writer: &mut Writer) -> Result<(), StoreError> {
+        let Stored::Unwritten(first) = &mut writer.stored else {
+            return Ok(());
+        };
+        let Some(mut run) = first.snapshot.take() else {
+            return Ok(());
+        };
+        run.renew_lease(self.lease.expiry()).ok();
+        let batch: Vec<Event> = {
+            let mut unstored = lock(&self.unstored);
+            let flushable = std::mem::take(&mut unstored.flushable);
+            unstored.in_flight = flushable;
+            unstored.events.drain(..flushable).collect()
+        };
+        let written = self.write(writer, &mut run, &batch).await;
+        lock(&self.unstored).in_flight = 0;
+        if written.is_ok() {
+            self.release(batch);
+        }
+        self.drained.notify_waiters();
+        written
+    }
+
+    /// The first write was refused (or never made): nothing of the run is
+    /// stored and nobody saw any of it. The execution stops without
+    /// writing, its client (whose caller gets `error` instead of a stream)
+    /// is let go rather than handed to a follower, and the caller is told.
+    fn refuse_first_write(&self, writer: &mut Writer, error: StoreError) {
+        writer.fence(&self.live);
+        lock(&self.feed).take();
+        if let Stored::Unwritten(first) =
+            std::mem::replace(&mut writer.stored, Stored::At(Position::default()))
+        {
+            let _ = first.told.send(Err(error));
+        }
+    }
+
     /// Releases chunks just stored, in the order they were stored (the
     /// caller holds the writer): to the execution's own client, then to
     /// whoever follows the run here.
@@ -396,6 +607,14 @@ impl Shared {
         if writer.stopped {
             return false;
         }
+        if matches!(writer.stored, Stored::Unwritten(_)) {
+            // Held until the run is written: by the execution's first
+            // commit, or here once the deadline has passed.
+            if Instant::now() < writer.renew_at {
+                return true;
+            }
+            return self.write_snapshot(&mut writer).await.is_ok();
+        }
         // Taken out of the buffer (counted as in flight) rather than
         // copied: put back in front if the append fails.
         let batch: Vec<Event> = {
@@ -408,11 +627,13 @@ impl Shared {
             unstored.events.drain(..flushable).collect()
         };
         let id = self.live.id();
-        let version = writer.stored.version;
+        let version = writer.version();
         let expiry = Some(self.lease.expiry());
         match self.store.append_events(id, version, expiry, &batch).await {
             Ok(()) => {
-                writer.stored = writer.stored.after_append(batch.last().map(|event| event.seq));
+                if let Stored::At(position) = &mut writer.stored {
+                    *position = position.after_append(batch.last().map(|event| event.seq));
+                }
                 writer.stored(&self.lease);
                 lock(&self.unstored).in_flight = 0;
                 self.release(batch);
@@ -447,6 +668,14 @@ impl Shared {
 impl ChunkSink for Emitter {
     async fn emit(&mut self, chunk: Chunk) {
         self.emit_now(chunk).await;
+    }
+
+    async fn before_side_effects(&mut self) {
+        if self.write_unwritten().await.is_err() {
+            // The execution is fenced: the step waits here to be cut short
+            // (see `drive.rs`), and the tool never runs.
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -493,7 +722,7 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
         store.create_run(&run, &first.events).await.expect("created");
         let config = RuntimeConfig::default();
-        let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None);
+        let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None, None);
         let question = crate::domain::PendingCall {
             call: crate::domain::ToolCall {
                 id: "call_1".into(),

@@ -1,13 +1,17 @@
-//! Starting an execution of a run in this process, after the commit that
-//! gave this replica the run (a start, a Resume's claim, a takeover) stored
-//! its first chunks and this replica's lease. The execution runs on a task
-//! of its own; its client is fed from each of its writes.
+//! Starting an execution of a run in this process: a start's or a Resume's,
+//! whose first write (made by the execution, see `emitter.rs`) creates the
+//! run or claims its suspension, or a takeover's, whose commit stored the
+//! run already. The execution runs on a task of its own; its client is fed
+//! from each of its writes.
 
 use std::sync::Arc;
 
 use tracing::Instrument;
 
+use tokio::sync::oneshot;
+
 use super::drive::Execution;
+use super::emitter::{Begin, Opening};
 use super::tenant_runs::RunSlot;
 use super::Emitter;
 use crate::agent::Agent;
@@ -15,6 +19,11 @@ use crate::domain::{Continuation, Event, Lease, RunRecord, TraceContext};
 use crate::propagation;
 use crate::runtime::fanout::{ClientFeed, LiveRun};
 use crate::runtime::{Inner, RunStream, Runtime};
+use crate::store::StoreError;
+
+/// How long a claim waits for an execution of its run here to let go of it
+/// before it is refused as a claim racing another.
+const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What the execution does first.
 pub(in crate::runtime) enum Work {
@@ -68,12 +77,20 @@ impl Inner {
 }
 
 impl Runtime {
-    /// Executes `run` here and returns the stream of this execution, from
-    /// the first of `first` (the chunks the commit that gave this replica
-    /// the run stored) to its next `finish`; `slot` is given back when the
-    /// execution ends. `trace` is the trace context of the request that
-    /// gave this replica the run: the execution continues its trace.
-    pub(in crate::runtime) fn execute(
+    /// Executes `run`, not written yet, here, as `begin` gave it to this
+    /// replica, and returns the stream of this execution, from the first
+    /// of `first` (the chunks that open it, numbered after the stored ones)
+    /// to its next `finish`, once the execution's first write stored the
+    /// run: the store's refusal of that write (a request id or a thread
+    /// taken meanwhile, a claim that lost its race) is returned instead,
+    /// before any chunk. `slot` is given back when the execution ends.
+    /// `trace` is the trace context of the request that gave this replica
+    /// the run: the execution continues its trace.
+    ///
+    /// A claim is refused at once if the run is executing here already
+    /// (another Resume's claim of the same suspension, not written yet).
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::runtime) async fn execute(
         &self,
         agent: Arc<Agent>,
         run: RunRecord,
@@ -81,18 +98,47 @@ impl Runtime {
         work: Work,
         slot: RunSlot,
         trace: Option<TraceContext>,
-    ) -> RunStream {
+        begin: Begin,
+    ) -> Result<RunStream, StoreError> {
         let after_seq = first.first().map_or(run.last_seq(), |event| event.seq - 1);
-        let live = self.inner.live.start_execution(run.id);
-        // Whoever waits on the run (a subscriber of a suspended run) gets
-        // the first chunks too (copied only for them); this stream starts
-        // with them.
-        live.release_stored(first.as_slice());
-        let (stream, feed) = self.execution_stream(&live, after_seq, first);
+        let live = match begin {
+            Begin::Start => self.inner.live.start_execution(run.id),
+            Begin::Claim { suspended, .. } => {
+                self.reserve_claim(&run)
+                    .await
+                    .ok_or(StoreError::VersionConflict {
+                        expected: suspended.version,
+                        actual: suspended.version + 1,
+                    })?
+            }
+        };
+        let (stream, feed) = self.execution_stream(&live, after_seq, Vec::new());
+        let (told, written) = oneshot::channel();
+        let opening = Opening { begin, first, told };
         let span = execution_span(&run, &work, trace.as_ref());
-        let execution = self.execution(live, agent, run, feed, Some(slot));
+        let execution = self.execution(live, agent, run, feed, Some(slot), Some(opening));
         spawn(execution, work, span, trace);
-        stream
+        match written.await {
+            Ok(Ok(())) => Ok(stream),
+            Ok(Err(refused)) => Err(refused),
+            Err(_) => Err(StoreError::Backend(
+                "the run's execution ended before it was stored".into(),
+            )),
+        }
+    }
+
+    /// Marks the suspended `run` executing here for a claim of it, unless
+    /// another claim here has it. The execution that stored the suspension
+    /// lets go of the run as soon as its commit returns, which a client
+    /// that read the suspension from the store may beat by a moment: an
+    /// execution still marked is waited for, briefly.
+    async fn reserve_claim(&self, run: &RunRecord) -> Option<Arc<LiveRun>> {
+        if let Some(live) = self.inner.live.try_start_execution(run.id) {
+            return Some(live);
+        }
+        let live = self.inner.live.get(run.id)?;
+        let _ = tokio::time::timeout(CLAIM_WAIT, live.idle()).await;
+        self.inner.live.try_start_execution(run.id)
     }
 
     /// Executes `run` here with nobody streaming it (a takeover, which
@@ -107,11 +153,11 @@ impl Runtime {
         let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
         let span = execution_span(&run, &work, None);
-        let execution = self.execution(live, agent, run, None, None);
+        let execution = self.execution(live, agent, run, None, None, None);
         spawn(execution, work, span, None);
     }
 
-    /// The execution of `run`, with its emitter.
+    /// The execution of `run`, with its emitter (see [`Emitter::start`]).
     fn execution(
         &self,
         live: Arc<LiveRun>,
@@ -119,6 +165,7 @@ impl Runtime {
         run: RunRecord,
         feed: Option<ClientFeed>,
         slot: Option<RunSlot>,
+        opening: Option<Opening>,
     ) -> Execution {
         let emitter = Emitter::start(
             Arc::clone(&self.inner.store),
@@ -127,6 +174,7 @@ impl Runtime {
             &self.inner.config,
             feed,
             slot,
+            opening,
         );
         Execution::new(Arc::clone(&self.inner), agent, run, emitter)
     }

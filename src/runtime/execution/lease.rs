@@ -25,6 +25,10 @@ pub struct LeaseSettings {
     /// expired, or holder gone); zero disables the search (runs are then
     /// only taken over at startup, for a store that one process owns).
     pub recovery_interval: Duration,
+    /// How long a run not yet stored (a start's, or a Resume's claim) may
+    /// go on before it is written, when its execution reaches no durable
+    /// point sooner (see `emitter.rs`).
+    pub first_write_deadline: Duration,
 }
 
 impl Default for LeaseSettings {
@@ -42,6 +46,7 @@ impl LeaseSettings {
             ttl: server.lease_ttl,
             renew_every: server.lease_renew,
             recovery_interval: server.recovery_interval,
+            first_write_deadline: server.first_write_deadline,
         }
     }
 

@@ -28,6 +28,7 @@ mod run_agent;
 mod standalone_tool;
 mod tenant_runs;
 
+pub(super) use emitter::Begin;
 pub(crate) use emitter::Emitter;
 pub(super) use execute::Work;
 pub(crate) use lease::new_replica_id;

@@ -94,6 +94,18 @@ impl LiveRuns {
         Arc::clone(run)
     }
 
+    /// [`LiveRuns::start_execution`], unless the run executes here already
+    /// (then `None`, and nothing changes).
+    pub(crate) fn try_start_execution(&self, id: RunId) -> Option<Arc<LiveRun>> {
+        let mut runs = lock(&self.runs);
+        let run = runs.entry(id).or_insert_with(|| Arc::new(LiveRun::new(id)));
+        if run.is_executing() {
+            return None;
+        }
+        run.begin_execution();
+        Some(Arc::clone(run))
+    }
+
     /// The live entry of a run, if it has one.
     pub(crate) fn get(&self, id: RunId) -> Option<Arc<LiveRun>> {
         lock(&self.runs).get(&id).cloned()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tracing::instrument;
 
-use crate::domain::{RunId, RunRecord, RunStatus, Tenant, Timestamp};
+use crate::domain::{RunEventKind, RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
@@ -74,7 +74,12 @@ impl Runtime {
         let staged = run.stage(chunks);
         self.inner
             .store
-            .commit(&run, staged.expected_version, &staged.events)
+            .commit(
+                &run,
+                staged.expected_version,
+                &staged.events,
+                &RunEventKind::of_write(None, run.status()),
+            )
             .await?;
         crate::runtime::lifecycle_log::finished(&run, crate::domain::FinishReason::Cancelled);
         self.inner.abandon(&run, &pending);

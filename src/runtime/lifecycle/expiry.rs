@@ -11,7 +11,7 @@
 
 use tracing::instrument;
 
-use crate::domain::{RunId, RunRecord, RunStatus, Timestamp};
+use crate::domain::{RunEventKind, RunId, RunRecord, RunStatus, Timestamp};
 use crate::runtime::{Inner, RuntimeError};
 use crate::store::StoreError;
 
@@ -80,7 +80,12 @@ impl Inner {
         let staged = run.stage(chunks);
         match self
             .store
-            .commit(run, staged.expected_version, &staged.events)
+            .commit(
+                run,
+                staged.expected_version,
+                &staged.events,
+                &RunEventKind::of_write(None, run.status()),
+            )
             .await
         {
             Ok(()) => {

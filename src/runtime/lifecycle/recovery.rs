@@ -20,7 +20,7 @@
 //! with the claim), nor a suspension a client saw (it is stored before it
 //! is sent).
 
-use crate::domain::{RunFailure, RunRecord, RunStatus, Staged, Timestamp};
+use crate::domain::{RunEventKind, RunFailure, RunRecord, RunStatus, Staged, Timestamp};
 use crate::runtime::execution::{lease_expired, unfinished_calls, Work};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::{Holder, Orphan, StoreError};
@@ -118,7 +118,12 @@ impl Runtime {
         match self
             .inner
             .store
-            .commit(run, first.expected_version, &first.events)
+            .commit(
+                run,
+                first.expected_version,
+                &first.events,
+                &RunEventKind::of_write(None, run.status()),
+            )
             .await
         {
             Ok(()) => {

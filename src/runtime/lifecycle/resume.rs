@@ -2,8 +2,10 @@
 //! suspension, and continues the run. A refused Resume changes nothing.
 //!
 //! The claim is a commit: a compare-and-set on the version the run was read
-//! at, which stores the answer, the continuation's first chunks and this
-//! replica's lease before anything is streamed. So of racing Resumes (or a
+//! at, which stores the answer, the continuation up to its next durable
+//! point (its next suspension or its finish, usually) and this replica's
+//! lease before anything is streamed; a second claim of the same
+//! suspension in this process is refused at once. So of racing Resumes (or a
 //! Resume racing CancelRun or an expiry) exactly one write goes through,
 //! whichever replica each came to; the others are refused before any chunk,
 //! naming what the run became. An answer that any client saw taken is never
@@ -14,7 +16,7 @@ use crate::domain::{
     Answer, AnswerError, AnswerRecord, AnswerVia, Answered, PendingCall, ResumeRecord, RunId, RunRecord,
     RunStatus, Tenant, Timestamp, TraceContext,
 };
-use crate::runtime::execution::Work;
+use crate::runtime::execution::{Begin, Work};
 use crate::runtime::fanout::Wanted;
 use crate::runtime::{RunStream, Runtime, RuntimeError};
 use crate::store::StoreError;
@@ -116,33 +118,31 @@ impl Runtime {
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
         // The answers fit: claim the suspension. They are stored with the
-        // claim, so an acknowledged answer is never lost.
-        let suspended_since = run.updated_at;
+        // claim, so an acknowledged answer is never lost; the claim is
+        // written with the continuation up to its next durable point (see
+        // `execution/emitter.rs`), a compare-and-set on the version the
+        // run was suspended at.
+        let begin = Begin::Claim {
+            suspended: run.position(),
+            since: run.updated_at,
+        };
         // The claim makes this replica the run's executor.
         let lease = self.inner.new_lease();
         let (chunks, next) = run
             .answer(answers, request.request_id, lease)
             .map_err(|wrong| RuntimeError::NotSuspended(wrong.from))?;
         let first = run.stage(chunks);
-        match self
-            .inner
-            .store
-            .commit(&run, first.expected_version, &first.events)
-            .await
-        {
-            Ok(()) => {}
-            Err(StoreError::VersionConflict { .. }) => {
-                return Err(self.lost_claim(tenant, run.id).await);
+        let (id, work) = (run.id, Work::Continue(next));
+        let claimed = self
+            .execute(agent, run, first.events, work, slot, request.trace, begin)
+            .await;
+        match claimed {
+            Ok(stream) => Ok(stream),
+            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
+                Err(self.lost_claim(tenant, id).await)
             }
-            Err(other) => return Err(other.into()),
+            Err(other) => Err(other.into()),
         }
-        let metrics = &self.inner.config.metrics;
-        metrics.run_resumed(&run.agent_id, suspended_since);
-        if let Some(answer) = run.state.answers.last() {
-            crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
-        }
-        let work = Work::Continue(next);
-        Ok(self.execute(agent, run, first.events, work, slot, request.trace))
     }
 
     /// Checks every answer of a Resume against the pending call it names,

@@ -1,5 +1,6 @@
-//! Start: a new run, stored with its `start` chunk and this replica's lease
-//! before its execution begins here. A retried start (the same
+//! Start: a new run, executed here at once and stored at its first durable
+//! point (its suspension or finish, a tool with side effects, or a
+//! deadline), before any of its chunks is released. A retried start (the same
 //! `request_id`) follows the run it started instead, and a start on a
 //! thread is the thread's next run or, with auto-resume, the answer to its
 //! latest run's question (see `thread_turn.rs`).
@@ -13,7 +14,7 @@ use crate::domain::{
     AnswerVia, Lease, Message, RunId, RunOptions, RunRecord, RunState, Staged, Tenant, ThreadId, ThreadLink,
     Timestamp, ToolDefinition, TraceContext,
 };
-use crate::runtime::execution::{with_run_tools, Work};
+use crate::runtime::execution::{with_run_tools, Begin, Work};
 use crate::runtime::fanout::Wanted;
 use crate::runtime::{RunStream, Runtime, RuntimeConfig, RuntimeError};
 use crate::store::StoreError;
@@ -50,9 +51,9 @@ pub struct StartRun {
 
 impl Runtime {
     /// Starts a run and streams it from a task of its own until it suspends
-    /// or finishes; the run is stored, with its `start` chunk and this
-    /// replica's lease, before anything is streamed, so that a store that
-    /// refuses it is a refused request, a retry finds it, and a racing
+    /// or finishes; the run is stored (at its first durable point, with
+    /// every chunk so far) before anything is streamed, so that a store
+    /// that refuses it is a refused request, a retry finds it, and a racing
     /// start on the thread is refused. The run goes on if the stream is dropped
     /// (unless it asked to be cancelled then). A `request_id` that
     /// `tenant` started a run with before gets that run's stream, replayed
@@ -121,34 +122,34 @@ impl Runtime {
         let lease = self.inner.new_lease();
         let (mut run, first) = new_run(tenant, &agent, request, lease, &self.inner.config);
         run.thread = thread_id.clone().map(|id| ThreadLink { id, previous });
-        match self.inner.store.create_run(&run, &first.events).await {
-            Ok(()) => self.inner.config.metrics.run_started(&run.agent_id),
+        let request_id = run.request_id.clone();
+        let trace = run.trace.clone();
+        // Written at its first durable point (see `execution/emitter.rs`):
+        // a refusal of that write comes back here before any chunk.
+        let started = self
+            .execute(agent, run, first.events, Work::Steps, slot, trace, Begin::Start)
+            .await;
+        match started {
+            Ok(stream) => Ok(stream),
             // A retry racing its original: follow the run that won.
-            Err(StoreError::AlreadyExists) if run.request_id.is_some() => {
-                let request_id = run.request_id.unwrap_or_default();
+            Err(StoreError::AlreadyExists) if request_id.is_some() => {
+                let request_id = request_id.unwrap_or_default();
                 let existing = self
                     .inner
                     .store
                     .find_run_by_request_id(tenant, &request_id)
                     .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;
-                return self
-                    .follow(tenant, existing, Wanted::Segment { first_seq: 1 })
-                    .await;
+                self.follow(tenant, existing, Wanted::Segment { first_seq: 1 })
+                    .await
             }
             // Another start on the thread won the race.
-            Err(StoreError::ThreadMoved) => {
-                return Err(match &thread_id {
-                    Some(thread_id) => Box::pin(self.thread_taken(tenant, thread_id)).await,
-                    None => StoreError::ThreadMoved.into(),
-                });
-            }
-            Err(other) => return Err(other.into()),
+            Err(StoreError::ThreadMoved) => Err(match &thread_id {
+                Some(thread_id) => Box::pin(self.thread_taken(tenant, thread_id)).await,
+                None => StoreError::ThreadMoved.into(),
+            }),
+            Err(other) => Err(other.into()),
         }
-
-        crate::runtime::lifecycle_log::started(&run);
-        let trace = run.trace.clone();
-        Ok(self.execute(agent, run, first.events, Work::Steps, slot, trace))
     }
 }
 

@@ -7,14 +7,17 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::write::{event_row, execute, INSERT_EVENTS};
+use super::write::{
+    event_row, execute, insert_run_events, run_event_params, suspension_pending, RunEventParams,
+    INSERT_EVENTS,
+};
 use super::{backend, to_i64, PostgresStore};
-use crate::domain::{Event, RunRecord};
+use crate::domain::{Event, RunEventKind, RunRecord};
 use crate::store::StoreError;
 
 /// A write statement answers with two counts: run rows it changed (0 or
-/// 1), and run events it stored (0 or 1); those that announce themselves,
-/// then with whether anyone else listens.
+/// 1), and run events it stored; those that announce themselves, then
+/// with whether anyone else listens.
 fn create_sql() -> String {
     format!(
         "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
@@ -22,9 +25,18 @@ fn create_sql() -> String {
          VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
          ON CONFLICT DO NOTHING RETURNING id), \
          inserted AS ({INSERT_EVENTS}), \
-         run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time) \
-         SELECT $16, $1, $5, $17, 'started', $6, $10 FROM changed RETURNING 1) \
-         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event)"
+         run_event AS ({run_events}) \
+         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event)",
+        run_events = insert_run_events(&RunEventParams {
+            tenant: 16,
+            agent_id: 5,
+            thread_id: 17,
+            time: 10,
+            pending: 18,
+            expires_at: 11,
+            kinds: 19,
+            statuses: 20,
+        })
     )
 }
 
@@ -42,7 +54,10 @@ pub(super) async fn create(
     let lease_expires_at = run.lease().as_ref().map(|lease| lease.expires_at.0);
     let tenant = run.tenant.as_str();
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
-    let params: [&(dyn ToSql + Sync); 17] = [
+    let (kinds, statuses) =
+        run_event_params(&RunEventKind::of_write(Some(RunEventKind::Started), run.status()));
+    let pending = suspension_pending(run)?;
+    let params: [&(dyn ToSql + Sync); 20] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -60,6 +75,9 @@ pub(super) async fn create(
         &record,
         &tenant,
         &thread_id,
+        &pending,
+        &kinds,
+        &statuses,
     ];
     if run.thread.is_some() {
         return create_in_thread(store, run, &params).await;

@@ -36,7 +36,8 @@ use super::{
     ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
+    ThreadRecord, Timestamp,
 };
 
 /// Connections each server keeps to the database at most (the LISTEN
@@ -231,8 +232,9 @@ impl RunStore for PostgresStore {
         run: &RunRecord,
         expected_version: u64,
         events: &[Event],
+        run_events: &[RunEventKind],
     ) -> Result<(), StoreError> {
-        write::commit(self, run, expected_version, events).await
+        write::commit(self, run, expected_version, events, run_events).await
     }
 
     async fn append_events(

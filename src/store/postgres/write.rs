@@ -121,7 +121,7 @@ pub(super) const INSERT_EVENTS: &str = "INSERT INTO event_batches (run_id, last_
 const LISTENED_ELSEWHERE: &str = "EXISTS (SELECT 1 FROM listeners WHERE origin <> $";
 
 /// A write statement answers with two counts: run rows it changed (0 or
-/// 1), and run events it stored (0 or 1); those that announce themselves,
+/// 1), and run events it stored; those that announce themselves,
 /// then with whether anyone else listens.
 ///
 /// The run's status before the update comes from the statement's snapshot:
@@ -132,17 +132,61 @@ const LISTENED_ELSEWHERE: &str = "EXISTS (SELECT 1 FROM listeners WHERE origin <
 /// key is a batch's last seq, so it would not catch a repeated seq).
 fn commit_sql() -> String {
     format!(
-        "WITH before AS (SELECT status FROM runs WHERE id = $1), \
-         changed AS (UPDATE runs SET status = $5, version = $6, last_seq = $7, \
+        "WITH changed AS (UPDATE runs SET status = $5, version = $6, last_seq = $7, \
          updated_at = $8, expires_at = $9, lease_owner = $10, lease_expires_at = $11, record = $12 \
          WHERE id = $1 AND version = $13 AND ($2::bigint IS NULL OR last_seq < $2::bigint) RETURNING id), \
          inserted AS ({INSERT_EVENTS}), \
-         run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, \
-         pending, expires_at) \
-         SELECT $15, $1, $16, $17, $14, $5, $8, $18, $9 FROM before \
-         WHERE before.status <> $5 AND EXISTS (SELECT 1 FROM changed) RETURNING 1) \
-         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event), {LISTENED_ELSEWHERE}19)"
+         run_event AS ({run_events}) \
+         SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event), {LISTENED_ELSEWHERE}19)",
+        run_events = insert_run_events(&RunEventParams {
+            tenant: 15,
+            agent_id: 16,
+            thread_id: 17,
+            time: 8,
+            pending: 18,
+            expires_at: 9,
+            kinds: 14,
+            statuses: 20,
+        })
     )
+}
+
+/// The parameters, by number, of the run events a write statement inserts
+/// (see [`insert_run_events`]).
+pub(super) struct RunEventParams {
+    pub tenant: u8,
+    pub agent_id: u8,
+    pub thread_id: u8,
+    pub time: u8,
+    /// A suspension's pending calls and expiry.
+    pub pending: u8,
+    pub expires_at: u8,
+    /// The kinds, and the statuses they leave the run in: two text arrays
+    /// (see [`run_event_params`]).
+    pub kinds: u8,
+    pub statuses: u8,
+}
+
+/// The run events of a write that changed its run (`changed`): one row per
+/// kind, in order, a suspension's with what it waits on and until when.
+pub(super) fn insert_run_events(p: &RunEventParams) -> String {
+    format!(
+        "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at) \
+         SELECT ${}, $1, ${}, ${}, k.kind, k.status, ${}, \
+         CASE WHEN k.kind = 'suspended' THEN ${}::bytea END, CASE WHEN k.kind = 'suspended' THEN ${}::bigint END \
+         FROM unnest(${}::text[], ${}::text[]) WITH ORDINALITY AS k(kind, status, n) \
+         WHERE EXISTS (SELECT 1 FROM changed) ORDER BY k.n RETURNING 1",
+        p.tenant, p.agent_id, p.thread_id, p.time, p.pending, p.expires_at, p.kinds, p.statuses
+    )
+}
+
+/// The kinds of `run_events` and the statuses they leave a run in, as the
+/// two arrays [`INSERT_RUN_EVENTS`] takes.
+pub(super) fn run_event_params(run_events: &[RunEventKind]) -> (Vec<&'static str>, Vec<&'static str>) {
+    run_events
+        .iter()
+        .map(|kind| (kind.as_str(), kind.status().as_str()))
+        .unzip()
 }
 
 fn append_sql() -> String {
@@ -169,7 +213,7 @@ pub(super) async fn execute(
     let statement = client.prepare_cached(sql).await.map_err(backend)?;
     let row = client.query_one(&statement, params).await.map_err(backend)?;
     let changed = row.get::<_, i64>(0) == 1;
-    if row.get::<_, i64>(1) == 1 {
+    if row.get::<_, i64>(1) > 0 {
         store.run_event_stored();
     }
     // Nobody else listening: nobody to tell.
@@ -231,6 +275,7 @@ pub(super) async fn commit(
     run: &RunRecord,
     expected_version: u64,
     events: &[Event],
+    run_events: &[RunEventKind],
 ) -> Result<(), StoreError> {
     let batch = event_row(events)?;
     if let Some(error) = batch.behind(run.last_seq()) {
@@ -249,13 +294,10 @@ pub(super) async fn commit(
         last_seq: run.last_seq(),
         events,
     };
-    let kind = RunEventKind::entering(run.status()).as_str();
+    let (kinds, statuses) = run_event_params(run_events);
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
-    let pending = match run.status() {
-        RunStatus::Suspended => Some(encode_plain(&run.pending())?),
-        _ => None,
-    };
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let pending = suspension_pending(run)?;
+    let params: [&(dyn ToSql + Sync); 20] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -269,17 +311,26 @@ pub(super) async fn commit(
         &lease_expires_at,
         &record,
         &to_i64(expected_version),
-        &kind,
+        &kinds,
         &run.tenant.as_str(),
         &run.agent_id,
         &thread_id,
         &pending,
         &store.origin,
+        &statuses,
     ];
     if execute(store, &commit_sql(), &params, Some(announcement)).await? {
         Ok(())
     } else {
         Err(refusal(store, run.id, expected_version, batch.first_seq).await)
+    }
+}
+
+/// What a suspended run waits on, for the event of its suspension.
+pub(super) fn suspension_pending(run: &RunRecord) -> Result<Option<Vec<u8>>, StoreError> {
+    match run.status() {
+        RunStatus::Suspended => Ok(Some(encode_plain(&run.pending())?)),
+        _ => Ok(None),
     }
 }
 

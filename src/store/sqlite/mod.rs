@@ -38,7 +38,8 @@ use super::{
     StoreError, ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
+    ThreadRecord, Timestamp,
 };
 
 /// Schema migrations, applied in order on open; `PRAGMA user_version`
@@ -94,10 +95,14 @@ struct RunRow {
 
 /// The events of one write, encoded together as one row.
 enum WriteKind {
-    Create(RunRow),
+    Create {
+        run: RunRow,
+        run_events: Vec<RunEventKind>,
+    },
     Commit {
         run: RunRow,
         expected_version: i64,
+        run_events: Vec<RunEventKind>,
     },
     Append {
         id: String,
@@ -355,7 +360,10 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn create_run(&self, run: &RunRecord, events: &[Event]) -> Result<(), StoreError> {
-        let kind = WriteKind::Create(RunRow::new(run)?);
+        let kind = WriteKind::Create {
+            run: RunRow::new(run)?,
+            run_events: RunEventKind::of_write(Some(RunEventKind::Started), run.status()),
+        };
         self.write(kind, events).await
     }
 
@@ -380,10 +388,12 @@ impl RunStore for SqliteStore {
         run: &RunRecord,
         expected_version: u64,
         events: &[Event],
+        run_events: &[RunEventKind],
     ) -> Result<(), StoreError> {
         let kind = WriteKind::Commit {
             run: RunRow::new(run)?,
             expected_version: to_i64(expected_version),
+            run_events: run_events.to_vec(),
         };
         self.write(kind, events).await
     }

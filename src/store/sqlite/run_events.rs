@@ -10,17 +10,11 @@ use crate::domain::{EventPosition, RunEvent, RunEventKind, Tenant};
 use crate::store::record::RunEventRow;
 use crate::store::{corrupt, RunEventPage, StoreError};
 
-/// The status a write finds its run in before changing it (`None`: no
-/// such run, and the write will be refused).
-pub(super) fn stored_status(conn: &Connection, id: &str) -> Result<Option<String>, StoreError> {
-    use rusqlite::OptionalExtension;
-    conn.prepare_cached("SELECT status FROM runs WHERE id = ?1")
-        .and_then(|mut select| select.query_row([id], |row| row.get(0)).optional())
-        .map_err(backend)
-}
-
-/// Stores `kind`, the event of the write that leaves `run` as it is.
+/// Stores `kind`, an event of the write that leaves `run` as it is (see
+/// `RunEventKind::of_write`): what a suspension waits on only with
+/// `suspended`.
 pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Result<(), StoreError> {
+    let suspended = kind == RunEventKind::Suspended;
     conn.prepare_cached(
         "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, \
          expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -32,10 +26,10 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
             run.agent_id,
             run.thread.as_ref().map(|thread| thread.id.as_str()),
             kind.as_str(),
-            run.status,
+            kind.status().as_str(),
             run.updated_at,
-            run.pending,
-            run.expires_at
+            suspended.then_some(run.pending.as_deref()).flatten(),
+            suspended.then_some(run.expires_at).flatten()
         ])
     })
     .map_err(backend)?;

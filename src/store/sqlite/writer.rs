@@ -11,7 +11,6 @@ use tokio::sync::mpsc;
 use super::apply::{guard_sql, Applied, Guard, Reply};
 use super::webhooks;
 use super::{backend, leases, run_events, threads, RunRow, Write, WriteKind, MAX_BATCH};
-use crate::domain::{RunEventKind, RunStatus};
 use crate::store::record::EventBatch;
 use crate::store::StoreError;
 
@@ -85,7 +84,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
     // The first statement changes the run's row, or nothing at all; the
     // run event, if the status changes, comes with it.
     let (run_id, first, change) = match &write.kind {
-        WriteKind::Create(run) => {
+        WriteKind::Create { run, run_events } => {
             // A new id has no events yet; a taken one is refused by the
             // insert itself, which then changes nothing. Its thread must
             // still have the latest run the new one follows.
@@ -106,7 +105,7 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
                     return Applied::Broken(error);
                 }
             }
-            (&run.id, Ok(()), Some((run, RunEventKind::Started)))
+            (&run.id, Ok(()), Some((run, run_events)))
         }
         // Refused by its first statement when there is no such thread.
         WriteKind::DeleteThread { tenant, thread_id } => {
@@ -133,23 +132,15 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
         WriteKind::Commit {
             run,
             expected_version,
+            run_events,
         } => {
             let guard = guard(&run.id, *expected_version);
-            let before = match run_events::stored_status(conn, &run.id) {
-                Ok(before) => before,
-                Err(error) => return Applied::Refused(error),
-            };
             // Refused for a wrong version first, as an update would be.
             let first = match behind(run) {
                 Some(error) => Err(guard.refusal(conn, || error)),
                 None => update_run(conn, run, &guard),
             };
-            let before = before.as_deref().and_then(RunStatus::parse);
-            let after = RunStatus::parse(run.status);
-            let change = after
-                .and_then(|after| RunEventKind::of_change(Some(before?), after))
-                .map(|kind| (run, kind));
-            (&run.id, first, change)
+            (&run.id, first, Some((run, run_events)))
         }
         WriteKind::Append {
             id,
@@ -169,15 +160,17 @@ fn apply(conn: &Connection, write: &Write) -> Applied {
     if let Err(error) = insert_events(conn, run_id, events) {
         return Applied::Broken(error);
     }
-    let Some((run, kind)) = change else {
+    let Some((run, kinds)) = change.filter(|(_, kinds)| !kinds.is_empty()) else {
         return Applied::done();
     };
-    match run_events::insert(conn, run, kind) {
-        Ok(()) => Applied::Whole {
-            run_event: true,
-            reply: Reply::Done,
-        },
-        Err(error) => Applied::Broken(error),
+    for kind in kinds {
+        if let Err(error) = run_events::insert(conn, run, *kind) {
+            return Applied::Broken(error);
+        }
+    }
+    Applied::Whole {
+        run_event: true,
+        reply: Reply::Done,
     }
 }
 

@@ -13,7 +13,7 @@ use agentd::domain::{
 use agentd::store::{AttemptOutcome, Claim, Enqueue, NewDelivery};
 
 use super::run_events::{all_events, fresh_tenant, next, running_run, suspended_like};
-use super::AnyStore;
+use super::{status_events, AnyStore};
 
 pub async fn deliveries_conform(store: &AnyStore) {
     a_cursor_starts_where_it_is_first_seen(store).await;
@@ -34,12 +34,12 @@ pub async fn three_events(store: &AnyStore, tenant: &Tenant) -> RunRecord {
     store.create_run(&run, &[]).await.expect("create");
     let suspended = next(&run, suspended_like(&run));
     store
-        .commit(&suspended, run.version(), &[])
+        .commit(&suspended, run.version(), &[], &status_events(&suspended))
         .await
         .expect("suspend");
     let expired = next(&suspended, Phase::Expired);
     store
-        .commit(&expired, suspended.version(), &[])
+        .commit(&expired, suspended.version(), &[], &status_events(&expired))
         .await
         .expect("expire");
     expired

@@ -8,7 +8,10 @@
 use agentd::domain::{Chunk, Event, Lease, Phase, RunId, RunRecord, Timestamp};
 use agentd::store::{Holder, StoreError};
 
-use super::{assert_conflict, concat, events_from, events_of, suspended_run, suspension_events, AnyStore};
+use super::{
+    assert_conflict, concat, events_from, events_of, status_events, suspended_run, suspension_events,
+    AnyStore,
+};
 
 /// The lease suite, called by [`super::conformance`].
 pub async fn leases_conform(store: &AnyStore) {
@@ -79,7 +82,7 @@ async fn appends_extend_a_running_run(store: &AnyStore) {
     });
     let tail = text_events(expected.last_seq() + 1, 2);
     store
-        .commit(&done, expected.version(), &tail)
+        .commit(&done, expected.version(), &tail, &status_events(&done))
         .await
         .expect("commit after appends");
     assert_eq!(store.load_run(run.id).await.expect("load"), done);
@@ -206,7 +209,12 @@ async fn expired_leases_soonest_first(store: &AnyStore) {
         .expect("running");
     let first = taken.stage([start]);
     store
-        .commit(&taken, first.expected_version, &first.events)
+        .commit(
+            &taken,
+            first.expected_version,
+            &first.events,
+            &status_events(&taken),
+        )
         .await
         .expect("take over");
     assert_eq!(expired_at(30, 10_000).await, vec![leaseless.id, id(20), id(30)]);

@@ -7,7 +7,7 @@
 use agentd::domain::{Phase, RunId, RunRecord, RunStatus, Timestamp};
 use agentd::store::RunQuery;
 
-use super::{completed_from, resumption_events, suspended_run, suspension_events, AnyStore};
+use super::{completed_from, resumption_events, status_events, suspended_run, suspension_events, AnyStore};
 
 /// The query suite, called by [`super::conformance`].
 pub async fn queries_conform(store: &AnyStore) {
@@ -47,6 +47,7 @@ async fn completed(store: &AnyStore, agent: &str) -> RunRecord {
             &done,
             run.version(),
             &resumption_events(run.last_seq() + 1, "Pro"),
+            &status_events(&done),
         )
         .await
         .expect("complete");
@@ -95,6 +96,7 @@ async fn request_id_finds_its_run(store: &AnyStore) {
             &done,
             run.version(),
             &resumption_events(run.last_seq() + 1, "Pro"),
+            &status_events(&done),
         )
         .await
         .expect("commit");
@@ -337,7 +339,7 @@ async fn due_suspensions_soonest_first(store: &AnyStore) {
     let previous = finished.version();
     finished = super::edited(&finished, |run| run.version += 1);
     store
-        .commit(&finished, previous, &[])
+        .commit(&finished, previous, &[], &status_events(&finished))
         .await
         .expect("commit a completed run");
 
@@ -363,7 +365,7 @@ async fn due_suspensions_soonest_first(store: &AnyStore) {
         run.phase = Phase::Expired;
     });
     store
-        .commit(&expired, first.version(), &[])
+        .commit(&expired, first.version(), &[], &status_events(&expired))
         .await
         .expect("expire");
     assert_eq!(

@@ -12,7 +12,7 @@ use agentd::domain::{
 };
 use agentd::store::StoreError;
 
-use super::{suspended_run, suspension_events, AnyStore};
+use super::{status_events, suspended_run, suspension_events, AnyStore};
 
 pub async fn run_events_conform(store: &AnyStore) {
     each_status_change_is_one_event(store).await;
@@ -100,7 +100,10 @@ async fn each_status_change_is_one_event(store: &AnyStore) {
 
     // A write that keeps the status (a step, a renewed lease) is no event.
     let step = next(&run, run.phase().clone());
-    store.commit(&step, run.version(), &[]).await.expect("a step");
+    store
+        .commit(&step, run.version(), &[], &status_events(&step))
+        .await
+        .expect("a step");
     store
         .append_events(
             run.id,
@@ -118,12 +121,12 @@ async fn each_status_change_is_one_event(store: &AnyStore) {
 
     let suspended = next(&step, suspended_like(&step));
     store
-        .commit(&suspended, step.version(), &[])
+        .commit(&suspended, step.version(), &[], &status_events(&suspended))
         .await
         .expect("suspend");
     let resumed = next(&suspended, run.phase().clone());
     store
-        .commit(&resumed, suspended.version(), &[])
+        .commit(&resumed, suspended.version(), &[], &[RunEventKind::Resumed])
         .await
         .expect("resume");
     let completed = next(
@@ -133,7 +136,7 @@ async fn each_status_change_is_one_event(store: &AnyStore) {
         },
     );
     store
-        .commit(&completed, resumed.version(), &[])
+        .commit(&completed, resumed.version(), &[], &status_events(&completed))
         .await
         .expect("complete");
     assert!(
@@ -215,7 +218,12 @@ async fn a_refused_write_stores_no_event(store: &AnyStore) {
     assert!(matches!(again, Err(StoreError::AlreadyExists)), "{again:?}");
     let stale = next(&run, suspended_like(&run));
     let refused = store
-        .commit(&stale, run.version() + 7, &suspension_events(6))
+        .commit(
+            &stale,
+            run.version() + 7,
+            &suspension_events(6),
+            &status_events(&stale),
+        )
         .await;
     assert!(
         matches!(refused, Err(StoreError::VersionConflict { .. })),
@@ -258,12 +266,12 @@ async fn concurrent_runs_keep_their_own_order(store: &AnyStore) {
             store.create_run(&run, &[]).await.expect("create");
             let suspended = next(&run, suspended_like(&run));
             store
-                .commit(&suspended, run.version(), &[])
+                .commit(&suspended, run.version(), &[], &status_events(&suspended))
                 .await
                 .expect("suspend");
             let done = next(&suspended, Phase::Expired);
             store
-                .commit(&done, suspended.version(), &[])
+                .commit(&done, suspended.version(), &[], &status_events(&done))
                 .await
                 .expect("expire");
             run.id

@@ -6,7 +6,7 @@
 use agentd::domain::{Phase, RunId, RunRecord, RunStatus, Tenant};
 use agentd::store::{RunQueries, RunQuery, RunStore, SqliteStore, StoreError};
 
-use super::{suspended_run, suspension_events, AnyStore};
+use super::{status_events, suspended_run, suspension_events, AnyStore};
 
 pub async fn tenants_conform(store: &AnyStore) {
     the_tenant_is_kept(store).await;
@@ -39,7 +39,10 @@ async fn the_tenant_is_kept(store: &AnyStore) {
             final_text: "done".into(),
         };
     });
-    store.commit(&moved, run.version(), &[]).await.expect("commit");
+    store
+        .commit(&moved, run.version(), &[], &status_events(&moved))
+        .await
+        .expect("commit");
     assert_eq!(store.load_run(run.id).await.expect("load"), moved);
 }
 
@@ -94,7 +97,10 @@ async fn listings_filter_by_tenant(store: &AnyStore) {
                     final_text: "done".into(),
                 };
             });
-            store.commit(&done, mine[0].version(), &[]).await.expect("commit");
+            store
+                .commit(&done, mine[0].version(), &[], &status_events(&done))
+                .await
+                .expect("commit");
             mine[0] = done;
         }
     }

@@ -21,13 +21,21 @@ type AgentServiceClient interface {
 	// suspends. The stream opens with `start` and ends with exactly one
 	// `finish`. A suspension is `tool_call` -> `tool_call_suspended` ->
 	// `finish{FINISH_REASON_SUSPENDED}`; the suspended state is durably stored
-	// before `tool_call_suspended` is sent.
+	// before `tool_call_suspended` is sent. No chunk is sent before the state
+	// it shows is stored: the run is first written at its suspension or
+	// finish (or before a tool with side effects, or after the server's
+	// `first_write_deadline` for a slow step). A crash before that loses only
+	// what no client saw: the stream breaks without a run id, and a retry with
+	// the same `request_id` starts the run again.
 	StreamAgent(ctx context.Context, in *StreamAgentRequest, opts ...grpc.CallOption) (AgentService_StreamAgentClient, error)
 	// Answers a suspended tool call and streams the continuation of the run,
 	// from `start{resumed: true}` to its next `finish`. An answer that does
 	// not fit the question is INVALID_ARGUMENT and leaves the run unchanged.
 	// When two Resumes race for one suspension exactly one proceeds; the
-	// others get FAILED_PRECONDITION.
+	// others get FAILED_PRECONDITION, before any chunk. The claim, the answer
+	// and the continuation up to its next suspension or finish are stored as
+	// one compare-and-swap before the first chunk is sent; a crash before
+	// that leaves the run suspended, and a retry proceeds.
 	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (AgentService_ResumeClient, error)
 	// Streams a run's chunks after `after_seq`: replayed from the store, then
 	// followed live to the run's next `finish`.
@@ -285,13 +293,21 @@ type AgentServiceServer interface {
 	// suspends. The stream opens with `start` and ends with exactly one
 	// `finish`. A suspension is `tool_call` -> `tool_call_suspended` ->
 	// `finish{FINISH_REASON_SUSPENDED}`; the suspended state is durably stored
-	// before `tool_call_suspended` is sent.
+	// before `tool_call_suspended` is sent. No chunk is sent before the state
+	// it shows is stored: the run is first written at its suspension or
+	// finish (or before a tool with side effects, or after the server's
+	// `first_write_deadline` for a slow step). A crash before that loses only
+	// what no client saw: the stream breaks without a run id, and a retry with
+	// the same `request_id` starts the run again.
 	StreamAgent(*StreamAgentRequest, AgentService_StreamAgentServer) error
 	// Answers a suspended tool call and streams the continuation of the run,
 	// from `start{resumed: true}` to its next `finish`. An answer that does
 	// not fit the question is INVALID_ARGUMENT and leaves the run unchanged.
 	// When two Resumes race for one suspension exactly one proceeds; the
-	// others get FAILED_PRECONDITION.
+	// others get FAILED_PRECONDITION, before any chunk. The claim, the answer
+	// and the continuation up to its next suspension or finish are stored as
+	// one compare-and-swap before the first chunk is sent; a crash before
+	// that leaves the run suspended, and a retry proceeds.
 	Resume(*ResumeRequest, AgentService_ResumeServer) error
 	// Streams a run's chunks after `after_seq`: replayed from the store, then
 	// followed live to the run's next `finish`.

@@ -69,14 +69,22 @@ class AgentServiceStub:
     suspends. The stream opens with `start` and ends with exactly one
     `finish`. A suspension is `tool_call` -> `tool_call_suspended` ->
     `finish{FINISH_REASON_SUSPENDED}`; the suspended state is durably stored
-    before `tool_call_suspended` is sent.
+    before `tool_call_suspended` is sent. No chunk is sent before the state
+    it shows is stored: the run is first written at its suspension or
+    finish (or before a tool with side effects, or after the server's
+    `first_write_deadline` for a slow step). A crash before that loses only
+    what no client saw: the stream breaks without a run id, and a retry with
+    the same `request_id` starts the run again.
     """
     Resume: _grpc.UnaryStreamMultiCallable[_agentd_pb2.ResumeRequest, _agentd_pb2.AgentChunk]
     """Answers a suspended tool call and streams the continuation of the run,
     from `start{resumed: true}` to its next `finish`. An answer that does
     not fit the question is INVALID_ARGUMENT and leaves the run unchanged.
     When two Resumes race for one suspension exactly one proceeds; the
-    others get FAILED_PRECONDITION.
+    others get FAILED_PRECONDITION, before any chunk. The claim, the answer
+    and the continuation up to its next suspension or finish are stored as
+    one compare-and-swap before the first chunk is sent; a crash before
+    that leaves the run suspended, and a retry proceeds.
     """
     SubscribeRun: _grpc.UnaryStreamMultiCallable[_agentd_pb2.SubscribeRunRequest, _agentd_pb2.AgentChunk]
     """Streams a run's chunks after `after_seq`: replayed from the store, then
@@ -138,14 +146,22 @@ class AgentServiceAsyncStub(AgentServiceStub):
     suspends. The stream opens with `start` and ends with exactly one
     `finish`. A suspension is `tool_call` -> `tool_call_suspended` ->
     `finish{FINISH_REASON_SUSPENDED}`; the suspended state is durably stored
-    before `tool_call_suspended` is sent.
+    before `tool_call_suspended` is sent. No chunk is sent before the state
+    it shows is stored: the run is first written at its suspension or
+    finish (or before a tool with side effects, or after the server's
+    `first_write_deadline` for a slow step). A crash before that loses only
+    what no client saw: the stream breaks without a run id, and a retry with
+    the same `request_id` starts the run again.
     """
     Resume: _aio.UnaryStreamMultiCallable[_agentd_pb2.ResumeRequest, _agentd_pb2.AgentChunk]  # type: ignore[assignment]
     """Answers a suspended tool call and streams the continuation of the run,
     from `start{resumed: true}` to its next `finish`. An answer that does
     not fit the question is INVALID_ARGUMENT and leaves the run unchanged.
     When two Resumes race for one suspension exactly one proceeds; the
-    others get FAILED_PRECONDITION.
+    others get FAILED_PRECONDITION, before any chunk. The claim, the answer
+    and the continuation up to its next suspension or finish are stored as
+    one compare-and-swap before the first chunk is sent; a crash before
+    that leaves the run suspended, and a retry proceeds.
     """
     SubscribeRun: _aio.UnaryStreamMultiCallable[_agentd_pb2.SubscribeRunRequest, _agentd_pb2.AgentChunk]  # type: ignore[assignment]
     """Streams a run's chunks after `after_seq`: replayed from the store, then
@@ -210,7 +226,12 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         suspends. The stream opens with `start` and ends with exactly one
         `finish`. A suspension is `tool_call` -> `tool_call_suspended` ->
         `finish{FINISH_REASON_SUSPENDED}`; the suspended state is durably stored
-        before `tool_call_suspended` is sent.
+        before `tool_call_suspended` is sent. No chunk is sent before the state
+        it shows is stored: the run is first written at its suspension or
+        finish (or before a tool with side effects, or after the server's
+        `first_write_deadline` for a slow step). A crash before that loses only
+        what no client saw: the stream breaks without a run id, and a retry with
+        the same `request_id` starts the run again.
         """
 
     @_abc_1.abstractmethod
@@ -223,7 +244,10 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         from `start{resumed: true}` to its next `finish`. An answer that does
         not fit the question is INVALID_ARGUMENT and leaves the run unchanged.
         When two Resumes race for one suspension exactly one proceeds; the
-        others get FAILED_PRECONDITION.
+        others get FAILED_PRECONDITION, before any chunk. The claim, the answer
+        and the continuation up to its next suspension or finish are stored as
+        one compare-and-swap before the first chunk is sent; a crash before
+        that leaves the run suspended, and a retry proceeds.
         """
 
     @_abc_1.abstractmethod

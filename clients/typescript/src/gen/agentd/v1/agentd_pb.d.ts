@@ -2615,7 +2615,12 @@ export declare const AgentService: GenService<{
    * suspends. The stream opens with `start` and ends with exactly one
    * `finish`. A suspension is `tool_call` -> `tool_call_suspended` ->
    * `finish{FINISH_REASON_SUSPENDED}`; the suspended state is durably stored
-   * before `tool_call_suspended` is sent.
+   * before `tool_call_suspended` is sent. No chunk is sent before the state
+   * it shows is stored: the run is first written at its suspension or
+   * finish (or before a tool with side effects, or after the server's
+   * `first_write_deadline` for a slow step). A crash before that loses only
+   * what no client saw: the stream breaks without a run id, and a retry with
+   * the same `request_id` starts the run again.
    *
    * @generated from rpc agentd.v1.AgentService.StreamAgent
    */
@@ -2629,7 +2634,10 @@ export declare const AgentService: GenService<{
    * from `start{resumed: true}` to its next `finish`. An answer that does
    * not fit the question is INVALID_ARGUMENT and leaves the run unchanged.
    * When two Resumes race for one suspension exactly one proceeds; the
-   * others get FAILED_PRECONDITION.
+   * others get FAILED_PRECONDITION, before any chunk. The claim, the answer
+   * and the continuation up to its next suspension or finish are stored as
+   * one compare-and-swap before the first chunk is sent; a crash before
+   * that leaves the run suspended, and a retry proceeds.
    *
    * @generated from rpc agentd.v1.AgentService.Resume
    */
