@@ -104,11 +104,19 @@ pub fn routes(
 }
 
 /// Lets a request through with its caller's tenant, or refuses it: 403
-/// for a foreign origin, 401 without a valid API key.
+/// for a foreign origin, 401 without a valid API key. A refusal does not
+/// read the request's body, so it closes the connection (said so in the
+/// response) rather than leave a client to reuse one the server may drop.
 async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+    let refused = |mut response: Response| {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    };
     if !origin_allowed(request.headers(), guard.cors.as_ref()) {
         let message = "Forbidden: pages of this Origin may not call /mcp (see --cors-allow-origin)\n";
-        return (StatusCode::FORBIDDEN, Body::from(message)).into_response();
+        return refused((StatusCode::FORBIDDEN, Body::from(message)).into_response());
     }
     let metadata = tonic::metadata::MetadataMap::from_headers(request.headers().clone());
     match guard.authenticator.authenticate(&metadata) {
@@ -121,7 +129,7 @@ async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> 
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            response
+            refused(response)
         }
     }
 }
