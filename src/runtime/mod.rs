@@ -146,6 +146,9 @@ struct Inner {
     /// Runs executing here, per tenant: the execution's (see
     /// `execution/tenant_runs.rs`).
     tenant_runs: Arc<execution::TenantRuns>,
+    /// The runs this process suspended lately, as stored: the execution
+    /// keeps them, a Resume takes them (see `execution/recent.rs`).
+    recent: Arc<execution::RecentSuspensions>,
 }
 
 impl Runtime {
@@ -163,6 +166,7 @@ impl Runtime {
                 live,
                 fence,
                 tenant_runs: Arc::default(),
+                recent: Arc::default(),
             }),
         }
     }

@@ -41,6 +41,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
+use super::recent::RecentSuspensions;
 use super::tenant_runs::RunSlot;
 use crate::agent::ChunkSink;
 use crate::domain::{Chunk, Event, Position, RunEventKind, RunRecord, RunStatus, Timestamp};
@@ -104,6 +105,8 @@ impl Hold {
 /// What the emitter and its flusher share.
 struct Shared {
     store: Arc<dyn Store>,
+    /// Where a suspension this execution stores is kept for its Resume.
+    recent: Arc<RecentSuspensions>,
     live: Arc<LiveRun>,
     lease: LeaseSettings,
     metrics: Metrics,
@@ -213,6 +216,7 @@ impl Emitter {
     /// the run.
     pub(super) fn start(
         store: Arc<dyn Store>,
+        recent: Arc<RecentSuspensions>,
         live: Arc<LiveRun>,
         run: &RunRecord,
         config: &RuntimeConfig,
@@ -242,6 +246,7 @@ impl Emitter {
         };
         let shared = Arc::new(Shared {
             store,
+            recent,
             live: Arc::clone(&live),
             writer: tokio::sync::Mutex::new(Writer {
                 stored,
@@ -389,6 +394,9 @@ impl Emitter {
         // its renewal is refused.
         run.renew_lease(shared.lease.expiry()).ok();
         shared.write(&mut writer, run, &events).await?;
+        if run.status() == RunStatus::Suspended {
+            shared.recent.keep(run);
+        }
         // Only a running run has a lease to renew or chunks to add.
         writer.stopped = run.status() != RunStatus::Running;
         if writer.stopped {
@@ -722,7 +730,17 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
         store.create_run(&run, &first.events).await.expect("created");
         let config = RuntimeConfig::default();
-        let mut emitter = Emitter::start(store, Arc::clone(&live), &run, &config, Some(feed), None, None);
+        let recent = Arc::default();
+        let mut emitter = Emitter::start(
+            store,
+            recent,
+            Arc::clone(&live),
+            &run,
+            &config,
+            Some(feed),
+            None,
+            None,
+        );
         let question = crate::domain::PendingCall {
             call: crate::domain::ToolCall {
                 id: "call_1".into(),

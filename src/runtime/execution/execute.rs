@@ -169,6 +169,7 @@ impl Runtime {
     ) -> Execution {
         let emitter = Emitter::start(
             Arc::clone(&self.inner.store),
+            Arc::clone(&self.inner.recent),
             live,
             &run,
             &self.inner.config,

@@ -92,6 +92,11 @@ impl Runtime {
         resumed
     }
 
+    /// Resumes from the run as this process suspended it, if it did lately
+    /// (see `execution/recent.rs`), and otherwise, or if that fails in any
+    /// way (the kept record may be behind the store: answered elsewhere,
+    /// cancelled), from the run read from the store, whose refusal is the
+    /// one the caller gets.
     async fn try_resume(
         &self,
         tenant: &Tenant,
@@ -99,10 +104,32 @@ impl Runtime {
         loaded: Option<Box<RunRecord>>,
         via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
-        let mut run = match loaded {
+        let recent = loaded
+            .is_none()
+            .then(|| self.inner.recent.take(request.run_id))
+            .flatten()
+            .filter(|run| run.tenant == *tenant && !run.expiry_due(Timestamp::now()));
+        if let Some(run) = recent {
+            if let Ok(stream) = self.resume_from(tenant, request.clone(), run, via).await {
+                return Ok(stream);
+            }
+        }
+        let run = match loaded {
             Some(run) => *run,
             None => self.inner.load_run_of(tenant, request.run_id).await?,
         };
+        self.resume_from(tenant, request, run, via).await
+    }
+
+    /// Resumes `run` as read (from the store, or as kept here): its claim
+    /// is a compare-and-set on that version.
+    async fn resume_from(
+        &self,
+        tenant: &Tenant,
+        request: ResumeRun,
+        mut run: RunRecord,
+        via: AnswerVia,
+    ) -> Result<RunStream, RuntimeError> {
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
             return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
