@@ -11,6 +11,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::emitter::FirstWriteDue;
 use super::Emitter;
 use crate::agent::{Agent, RuleRun, StepEnd};
 use crate::domain::{
@@ -60,6 +61,14 @@ impl From<StoreError> for Halt {
 impl From<WrongPhase> for Halt {
     fn from(wrong: WrongPhase) -> Self {
         Halt::Phase(wrong)
+    }
+}
+
+/// Resolves at the first write's deadline, if there is one to wait for.
+async fn passed(due: &Option<FirstWriteDue>) {
+    match due {
+        Some(due) => due.passed().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -208,6 +217,7 @@ impl Execution {
             let client = self.emitter.client();
             let watch_client = self.run.options.cancel_on_disconnect;
             let started = Instant::now();
+            let mut due = self.emitter.first_write_due();
             let step = {
                 let run = RuleRun {
                     agent_id: &self.run.agent_id,
@@ -221,11 +231,22 @@ impl Execution {
                     earlier,
                     &mut self.emitter,
                 );
-                tokio::select! {
-                    biased;
-                    interruption = live.interrupted() => Err(Interrupted::Live(interruption)),
-                    () = client_gone(client), if watch_client => Err(Interrupted::ClientLeft),
-                    step = step => Ok(step),
+                let (interrupted, gone) = (live.interrupted(), client_gone(client));
+                tokio::pin!(step, interrupted, gone);
+                loop {
+                    tokio::select! {
+                        biased;
+                        interruption = &mut interrupted => break Err(Interrupted::Live(interruption)),
+                        () = &mut gone, if watch_client => break Err(Interrupted::ClientLeft),
+                        step = &mut step => break Ok(step),
+                        // A slow step has its run written meanwhile, and
+                        // goes on.
+                        () = passed(&due), if due.is_some() => {
+                            if let Some(due) = due.take() {
+                                due.write();
+                            }
+                        }
+                    }
                 }
             };
             if let Ok(Ok(_)) = &step {

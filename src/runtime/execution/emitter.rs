@@ -81,7 +81,6 @@ pub struct Emitter {
     client: Option<mpsc::Sender<Delivery>>,
     hold: Hold,
     shared: Arc<Shared>,
-    flusher: JoinHandle<()>,
 }
 
 /// The execution's hold on its run here: the run's executing mark and the
@@ -118,6 +117,11 @@ struct Shared {
     feed: Mutex<Option<ClientFeed>>,
     /// Wakes the flusher: chunks are waiting.
     wake: Notify,
+    /// The flusher task, once there is one: from the start for a run
+    /// stored already, otherwise from its first write that leaves it
+    /// running, or from its deadline (see [`FirstWriteDue`]); an execution
+    /// that suspends or finishes at its first write never spawns one.
+    flusher: Mutex<Option<JoinHandle<()>>>,
     /// Wakes emitters waiting for the flusher to catch up.
     drained: Notify,
 }
@@ -228,6 +232,7 @@ impl Emitter {
         let now = Instant::now();
         let client = feed.as_ref().map(ClientFeed::client);
         let mut unstored = Unstored::default();
+        let written = opening.is_none();
         let (stored, renew_at) = match opening {
             None => (Stored::At(run.position()), now + lease.renew_every),
             Some(Opening { begin, first, told }) => {
@@ -260,16 +265,18 @@ impl Emitter {
             unstored: Mutex::new(unstored),
             feed: Mutex::new(feed),
             wake: Notify::new(),
+            flusher: Mutex::new(None),
             drained: Notify::new(),
         });
-        let flusher = tokio::spawn(Arc::clone(&shared).flush_loop());
+        if written {
+            shared.ensure_flusher();
+        }
         Self {
             live,
             last_seq: run.last_seq(),
             client,
             hold: Hold { held: true, slot },
             shared,
-            flusher,
         }
     }
 
@@ -411,6 +418,16 @@ impl Emitter {
         Ok(())
     }
 
+    /// While the run is not written yet: when it must be, at the latest
+    /// (see [`FirstWriteDue`]).
+    pub(crate) fn first_write_due(&self) -> Option<FirstWriteDue> {
+        let writer = self.shared.writer.try_lock().ok()?;
+        matches!(writer.stored, Stored::Unwritten(_)).then(|| FirstWriteDue {
+            at: writer.renew_at,
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
     /// Writes the run now if it is not written yet (as its start or claim
     /// made it, with the chunks so far): before a tool with side effects
     /// runs, so that a crash after the call cannot lose the run that made
@@ -437,6 +454,29 @@ impl Emitter {
     }
 }
 
+/// The deadline of a run not written yet, for the step loop to wait on
+/// beside its step: a step still going then has its run written by the
+/// flusher, started for it, while the step goes on. (No task waits for a
+/// deadline that most executions, suspending or finishing at once, never
+/// reach.)
+pub(crate) struct FirstWriteDue {
+    at: Instant,
+    shared: Arc<Shared>,
+}
+
+impl FirstWriteDue {
+    /// Resolves at the deadline.
+    pub(crate) async fn passed(&self) {
+        tokio::time::sleep_until(self.at).await;
+    }
+
+    /// Starts the flusher, which writes the run if it still is not.
+    pub(crate) fn write(self) {
+        self.shared.ensure_flusher();
+        self.shared.wake.notify_one();
+    }
+}
+
 /// The event after `last_seq`, which it advances.
 fn next_event(last_seq: &mut u64, chunk: Chunk) -> Event {
     *last_seq += 1;
@@ -456,7 +496,9 @@ fn fenced_error(version: u64) -> StoreError {
 
 impl Drop for Emitter {
     fn drop(&mut self) {
-        self.flusher.abort();
+        if let Some(flusher) = lock(&self.shared.flusher).take() {
+            flusher.abort();
+        }
         self.hand_over_client();
     }
 }
@@ -483,6 +525,14 @@ impl Writer {
 }
 
 impl Shared {
+    /// Spawns the flusher, unless there is one.
+    fn ensure_flusher(self: &Arc<Self>) {
+        let mut flusher = lock(&self.flusher);
+        if flusher.is_none() {
+            *flusher = Some(tokio::spawn(Arc::clone(self).flush_loop()));
+        }
+    }
+
     /// Stores `run` (as it is now) with `events` under the writer's guard:
     /// the first write creates the run or claims its suspension, every
     /// later one is a compare-and-set on the version the previous one left.
@@ -490,7 +540,7 @@ impl Shared {
     /// stops the execution (see [`Shared::refuse_first_write`]); a later
     /// one refused by the version guard fences it.
     async fn write(
-        &self,
+        self: &Arc<Self>,
         writer: &mut Writer,
         run: &mut RunRecord,
         events: &[Event],
@@ -519,6 +569,11 @@ impl Shared {
                 writer.stored(&self.lease);
                 if let Stored::Unwritten(first) = was {
                     first.written(run, &self.metrics);
+                    // Running on: its chunks are appended and its lease
+                    // renewed from now on.
+                    if run.status() == RunStatus::Running {
+                        self.ensure_flusher();
+                    }
                 }
                 Ok(())
             }
@@ -538,7 +593,7 @@ impl Shared {
     /// Writes a run not written yet as its start or claim made it, with
     /// the chunks that may be stored now, and releases them; nothing if
     /// the run is written already.
-    async fn write_snapshot(&self, writer: &mut Writer) -> Result<(), StoreError> {
+    async fn write_snapshot(self: &Arc<Self>, writer: &mut Writer) -> Result<(), StoreError> {
         let Stored::Unwritten(first) = &mut writer.stored else {
             return Ok(());
         };
@@ -610,7 +665,7 @@ impl Shared {
     }
 
     /// One append (or renewal); whether to go on.
-    async fn flush(&self) -> bool {
+    async fn flush(self: &Arc<Self>) -> bool {
         let mut writer = self.writer.lock().await;
         if writer.stopped {
             return false;
