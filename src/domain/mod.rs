@@ -8,6 +8,7 @@
 
 mod args;
 mod chunk;
+mod decision;
 mod message;
 mod question;
 mod run;
@@ -22,6 +23,7 @@ mod trace;
 
 pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
+pub use decision::{Decider, Decision, DecisionOutcome, DecisionSource, DEADLINE};
 pub use message::Message;
 pub use run::{
     AnswerRecord, AnswerVia, Answered, Continuation, EditedCall, Lease, PendingCall, PendingCalls, Phase,

@@ -6,7 +6,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId, Timestamp};
+use super::{
+    Decision, DecisionOutcome, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId, Timestamp,
+};
 
 /// What changed in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -62,6 +64,35 @@ impl RunEventKind {
         }
     }
 
+    /// Whether events of this kind carry the decisions that made them: an
+    /// answer resumes a run, a CancelRun or the deadline closes one.
+    pub fn carries_decisions(self) -> bool {
+        matches!(
+            self,
+            RunEventKind::Resumed | RunEventKind::Cancelled | RunEventKind::Expired
+        )
+    }
+
+    /// Of `decisions` (those of a write's changes, see
+    /// `RunState::change_decisions`), the ones an event of this kind was
+    /// made of: a resume's answers, a cancel's, the deadline's.
+    pub fn decisions(self, decisions: &[Decision]) -> Vec<Decision> {
+        let made_of = |outcome: DecisionOutcome| match self {
+            RunEventKind::Resumed => matches!(
+                outcome,
+                DecisionOutcome::Answered | DecisionOutcome::Approved | DecisionOutcome::Declined
+            ),
+            RunEventKind::Cancelled => outcome == DecisionOutcome::Cancelled,
+            RunEventKind::Expired => outcome == DecisionOutcome::Expired,
+            _ => false,
+        };
+        decisions
+            .iter()
+            .filter(|decision| made_of(decision.outcome))
+            .cloned()
+            .collect()
+    }
+
     /// The event of a write that moves a stored run into `status` from
     /// another status.
     pub fn entering(status: RunStatus) -> Self {
@@ -107,6 +138,10 @@ pub struct RunEvent {
     /// [`RunEventKind::Suspended`] only.
     pub pending: Vec<PendingCall>,
     pub expires_at: Option<Timestamp>,
+    /// The decisions the change was made of: set on
+    /// [`RunEventKind::Resumed`], [`RunEventKind::Cancelled`] and
+    /// [`RunEventKind::Expired`] (see [`RunEventKind::carries_decisions`]).
+    pub decisions: Vec<Decision>,
 }
 
 impl RunEvent {
@@ -117,6 +152,7 @@ impl RunEvent {
             RunEventKind::Suspended => (run.pending().to_vec(), run.expires_at()),
             _ => (Vec::new(), None),
         };
+        let decisions = kind.decisions(run.state.change_decisions());
         Self {
             position: EventPosition::default(),
             time: run.updated_at,
@@ -128,6 +164,7 @@ impl RunEvent {
             status: run.status(),
             pending,
             expires_at,
+            decisions,
         }
     }
 

@@ -19,6 +19,7 @@ mod chat;
 mod claim;
 mod controlled_store;
 mod custom_tool;
+mod decisions;
 mod expiry;
 mod health;
 mod list_runs;

@@ -210,6 +210,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE replicas;
              DROP TABLE listeners;
              DROP TABLE a2a_push_configs;
+             ALTER TABLE run_events DROP COLUMN decisions;
              ALTER TABLE webhook_deliveries DROP COLUMN target;
              ALTER TABLE webhook_deliveries ADD UNIQUE (webhook, event_major, event_minor);
              CREATE INDEX webhook_deliveries_by_run
@@ -940,6 +941,8 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
             resumes: Vec::new(),
             answers: Vec::new(),
             edited_calls: Vec::new(),
+            decisions: Vec::new(),
+            changed_by: 0..0,
         },
         run_tools: Vec::new(),
         thread: None,

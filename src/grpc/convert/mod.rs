@@ -2,6 +2,7 @@
 //! input becomes `RuntimeError::InvalidRequest` naming the field.
 
 mod chunk;
+mod decision;
 mod limits;
 mod list;
 mod request;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::domain::{
-    Answer, AnswerError, Args, ElicitationAction, ElicitationResponse, Message, RunId, ThreadId,
+    Answer, AnswerError, Args, Decider, ElicitationAction, ElicitationResponse, Message, RunId, ThreadId,
 };
 use crate::pb;
 use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
@@ -102,6 +102,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         auto_resume,
         trace: None,
         run_id: None,
+        decider: None,
     })
 }
 
@@ -140,7 +141,8 @@ fn elicitation_response(response: pb::ElicitationResponse) -> Result<Elicitation
     Ok(ElicitationResponse { action, content })
 }
 
-pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeError> {
+/// The Resume `request` asks for, answered by `decider`.
+pub fn resume_request(request: pb::ResumeRequest, decider: Decider) -> Result<ResumeRun, RuntimeError> {
     let pb::ResumeRequest {
         run_id,
         tool_call_id,
@@ -180,6 +182,7 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         answers,
         request_id: optional(request_id),
         trace: None,
+        decider,
     })
 }
 

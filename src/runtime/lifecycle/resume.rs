@@ -11,8 +11,8 @@
 
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, PendingCall, ResumeRecord, RunId, RunRecord,
-    RunStatus, Tenant, Timestamp, TraceContext,
+    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, Decider, DecisionOutcome, DecisionSource,
+    PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant, Timestamp, TraceContext,
 };
 use crate::runtime::execution::Work;
 use crate::runtime::fanout::Wanted;
@@ -30,6 +30,8 @@ pub struct ResumeRun {
     /// The W3C trace context the request came with: the continuation
     /// continues its trace (linked to the trace that started the run).
     pub trace: Option<TraceContext>,
+    /// Who answers, and through what (recorded as each call's decision).
+    pub decider: Decider,
 }
 
 /// One answer of a Resume, and the pending call it is for.
@@ -42,14 +44,15 @@ pub struct CallAnswer {
 }
 
 impl ResumeRun {
-    /// A request that answers one call (`tool_call_id` may be `None` when
-    /// only one is pending).
-    pub fn one(run_id: RunId, tool_call_id: Option<String>, answer: Answer) -> Self {
+    /// A request of `decider` that answers one call (`tool_call_id` may
+    /// be `None` when only one is pending).
+    pub fn one(run_id: RunId, tool_call_id: Option<String>, answer: Answer, decider: Decider) -> Self {
         Self {
             run_id,
             answers: vec![CallAnswer { tool_call_id, answer }],
             request_id: None,
             trace: None,
+            decider,
         }
     }
 }
@@ -73,16 +76,19 @@ fn pick_pending(pending: &[PendingCall], tool_call_id: Option<&str>) -> Result<u
 }
 
 impl Runtime {
-    /// [`Runtime::resume`], recording that the answer came `via` Resume or
-    /// auto-resume; `loaded` is the run if the caller just read it (as
-    /// `tenant`'s), so that it is not read again.
-    pub(in crate::runtime) async fn resume_via(
+    /// [`Runtime::resume`]; `loaded` is the run if the caller just read it
+    /// (as `tenant`'s), so that it is not read again.
+    pub(in crate::runtime) async fn resume_loaded(
         &self,
         tenant: &Tenant,
         request: ResumeRun,
         loaded: Option<Box<RunRecord>>,
-        via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
+        // A new message on the thread answered, or a Resume did.
+        let via = match request.decider.source {
+            DecisionSource::Thread => AnswerVia::AutoResume,
+            _ => AnswerVia::Resume,
+        };
         let resumed = self.try_resume(tenant, request, loaded, via).await;
         if let Some(reason) = resumed.as_ref().err().and_then(RuntimeError::resume_rejection) {
             self.inner.config.metrics.resume_rejected(reason);
@@ -111,7 +117,8 @@ impl Runtime {
         }
         let agent = self.inner.agent_for_run(&run)?;
         let now = Timestamp::now();
-        let answers = self.check_answers(&agent, &run, request.answers, tenant, via, now)?;
+        let who = (tenant, &request.decider, via);
+        let answers = self.check_answers(&agent, &run, request.answers, who, now)?;
         let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
@@ -141,6 +148,7 @@ impl Runtime {
         if let Some(answer) = run.state.answers.last() {
             crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
         }
+        crate::runtime::lifecycle_log::decided(&run, run.state.change_decisions());
         let work = Work::Continue(next);
         Ok(self.execute(agent, run, first.events, work, slot, request.trace))
     }
@@ -154,8 +162,7 @@ impl Runtime {
         agent: &Agent,
         run: &RunRecord,
         answers: Vec<CallAnswer>,
-        tenant: &Tenant,
-        via: AnswerVia,
+        (tenant, decider, via): (&Tenant, &Decider, AnswerVia),
         now: Timestamp,
     ) -> Result<Vec<Answered>, RuntimeError> {
         let several = answers.len() > 1;
@@ -188,6 +195,7 @@ impl Runtime {
                 };
                 RuntimeError::InvalidAnswer(error)
             })?;
+            let decision = decider.decide(&pending.call.id, DecisionOutcome::of(&answer), now);
             let record = AnswerRecord {
                 tool_call_id: pending.call.id.clone(),
                 answer,
@@ -200,6 +208,7 @@ impl Runtime {
                 index,
                 record,
                 resolution,
+                decision,
             });
         }
         Ok(checked)

@@ -138,8 +138,9 @@ fn commit_sql() -> String {
          WHERE id = $1 AND version = $13 AND ($2::bigint IS NULL OR last_seq < $2::bigint) RETURNING id), \
          inserted AS ({INSERT_EVENTS}), \
          run_event AS (INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, \
-         pending, expires_at) \
-         SELECT $15, $1, $16, $17, $14, $5, $8, $18, $9 FROM before \
+         pending, expires_at, decisions) \
+         SELECT $15, $1, $16, $17, $14, $5, $8, $18, $9, \
+         CASE WHEN $14 IN ('resumed', 'cancelled', 'expired') THEN $20::bytea END FROM before \
          WHERE before.status <> $5 AND EXISTS (SELECT 1 FROM changed) RETURNING 1) \
          SELECT (SELECT count(*) FROM changed), (SELECT count(*) FROM run_event), {LISTENED_ELSEWHERE}19)"
     )
@@ -255,7 +256,8 @@ pub(super) async fn commit(
         RunStatus::Suspended => Some(encode_plain(&run.pending())?),
         _ => None,
     };
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let decisions = crate::store::record::event_decisions(run, true)?;
+    let params: [&(dyn ToSql + Sync); 20] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -275,6 +277,7 @@ pub(super) async fn commit(
         &thread_id,
         &pending,
         &store.origin,
+        &decisions,
     ];
     if execute(store, &commit_sql(), &params, Some(announcement)).await? {
         Ok(())

@@ -56,6 +56,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_webhook_deliveries.sql"),
     include_str!("migrations/0011_run_events_unindexed_by_run.sql"),
     include_str!("migrations/0012_a2a_push_configs.sql"),
+    include_str!("migrations/0013_run_event_decisions.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -90,6 +91,8 @@ struct RunRow {
     record: Vec<u8>,
     /// A suspended run's pending calls, for the event of its suspension.
     pending: Option<Vec<u8>>,
+    /// The decisions of its latest change, for the event of the change.
+    decisions: Option<Vec<u8>>,
 }
 
 /// The events of one write, encoded together as one row.
@@ -155,6 +158,7 @@ impl RunRow {
                 RunStatus::Suspended => Some(crate::store::encoding::encode(&run.pending())?),
                 _ => None,
             },
+            decisions: crate::store::record::event_decisions(run, false)?,
         })
     }
 }

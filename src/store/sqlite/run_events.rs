@@ -23,7 +23,7 @@ pub(super) fn stored_status(conn: &Connection, id: &str) -> Result<Option<String
 pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, \
-         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         expires_at, decisions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
     .and_then(|mut insert| {
         insert.execute(params![
@@ -35,7 +35,8 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
             run.status,
             run.updated_at,
             run.pending,
-            run.expires_at
+            run.expires_at,
+            run.decisions.as_ref().filter(|_| kind.carries_decisions())
         ])
     })
     .map_err(backend)?;
@@ -44,7 +45,7 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
 
 /// The columns a read selects, in this order.
 pub(super) const COLUMNS: &str =
-    "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
+    "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, decisions";
 
 pub(super) fn read(
     conn: &Connection,
@@ -119,6 +120,7 @@ pub(super) fn event_from_row(row: &rusqlite::Row<'_>, first: usize) -> Result<Ru
         time: row.get(column(7)).map_err(backend)?,
         pending: row.get(column(8)).map_err(backend)?,
         expires_at: row.get(column(9)).map_err(backend)?,
+        decisions: row.get(column(10)).map_err(backend)?,
     }
     .into_event()
 }

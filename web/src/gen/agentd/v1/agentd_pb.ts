@@ -41,7 +41,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agentd.proto.
  */
 export const file_agentd_v1_agentd: GenFile = /*@__PURE__*/
-  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLAAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCRImCgdhbnN3ZXJzGAkgAygLMhUuYWdlbnRkLnYxLlRvb2xBbnN3ZXJCCAoGYW5zd2VyIvEBCgpUb29sQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIOCgR0ZXh0GAIgASgJSAASKwoKc2VsZWN0aW9ucxgDIAEoCzIVLmFnZW50ZC52MS5TZWxlY3Rpb25zSAASJgoEZGF0YRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEicKCGFwcHJvdmFsGAUgASgLMhMuYWdlbnRkLnYxLkFwcHJvdmFsSAASNQoLZWxpY2l0YXRpb24YBiABKAsyHi5hZ2VudGQudjEuRWxpY2l0YXRpb25SZXNwb25zZUgAQggKBmFuc3dlciJtChNFbGljaXRhdGlvblJlc3BvbnNlEiwKBmFjdGlvbhgBIAEoDjIcLmFnZW50ZC52MS5FbGljaXRhdGlvbkFjdGlvbhIoCgdjb250ZW50GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSJaCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSLAoLZWRpdGVkX2FyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjgKE1N1YnNjcmliZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJiChBXYXRjaFJ1bnNSZXF1ZXN0EhQKDGFmdGVyX2N1cnNvchgBIAEoCRImCgVraW5kcxgCIAMoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSEAoIYWdlbnRfaWQYAyABKAki8wEKCFJ1bkV2ZW50Eg4KBmN1cnNvchgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAMgASgOMhcuYWdlbnRkLnYxLlJ1bkV2ZW50S2luZBIOCgZydW5faWQYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSEQoJdGhyZWFkX2lkGAYgASgJEiQKBnN0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgIIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkicAoPTGlzdFJ1bnNSZXF1ZXN0EiQKBnN0YXR1cxgBIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSEAoIYWdlbnRfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4uYWdlbnRkLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IkYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudGQudjEuQWdlbnQSDgoGdGVuYW50GAIgASgJImAKEkV4ZWN1dGVUb29sUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIYWdlbnRfaWQYAyABKAkiOAoTRXhlY3V0ZVRvb2xSZXNwb25zZRIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIIiUKEEdldFRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5hZ2VudGQudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIoChNEZWxldGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCSJCChREZWxldGVUaHJlYWRSZXNwb25zZRIRCgl0aHJlYWRfaWQYASABKAkSFwoPZGVsZXRlZF9ydW5faWRzGAIgAygJIoACCgZUaHJlYWQSEQoJdGhyZWFkX2lkGAEgASgJEi4KCmNyZWF0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAQgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2USDwoHcnVuX2lkcxgFIAMoCRIVCg1sYXRlc3RfcnVuX2lkGAYgASgJEi8KEWxhdGVzdF9ydW5fc3RhdHVzGAcgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cyLNAQoNVGhyZWFkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8uYWdlbnRkLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRInCgp0b29sX2NhbGxzGAMgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKC3Rvb2xfcmVzdWx0GAQgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHQSDgoGcnVuX2lkGAUgASgJEicKBmFuc3dlchgGIAEoCzIXLmFnZW50ZC52MS5UaHJlYWRBbnN3ZXIioQEKDFRocmVhZEFuc3dlchIUCgx0b29sX2NhbGxfaWQYASABKAkSDAoEdGV4dBgCIAEoCRITCgthbnN3ZXJlZF9ieRgDIAEoCRInCgZzb3VyY2UYBCABKA4yFy5hZ2VudGQudjEuQW5zd2VyU291cmNlEi8KC2Fuc3dlcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLmBAoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgZzdGF0dXMYAyABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYBCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlEhIKCmZpbmFsX3RleHQYBiABKAkSDQoFc3RlcHMYByABKA0SEAoIbGFzdF9zZXEYCCABKAQSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFZXJyb3IYDCABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3ISLgoIbWV0YWRhdGEYDSADKAsyHC5hZ2VudGQudjEuUnVuLk1ldGFkYXRhRW50cnkSFQoNY2FuY2VsX3JlYXNvbhgOIAEoCRIRCgl0aHJlYWRfaWQYDyABKAkSKQoMZWRpdGVkX2NhbGxzGBAgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKCG1lc3NhZ2VzGBEgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2UaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAisQEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNEicKBWluYm94GAcgASgLMhguYWdlbnRkLnYxLkluYm94U2V0dGluZ3MiQAoNSW5ib3hTZXR0aW5ncxIWCg5tZXRhZGF0YV9maXJzdBgBIAMoCRIXCg9tZXRhZGF0YV9oaWRkZW4YAiADKAkitgEKCFRvb2xJbmZvEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIOCgZzb3VyY2UYBCABKAkSGAoQcmVxdWlyZV9hcHByb3ZhbBgFIAEoCBIuCg1yZXN1bWVfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCKuBAoKQWdlbnRDaHVuaxIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgEEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBXN0YXJ0GAogASgLMhUuYWdlbnRkLnYxLlJ1blN0YXJ0ZWRIABIsCgpzdGVwX3N0YXJ0GAsgASgLMhYuYWdlbnRkLnYxLlN0ZXBTdGFydGVkSAASKgoKdGV4dF9kZWx0YRgMIAEoCzIULmFnZW50ZC52MS5UZXh0RGVsdGFIABIoCgl0b29sX2NhbGwYDSABKAsyEy5hZ2VudGQudjEuVG9vbENhbGxIABIsCgt0b29sX3Jlc3VsdBgOIAEoCzIVLmFnZW50ZC52MS5Ub29sUmVzdWx0SAASOwoTdG9vbF9jYWxsX3N1c3BlbmRlZBgPIAEoCzIcLmFnZW50ZC52MS5Ub29sQ2FsbFN1c3BlbmRlZEgAEjkKEnRvb2xfY2FsbF9hcHByb3ZhbBgQIAEoCzIbLmFnZW50ZC52MS5Ub29sQ2FsbEFwcHJvdmFsSAASLgoLc3RlcF9maW5pc2gYESABKAsyFy5hZ2VudGQudjEuU3RlcEZpbmlzaGVkSAASKAoGZmluaXNoGBIgASgLMhYuYWdlbnRkLnYxLlJ1bkZpbmlzaGVkSAASJAoFZXJyb3IYEyABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3JIAEIHCgVjaHVuayIvCgpSdW5TdGFydGVkEhAKCGFnZW50X2lkGAEgASgJEg8KB3Jlc3VtZWQYAiABKAgiGwoLU3RlcFN0YXJ0ZWQSDAoEc3RlcBgBIAEoDSIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSKKAQoIVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vcmlnaW5hbF9hcmdzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJYCgpUb29sUmVzdWx0EhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDwoHY29udGVudBgDIAEoCRIQCghpc19lcnJvchgEIAEoCCLHAQoRVG9vbENhbGxTdXNwZW5kZWQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYgoQVG9vbENhbGxBcHByb3ZhbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KDFN0ZXBGaW5pc2hlZBIMCgRzdGVwGAEgASgNEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlImUKC1J1bkZpbmlzaGVkEicKBnJlYXNvbhgBIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2USDAoEdGV4dBgDIAEoCSIpCghSdW5FcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAki0wEKDlN1c3BlbmRQYXlsb2FkEi0KCGFza191c2VyGAEgASgLMhkuYWdlbnRkLnYxLkFza1VzZXJQYXlsb2FkSAASKQoGY3VzdG9tGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEjAKC2NsaWVudF90b29sGAMgASgLMhkuYWdlbnRkLnYxLkNsaWVudFRvb2xDYWxsSAASLQoLZWxpY2l0YXRpb24YBCABKAsyFi5hZ2VudGQudjEuRWxpY2l0YXRpb25IAEIGCgRraW5kIpgBCgtFbGljaXRhdGlvbhIOCgZzZXJ2ZXIYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIxChByZXF1ZXN0ZWRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgRtb2RlGAQgASgOMhouYWdlbnRkLnYxLkVsaWNpdGF0aW9uTW9kZRILCgN1cmwYBSABKAkifwoOQXNrVXNlclBheWxvYWQSEAoIcXVlc3Rpb24YASABKAkSKQoHb3B0aW9ucxgCIAMoCzIYLmFnZW50ZC52MS5Bc2tVc2VyT3B0aW9uEjAKDnNlbGVjdGlvbl9tb2RlGAMgASgOMhguYWdlbnRkLnYxLlNlbGVjdGlvbk1vZGUiMwoNQXNrVXNlck9wdGlvbhINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJKCg5DbGllbnRUb29sQ2FsbBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnMKEERpc2Nvbm5lY3RQb2xpY3kSIQodRElTQ09OTkVDVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpESVNDT05ORUNUX1BPTElDWV9DT05USU5VRRABEhwKGERJU0NPTk5FQ1RfUE9MSUNZX0NBTkNFTBACKpUBChFFbGljaXRhdGlvbkFjdGlvbhIiCh5FTElDSVRBVElPTl9BQ1RJT05fVU5TUEVDSUZJRUQQABIdChlFTElDSVRBVElPTl9BQ1RJT05fQUNDRVBUEAESHgoaRUxJQ0lUQVRJT05fQUNUSU9OX0RFQ0xJTkUQAhIdChlFTElDSVRBVElPTl9BQ1RJT05fQ0FOQ0VMEAMq9wEKDFJ1bkV2ZW50S2luZBIeChpSVU5fRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEhoKFlJVTl9FVkVOVF9LSU5EX1NUQVJURUQQARIcChhSVU5fRVZFTlRfS0lORF9TVVNQRU5ERUQQAhIaChZSVU5fRVZFTlRfS0lORF9SRVNVTUVEEAMSHAoYUlVOX0VWRU5UX0tJTkRfQ09NUExFVEVEEAQSGQoVUlVOX0VWRU5UX0tJTkRfRkFJTEVEEAUSHAoYUlVOX0VWRU5UX0tJTkRfQ0FOQ0VMTEVEEAYSGgoWUlVOX0VWRU5UX0tJTkRfRVhQSVJFRBAHKmYKDEFuc3dlclNvdXJjZRIdChlBTlNXRVJfU09VUkNFX1VOU1BFQ0lGSUVEEAASGAoUQU5TV0VSX1NPVVJDRV9SRVNVTUUQARIdChlBTlNXRVJfU09VUkNFX0FVVE9fUkVTVU1FEAIqvAEKCVJ1blN0YXR1cxIaChZSVU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSUlVOX1NUQVRVU19SVU5OSU5HEAESGAoUUlVOX1NUQVRVU19TVVNQRU5ERUQQAhIYChRSVU5fU1RBVFVTX0NPTVBMRVRFRBADEhUKEVJVTl9TVEFUVVNfRkFJTEVEEAQSGAoUUlVOX1NUQVRVU19DQU5DRUxMRUQQBRIWChJSVU5fU1RBVFVTX0VYUElSRUQQBiq1AQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIbChdGSU5JU0hfUkVBU09OX1NVU1BFTkRFRBACEhsKF0ZJTklTSF9SRUFTT05fTUFYX1NURVBTEAMSGwoXRklOSVNIX1JFQVNPTl9DQU5DRUxMRUQQBBIXChNGSU5JU0hfUkVBU09OX0VSUk9SEAUqaAoPRWxpY2l0YXRpb25Nb2RlEiAKHEVMSUNJVEFUSU9OX01PREVfVU5TUEVDSUZJRUQQABIZChVFTElDSVRBVElPTl9NT0RFX0ZPUk0QARIYChRFTElDSVRBVElPTl9NT0RFX1VSTBACKnIKDVNlbGVjdGlvbk1vZGUSHgoaU0VMRUNUSU9OX01PREVfVU5TUEVDSUZJRUQQABIgChxTRUxFQ1RJT05fTU9ERV9TSU5HTEVfU0VMRUNUEAESHwobU0VMRUNUSU9OX01PREVfTVVMVElfU0VMRUNUEAIyxAYKDEFnZW50U2VydmljZRJFCgtTdHJlYW1BZ2VudBIdLmFnZW50ZC52MS5TdHJlYW1BZ2VudFJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEjsKBlJlc3VtZRIYLmFnZW50ZC52MS5SZXN1bWVSZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARJHCgxTdWJzY3JpYmVSdW4SHi5hZ2VudGQudjEuU3Vic2NyaWJlUnVuUmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESMgoGR2V0UnVuEhguYWdlbnRkLnYxLkdldFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkMKCExpc3RSdW5zEhouYWdlbnRkLnYxLkxpc3RSdW5zUmVxdWVzdBobLmFnZW50ZC52MS5MaXN0UnVuc1Jlc3BvbnNlEjgKCUNhbmNlbFJ1bhIbLmFnZW50ZC52MS5DYW5jZWxSdW5SZXF1ZXN0Gg4uYWdlbnRkLnYxLlJ1bhJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJMCgtFeGVjdXRlVG9vbBIdLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlcXVlc3QaHi5hZ2VudGQudjEuRXhlY3V0ZVRvb2xSZXNwb25zZRI7CglHZXRUaHJlYWQSGy5hZ2VudGQudjEuR2V0VGhyZWFkUmVxdWVzdBoRLmFnZW50ZC52MS5UaHJlYWQSTAoLTGlzdFRocmVhZHMSHS5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXF1ZXN0Gh4uYWdlbnRkLnYxLkxpc3RUaHJlYWRzUmVzcG9uc2USTwoMRGVsZXRlVGhyZWFkEh4uYWdlbnRkLnYxLkRlbGV0ZVRocmVhZFJlcXVlc3QaHy5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVzcG9uc2USPwoJV2F0Y2hSdW5zEhsuYWdlbnRkLnYxLldhdGNoUnVuc1JlcXVlc3QaEy5hZ2VudGQudjEuUnVuRXZlbnQwAUJBCg1kZXYuYWdlbnRkLnYxWiRhZ2VudGQvY2xpZW50cy9nby9hZ2VudGQvdjE7YWdlbnRkdjGqAglBZ2VudGQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLAAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCRImCgdhbnN3ZXJzGAkgAygLMhUuYWdlbnRkLnYxLlRvb2xBbnN3ZXJCCAoGYW5zd2VyIvEBCgpUb29sQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIOCgR0ZXh0GAIgASgJSAASKwoKc2VsZWN0aW9ucxgDIAEoCzIVLmFnZW50ZC52MS5TZWxlY3Rpb25zSAASJgoEZGF0YRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEicKCGFwcHJvdmFsGAUgASgLMhMuYWdlbnRkLnYxLkFwcHJvdmFsSAASNQoLZWxpY2l0YXRpb24YBiABKAsyHi5hZ2VudGQudjEuRWxpY2l0YXRpb25SZXNwb25zZUgAQggKBmFuc3dlciJtChNFbGljaXRhdGlvblJlc3BvbnNlEiwKBmFjdGlvbhgBIAEoDjIcLmFnZW50ZC52MS5FbGljaXRhdGlvbkFjdGlvbhIoCgdjb250ZW50GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSJaCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSLAoLZWRpdGVkX2FyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjgKE1N1YnNjcmliZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJiChBXYXRjaFJ1bnNSZXF1ZXN0EhQKDGFmdGVyX2N1cnNvchgBIAEoCRImCgVraW5kcxgCIAMoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSEAoIYWdlbnRfaWQYAyABKAkimwIKCFJ1bkV2ZW50Eg4KBmN1cnNvchgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAMgASgOMhcuYWdlbnRkLnYxLlJ1bkV2ZW50S2luZBIOCgZydW5faWQYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSEQoJdGhyZWFkX2lkGAYgASgJEiQKBnN0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgIIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwSJgoJZGVjaXNpb25zGAkgAygLMhMuYWdlbnRkLnYxLkRlY2lzaW9uIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJInAKD0xpc3RSdW5zUmVxdWVzdBIkCgZzdGF0dXMYASABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEhAKCGFnZW50X2lkGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIkkKEExpc3RSdW5zUmVzcG9uc2USHAoEcnVucxgBIAMoCzIOLmFnZW50ZC52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSITChFMaXN0QWdlbnRzUmVxdWVzdCJGChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAuYWdlbnRkLnYxLkFnZW50Eg4KBnRlbmFudBgCIAEoCSJgChJFeGVjdXRlVG9vbFJlcXVlc3QSEQoJdG9vbF9uYW1lGAEgASgJEiUKBGFyZ3MYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGFnZW50X2lkGAMgASgJIjgKE0V4ZWN1dGVUb29sUmVzcG9uc2USDwoHY29udGVudBgBIAEoCRIQCghpc19lcnJvchgCIAEoCCIlChBHZXRUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCSI7ChJMaXN0VGhyZWFkc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiUgoTTGlzdFRocmVhZHNSZXNwb25zZRIiCgd0aHJlYWRzGAEgAygLMhEuYWdlbnRkLnYxLlRocmVhZBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiKAoTRGVsZXRlVGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiQgoURGVsZXRlVGhyZWFkUmVzcG9uc2USEQoJdGhyZWFkX2lkGAEgASgJEhcKD2RlbGV0ZWRfcnVuX2lkcxgCIAMoCSKAAgoGVGhyZWFkEhEKCXRocmVhZF9pZBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCghtZXNzYWdlcxgEIAMoCzIYLmFnZW50ZC52MS5UaHJlYWRNZXNzYWdlEg8KB3J1bl9pZHMYBSADKAkSFQoNbGF0ZXN0X3J1bl9pZBgGIAEoCRIvChFsYXRlc3RfcnVuX3N0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMizQEKDVRocmVhZE1lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkSJwoKdG9vbF9jYWxscxgDIAMoCzITLmFnZW50ZC52MS5Ub29sQ2FsbBIqCgt0b29sX3Jlc3VsdBgEIAEoCzIVLmFnZW50ZC52MS5Ub29sUmVzdWx0Eg4KBnJ1bl9pZBgFIAEoCRInCgZhbnN3ZXIYBiABKAsyFy5hZ2VudGQudjEuVGhyZWFkQW5zd2VyIqEBCgxUaHJlYWRBbnN3ZXISFAoMdG9vbF9jYWxsX2lkGAEgASgJEgwKBHRleHQYAiABKAkSEwoLYW5zd2VyZWRfYnkYAyABKAkSJwoGc291cmNlGAQgASgOMhcuYWdlbnRkLnYxLkFuc3dlclNvdXJjZRIvCgthbnN3ZXJlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAijgUKA1J1bhIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSJAoGc3RhdHVzGAMgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cxIrCgdwZW5kaW5nGAQgAygLMhouYWdlbnRkLnYxLlBlbmRpbmdUb29sQ2FsbBIfCgV1c2FnZRgFIAEoCzIQLmFnZW50ZC52MS5Vc2FnZRISCgpmaW5hbF90ZXh0GAYgASgJEg0KBXN0ZXBzGAcgASgNEhAKCGxhc3Rfc2VxGAggASgEEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiIKBWVycm9yGAwgASgLMhMuYWdlbnRkLnYxLlJ1bkVycm9yEi4KCG1ldGFkYXRhGA0gAygLMhwuYWdlbnRkLnYxLlJ1bi5NZXRhZGF0YUVudHJ5EhUKDWNhbmNlbF9yZWFzb24YDiABKAkSEQoJdGhyZWFkX2lkGA8gASgJEikKDGVkaXRlZF9jYWxscxgQIAMoCzITLmFnZW50ZC52MS5Ub29sQ2FsbBIqCghtZXNzYWdlcxgRIAMoCzIYLmFnZW50ZC52MS5UaHJlYWRNZXNzYWdlEiYKCWRlY2lzaW9ucxgSIAMoCzITLmFnZW50ZC52MS5EZWNpc2lvbhovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEixAEKCERlY2lzaW9uEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIrCgdvdXRjb21lGAIgASgOMhouYWdlbnRkLnYxLkRlY2lzaW9uT3V0Y29tZRISCgpkZWNpZGVkX2J5GAMgASgJEikKBnNvdXJjZRgEIAEoDjIZLmFnZW50ZC52MS5EZWNpc2lvblNvdXJjZRIMCgRydWxlGAUgASgJEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAisQEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNEicKBWluYm94GAcgASgLMhguYWdlbnRkLnYxLkluYm94U2V0dGluZ3MiQAoNSW5ib3hTZXR0aW5ncxIWCg5tZXRhZGF0YV9maXJzdBgBIAMoCRIXCg9tZXRhZGF0YV9oaWRkZW4YAiADKAkitgEKCFRvb2xJbmZvEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIOCgZzb3VyY2UYBCABKAkSGAoQcmVxdWlyZV9hcHByb3ZhbBgFIAEoCBIuCg1yZXN1bWVfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCKuBAoKQWdlbnRDaHVuaxIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgEEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBXN0YXJ0GAogASgLMhUuYWdlbnRkLnYxLlJ1blN0YXJ0ZWRIABIsCgpzdGVwX3N0YXJ0GAsgASgLMhYuYWdlbnRkLnYxLlN0ZXBTdGFydGVkSAASKgoKdGV4dF9kZWx0YRgMIAEoCzIULmFnZW50ZC52MS5UZXh0RGVsdGFIABIoCgl0b29sX2NhbGwYDSABKAsyEy5hZ2VudGQudjEuVG9vbENhbGxIABIsCgt0b29sX3Jlc3VsdBgOIAEoCzIVLmFnZW50ZC52MS5Ub29sUmVzdWx0SAASOwoTdG9vbF9jYWxsX3N1c3BlbmRlZBgPIAEoCzIcLmFnZW50ZC52MS5Ub29sQ2FsbFN1c3BlbmRlZEgAEjkKEnRvb2xfY2FsbF9hcHByb3ZhbBgQIAEoCzIbLmFnZW50ZC52MS5Ub29sQ2FsbEFwcHJvdmFsSAASLgoLc3RlcF9maW5pc2gYESABKAsyFy5hZ2VudGQudjEuU3RlcEZpbmlzaGVkSAASKAoGZmluaXNoGBIgASgLMhYuYWdlbnRkLnYxLlJ1bkZpbmlzaGVkSAASJAoFZXJyb3IYEyABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3JIAEIHCgVjaHVuayIvCgpSdW5TdGFydGVkEhAKCGFnZW50X2lkGAEgASgJEg8KB3Jlc3VtZWQYAiABKAgiGwoLU3RlcFN0YXJ0ZWQSDAoEc3RlcBgBIAEoDSIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSKKAQoIVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vcmlnaW5hbF9hcmdzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJYCgpUb29sUmVzdWx0EhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDwoHY29udGVudBgDIAEoCRIQCghpc19lcnJvchgEIAEoCCLHAQoRVG9vbENhbGxTdXNwZW5kZWQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYgoQVG9vbENhbGxBcHByb3ZhbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KDFN0ZXBGaW5pc2hlZBIMCgRzdGVwGAEgASgNEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlImUKC1J1bkZpbmlzaGVkEicKBnJlYXNvbhgBIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2USDAoEdGV4dBgDIAEoCSIpCghSdW5FcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAki0wEKDlN1c3BlbmRQYXlsb2FkEi0KCGFza191c2VyGAEgASgLMhkuYWdlbnRkLnYxLkFza1VzZXJQYXlsb2FkSAASKQoGY3VzdG9tGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEjAKC2NsaWVudF90b29sGAMgASgLMhkuYWdlbnRkLnYxLkNsaWVudFRvb2xDYWxsSAASLQoLZWxpY2l0YXRpb24YBCABKAsyFi5hZ2VudGQudjEuRWxpY2l0YXRpb25IAEIGCgRraW5kIpgBCgtFbGljaXRhdGlvbhIOCgZzZXJ2ZXIYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIxChByZXF1ZXN0ZWRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgRtb2RlGAQgASgOMhouYWdlbnRkLnYxLkVsaWNpdGF0aW9uTW9kZRILCgN1cmwYBSABKAkifwoOQXNrVXNlclBheWxvYWQSEAoIcXVlc3Rpb24YASABKAkSKQoHb3B0aW9ucxgCIAMoCzIYLmFnZW50ZC52MS5Bc2tVc2VyT3B0aW9uEjAKDnNlbGVjdGlvbl9tb2RlGAMgASgOMhguYWdlbnRkLnYxLlNlbGVjdGlvbk1vZGUiMwoNQXNrVXNlck9wdGlvbhINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJKCg5DbGllbnRUb29sQ2FsbBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnMKEERpc2Nvbm5lY3RQb2xpY3kSIQodRElTQ09OTkVDVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpESVNDT05ORUNUX1BPTElDWV9DT05USU5VRRABEhwKGERJU0NPTk5FQ1RfUE9MSUNZX0NBTkNFTBACKpUBChFFbGljaXRhdGlvbkFjdGlvbhIiCh5FTElDSVRBVElPTl9BQ1RJT05fVU5TUEVDSUZJRUQQABIdChlFTElDSVRBVElPTl9BQ1RJT05fQUNDRVBUEAESHgoaRUxJQ0lUQVRJT05fQUNUSU9OX0RFQ0xJTkUQAhIdChlFTElDSVRBVElPTl9BQ1RJT05fQ0FOQ0VMEAMq9wEKDFJ1bkV2ZW50S2luZBIeChpSVU5fRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEhoKFlJVTl9FVkVOVF9LSU5EX1NUQVJURUQQARIcChhSVU5fRVZFTlRfS0lORF9TVVNQRU5ERUQQAhIaChZSVU5fRVZFTlRfS0lORF9SRVNVTUVEEAMSHAoYUlVOX0VWRU5UX0tJTkRfQ09NUExFVEVEEAQSGQoVUlVOX0VWRU5UX0tJTkRfRkFJTEVEEAUSHAoYUlVOX0VWRU5UX0tJTkRfQ0FOQ0VMTEVEEAYSGgoWUlVOX0VWRU5UX0tJTkRfRVhQSVJFRBAHKmYKDEFuc3dlclNvdXJjZRIdChlBTlNXRVJfU09VUkNFX1VOU1BFQ0lGSUVEEAASGAoUQU5TV0VSX1NPVVJDRV9SRVNVTUUQARIdChlBTlNXRVJfU09VUkNFX0FVVE9fUkVTVU1FEAIqzgEKD0RlY2lzaW9uT3V0Y29tZRIgChxERUNJU0lPTl9PVVRDT01FX1VOU1BFQ0lGSUVEEAASHQoZREVDSVNJT05fT1VUQ09NRV9BTlNXRVJFRBABEh0KGURFQ0lTSU9OX09VVENPTUVfQVBQUk9WRUQQAhIdChlERUNJU0lPTl9PVVRDT01FX0RFQ0xJTkVEEAMSHgoaREVDSVNJT05fT1VUQ09NRV9DQU5DRUxMRUQQBBIcChhERUNJU0lPTl9PVVRDT01FX0VYUElSRUQQBSrAAgoORGVjaXNpb25Tb3VyY2USHwobREVDSVNJT05fU09VUkNFX1VOU1BFQ0lGSUVEEAASGAoUREVDSVNJT05fU09VUkNFX0dSUEMQARIcChhERUNJU0lPTl9TT1VSQ0VfR1JQQ19XRUIQAhIZChVERUNJU0lPTl9TT1VSQ0VfSU5CT1gQAxIXChNERUNJU0lPTl9TT1VSQ0VfQTJBEAQSFwoTREVDSVNJT05fU09VUkNFX01DUBAFEhkKFURFQ0lTSU9OX1NPVVJDRV9BR19VSRAGEhoKFkRFQ0lTSU9OX1NPVVJDRV9USFJFQUQQBxIYChRERUNJU0lPTl9TT1VSQ0VfUlVMRRAIEhkKFURFQ0lTSU9OX1NPVVJDRV9HUkFOVBAJEhwKGERFQ0lTSU9OX1NPVVJDRV9ERUFETElORRAKKrwBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhgKFFJVTl9TVEFUVVNfU1VTUEVOREVEEAISGAoUUlVOX1NUQVRVU19DT01QTEVURUQQAxIVChFSVU5fU1RBVFVTX0ZBSUxFRBAEEhgKFFJVTl9TVEFUVVNfQ0FOQ0VMTEVEEAUSFgoSUlVOX1NUQVRVU19FWFBJUkVEEAYqtQEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGwoXRklOSVNIX1JFQVNPTl9TVVNQRU5ERUQQAhIbChdGSU5JU0hfUkVBU09OX01BWF9TVEVQUxADEhsKF0ZJTklTSF9SRUFTT05fQ0FOQ0VMTEVEEAQSFwoTRklOSVNIX1JFQVNPTl9FUlJPUhAFKmgKD0VsaWNpdGF0aW9uTW9kZRIgChxFTElDSVRBVElPTl9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVRUxJQ0lUQVRJT05fTU9ERV9GT1JNEAESGAoURUxJQ0lUQVRJT05fTU9ERV9VUkwQAipyCg1TZWxlY3Rpb25Nb2RlEh4KGlNFTEVDVElPTl9NT0RFX1VOU1BFQ0lGSUVEEAASIAocU0VMRUNUSU9OX01PREVfU0lOR0xFX1NFTEVDVBABEh8KG1NFTEVDVElPTl9NT0RFX01VTFRJX1NFTEVDVBACMsQGCgxBZ2VudFNlcnZpY2USRQoLU3RyZWFtQWdlbnQSHS5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARI7CgZSZXN1bWUSGC5hZ2VudGQudjEuUmVzdW1lUmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESRwoMU3Vic2NyaWJlUnVuEh4uYWdlbnRkLnYxLlN1YnNjcmliZVJ1blJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEjIKBkdldFJ1bhIYLmFnZW50ZC52MS5HZXRSdW5SZXF1ZXN0Gg4uYWdlbnRkLnYxLlJ1bhJDCghMaXN0UnVucxIaLmFnZW50ZC52MS5MaXN0UnVuc1JlcXVlc3QaGy5hZ2VudGQudjEuTGlzdFJ1bnNSZXNwb25zZRI4CglDYW5jZWxSdW4SGy5hZ2VudGQudjEuQ2FuY2VsUnVuUmVxdWVzdBoOLmFnZW50ZC52MS5SdW4SSQoKTGlzdEFnZW50cxIcLmFnZW50ZC52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmFnZW50ZC52MS5MaXN0QWdlbnRzUmVzcG9uc2USTAoLRXhlY3V0ZVRvb2wSHS5hZ2VudGQudjEuRXhlY3V0ZVRvb2xSZXF1ZXN0Gh4uYWdlbnRkLnYxLkV4ZWN1dGVUb29sUmVzcG9uc2USOwoJR2V0VGhyZWFkEhsuYWdlbnRkLnYxLkdldFRocmVhZFJlcXVlc3QaES5hZ2VudGQudjEuVGhyZWFkEkwKC0xpc3RUaHJlYWRzEh0uYWdlbnRkLnYxLkxpc3RUaHJlYWRzUmVxdWVzdBoeLmFnZW50ZC52MS5MaXN0VGhyZWFkc1Jlc3BvbnNlEk8KDERlbGV0ZVRocmVhZBIeLmFnZW50ZC52MS5EZWxldGVUaHJlYWRSZXF1ZXN0Gh8uYWdlbnRkLnYxLkRlbGV0ZVRocmVhZFJlc3BvbnNlEj8KCVdhdGNoUnVucxIbLmFnZW50ZC52MS5XYXRjaFJ1bnNSZXF1ZXN0GhMuYWdlbnRkLnYxLlJ1bkV2ZW50MAFCQQoNZGV2LmFnZW50ZC52MVokYWdlbnRkL2NsaWVudHMvZ28vYWdlbnRkL3YxO2FnZW50ZHYxqgIJQWdlbnRkLlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Starts a run. Exactly one of `prompt` and `messages` must be given.
@@ -668,6 +668,16 @@ export type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
    * @generated from field: repeated agentd.v1.PendingToolCall pending = 8;
    */
   pending: PendingToolCall[];
+
+  /**
+   * The decisions this change was made of: on RESUMED, the answers that
+   * continued the run; on CANCELLED and EXPIRED of a suspended run, the
+   * calls that were waiting (CancelRun's caller, or the deadline). Empty
+   * on the other kinds.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 9;
+   */
+  decisions: Decision[];
 };
 
 /**
@@ -1343,6 +1353,17 @@ export type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: repeated agentd.v1.ThreadMessage messages = 17;
    */
   messages: ThreadMessage[];
+
+  /**
+   * Who decided each of the run's tool calls that a person, a rule, a
+   * grant or the deadline decided, in the order decided: every answer,
+   * approval and decline, each call a CancelRun closed, each call an
+   * approval rule approved or declined, and each call the deadline
+   * expired. Set by GetRun only; empty in ListRuns and CancelRun.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 18;
+   */
+  decisions: Decision[];
 };
 
 /**
@@ -1351,6 +1372,68 @@ export type Run = Message$1<"agentd.v1.Run"> & {
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agentd, 28);
+
+/**
+ * A decision on one tool call of a run: what was decided, by whom, and
+ * through which surface.
+ *
+ * @generated from message agentd.v1.Decision
+ */
+export type Decision = Message$1<"agentd.v1.Decision"> & {
+  /**
+   * The call decided.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * @generated from field: agentd.v1.DecisionOutcome outcome = 2;
+   */
+  outcome: DecisionOutcome;
+
+  /**
+   * Who decided. A person: the name of the API key that called (a key's
+   * name from the keys file or `[[tenants]]`; a key without one is
+   * `sha256:` and the first 8 hex digits of the SHA-256 of the key,
+   * never the key), or, with mutual TLS and no API key, the subject of
+   * the client certificate; empty when the caller presented neither (an
+   * open server without mutual TLS). DECISION_SOURCE_RULE: the rule's
+   * place, `AGENT/TOOL/rules[N]` (N from 0). DECISION_SOURCE_GRANT: the
+   * grant's `granted_by`. DECISION_SOURCE_DEADLINE: `deadline`.
+   *
+   * @generated from field: string decided_by = 3;
+   */
+  decidedBy: string;
+
+  /**
+   * Through what the decision came.
+   *
+   * @generated from field: agentd.v1.DecisionSource source = 4;
+   */
+  source: DecisionSource;
+
+  /**
+   * DECISION_SOURCE_RULE: the rule's `when` expression. Empty otherwise.
+   *
+   * @generated from field: string rule = 5;
+   */
+  rule: string;
+
+  /**
+   * When it was decided.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Decision.
+ * Use `create(DecisionSchema)` to create a new message.
+ */
+export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 29);
 
 /**
  * A tool call that waits for Resume.
@@ -1406,7 +1489,7 @@ export type PendingToolCall = Message$1<"agentd.v1.PendingToolCall"> & {
  * Use `create(PendingToolCallSchema)` to create a new message.
  */
 export const PendingToolCallSchema: GenMessage<PendingToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 29);
+  messageDesc(file_agentd_v1_agentd, 30);
 
 /**
  * An agent hosted by this server.
@@ -1470,7 +1553,7 @@ export type Agent = Message$1<"agentd.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 30);
+  messageDesc(file_agentd_v1_agentd, 31);
 
 /**
  * How an inbox shows an agent's runs.
@@ -1499,7 +1582,7 @@ export type InboxSettings = Message$1<"agentd.v1.InboxSettings"> & {
  * Use `create(InboxSettingsSchema)` to create a new message.
  */
 export const InboxSettingsSchema: GenMessage<InboxSettings> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 31);
+  messageDesc(file_agentd_v1_agentd, 32);
 
 /**
  * A tool an agent may call.
@@ -1558,7 +1641,7 @@ export type ToolInfo = Message$1<"agentd.v1.ToolInfo"> & {
  * Use `create(ToolInfoSchema)` to create a new message.
  */
 export const ToolInfoSchema: GenMessage<ToolInfo> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 32);
+  messageDesc(file_agentd_v1_agentd, 33);
 
 /**
  * Token counts.
@@ -1586,7 +1669,7 @@ export type Usage = Message$1<"agentd.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 33);
+  messageDesc(file_agentd_v1_agentd, 34);
 
 /**
  * One event of a run. `seq` starts at 1 and rises by exactly 1 across the
@@ -1710,7 +1793,7 @@ export type AgentChunk = Message$1<"agentd.v1.AgentChunk"> & {
  * Use `create(AgentChunkSchema)` to create a new message.
  */
 export const AgentChunkSchema: GenMessage<AgentChunk> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 34);
+  messageDesc(file_agentd_v1_agentd, 35);
 
 /**
  * The first chunk of every stream.
@@ -1738,7 +1821,7 @@ export type RunStarted = Message$1<"agentd.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 35);
+  messageDesc(file_agentd_v1_agentd, 36);
 
 /**
  * A model step begins.
@@ -1759,7 +1842,7 @@ export type StepStarted = Message$1<"agentd.v1.StepStarted"> & {
  * Use `create(StepStartedSchema)` to create a new message.
  */
 export const StepStartedSchema: GenMessage<StepStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 36);
+  messageDesc(file_agentd_v1_agentd, 37);
 
 /**
  * A piece of model text.
@@ -1780,7 +1863,7 @@ export type TextDelta = Message$1<"agentd.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 37);
+  messageDesc(file_agentd_v1_agentd, 38);
 
 /**
  * The model calls a tool.
@@ -1827,7 +1910,7 @@ export type ToolCall = Message$1<"agentd.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 38);
+  messageDesc(file_agentd_v1_agentd, 39);
 
 /**
  * The result of a tool call, as the model sees it.
@@ -1869,7 +1952,7 @@ export type ToolResult = Message$1<"agentd.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 39);
+  messageDesc(file_agentd_v1_agentd, 40);
 
 /**
  * A tool call suspended the run. Sent only once the suspension is stored.
@@ -1918,7 +2001,7 @@ export type ToolCallSuspended = Message$1<"agentd.v1.ToolCallSuspended"> & {
  * Use `create(ToolCallSuspendedSchema)` to create a new message.
  */
 export const ToolCallSuspendedSchema: GenMessage<ToolCallSuspended> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 40);
+  messageDesc(file_agentd_v1_agentd, 41);
 
 /**
  * A tool call waits for approval before the tool runs.
@@ -1953,7 +2036,7 @@ export type ToolCallApproval = Message$1<"agentd.v1.ToolCallApproval"> & {
  * Use `create(ToolCallApprovalSchema)` to create a new message.
  */
 export const ToolCallApprovalSchema: GenMessage<ToolCallApproval> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 41);
+  messageDesc(file_agentd_v1_agentd, 42);
 
 /**
  * A model step ended.
@@ -1981,7 +2064,7 @@ export type StepFinished = Message$1<"agentd.v1.StepFinished"> & {
  * Use `create(StepFinishedSchema)` to create a new message.
  */
 export const StepFinishedSchema: GenMessage<StepFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 42);
+  messageDesc(file_agentd_v1_agentd, 43);
 
 /**
  * The last chunk of every stream.
@@ -2016,7 +2099,7 @@ export type RunFinished = Message$1<"agentd.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 43);
+  messageDesc(file_agentd_v1_agentd, 44);
 
 /**
  * A failure inside a run.
@@ -2055,7 +2138,7 @@ export type RunError = Message$1<"agentd.v1.RunError"> & {
  * Use `create(RunErrorSchema)` to create a new message.
  */
 export const RunErrorSchema: GenMessage<RunError> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 44);
+  messageDesc(file_agentd_v1_agentd, 45);
 
 /**
  * What a suspended tool call asks for.
@@ -2111,7 +2194,7 @@ export type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
  * Use `create(SuspendPayloadSchema)` to create a new message.
  */
 export const SuspendPayloadSchema: GenMessage<SuspendPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 45);
+  messageDesc(file_agentd_v1_agentd, 46);
 
 /**
  * An MCP server's request for input, made during a call of one of its
@@ -2164,7 +2247,7 @@ export type Elicitation = Message$1<"agentd.v1.Elicitation"> & {
  * Use `create(ElicitationSchema)` to create a new message.
  */
 export const ElicitationSchema: GenMessage<Elicitation> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 46);
+  messageDesc(file_agentd_v1_agentd, 47);
 
 /**
  * A question for the user.
@@ -2199,7 +2282,7 @@ export type AskUserPayload = Message$1<"agentd.v1.AskUserPayload"> & {
  * Use `create(AskUserPayloadSchema)` to create a new message.
  */
 export const AskUserPayloadSchema: GenMessage<AskUserPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 47);
+  messageDesc(file_agentd_v1_agentd, 48);
 
 /**
  * One option of a question.
@@ -2227,7 +2310,7 @@ export type AskUserOption = Message$1<"agentd.v1.AskUserOption"> & {
  * Use `create(AskUserOptionSchema)` to create a new message.
  */
 export const AskUserOptionSchema: GenMessage<AskUserOption> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 48);
+  messageDesc(file_agentd_v1_agentd, 49);
 
 /**
  * A tool that the caller executes: the run waits for its result. Resume
@@ -2257,7 +2340,7 @@ export type ClientToolCall = Message$1<"agentd.v1.ClientToolCall"> & {
  * Use `create(ClientToolCallSchema)` to create a new message.
  */
 export const ClientToolCallSchema: GenMessage<ClientToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 49);
+  messageDesc(file_agentd_v1_agentd, 50);
 
 /**
  * The author of a message.
@@ -2480,6 +2563,157 @@ export const AnswerSourceSchema: GenEnum<AnswerSource> = /*@__PURE__*/
   enumDesc(file_agentd_v1_agentd, 4);
 
 /**
+ * What a decision did with a call.
+ *
+ * @generated from enum agentd.v1.DecisionOutcome
+ */
+export enum DecisionOutcome {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A question was answered (text, selections, data, an elicitation's
+   * accept).
+   *
+   * @generated from enum value: DECISION_OUTCOME_ANSWERED = 1;
+   */
+  ANSWERED = 1,
+
+  /**
+   * A call waiting for approval (or decided by a rule or a grant) runs.
+   *
+   * @generated from enum value: DECISION_OUTCOME_APPROVED = 2;
+   */
+  APPROVED = 2,
+
+  /**
+   * The call was declined: an approval with `approved = false`, a rule's
+   * `decline`, or a person declining to answer (an elicitation's decline
+   * or cancel).
+   *
+   * @generated from enum value: DECISION_OUTCOME_DECLINED = 3;
+   */
+  DECLINED = 3,
+
+  /**
+   * CancelRun closed the run while the call was waiting.
+   *
+   * @generated from enum value: DECISION_OUTCOME_CANCELLED = 4;
+   */
+  CANCELLED = 4,
+
+  /**
+   * Nobody answered before the run's time to live passed.
+   *
+   * @generated from enum value: DECISION_OUTCOME_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionOutcome.
+ */
+export const DecisionOutcomeSchema: GenEnum<DecisionOutcome> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 5);
+
+/**
+ * The surface a decision came through.
+ *
+ * @generated from enum agentd.v1.DecisionSource
+ */
+export enum DecisionSource {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * agentd.v1 over gRPC (Resume, CancelRun).
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC = 1;
+   */
+  GRPC = 1,
+
+  /**
+   * agentd.v1 over gRPC-Web, from a caller other than the inbox.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC_WEB = 2;
+   */
+  GRPC_WEB = 2,
+
+  /**
+   * The inbox: its gRPC-Web calls carry the header
+   * `x-agentd-client: inbox`.
+   *
+   * @generated from enum value: DECISION_SOURCE_INBOX = 3;
+   */
+  INBOX = 3,
+
+  /**
+   * A2A (gRPC, JSON-RPC or HTTP+JSON): a message to the task, or
+   * CancelTask.
+   *
+   * @generated from enum value: DECISION_SOURCE_A2A = 4;
+   */
+  A2A = 4,
+
+  /**
+   * MCP: the client's answer to an elicitation.
+   *
+   * @generated from enum value: DECISION_SOURCE_MCP = 5;
+   */
+  MCP = 5,
+
+  /**
+   * AG-UI: a run that resumes interrupts.
+   *
+   * @generated from enum value: DECISION_SOURCE_AG_UI = 6;
+   */
+  AG_UI = 6,
+
+  /**
+   * A StreamAgent on the run's thread with `auto_resume`: its message
+   * answered the question.
+   *
+   * @generated from enum value: DECISION_SOURCE_THREAD = 7;
+   */
+  THREAD = 7,
+
+  /**
+   * An approval rule of the tool (`approval_rules`).
+   *
+   * @generated from enum value: DECISION_SOURCE_RULE = 8;
+   */
+  RULE = 8,
+
+  /**
+   * A grant a person made by approving with `remember`.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRANT = 9;
+   */
+  GRANT = 9,
+
+  /**
+   * The run's time to live passed.
+   *
+   * @generated from enum value: DECISION_SOURCE_DEADLINE = 10;
+   */
+  DEADLINE = 10,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionSource.
+ */
+export const DecisionSourceSchema: GenEnum<DecisionSource> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 6);
+
+/**
  * Where a run is in its life.
  *
  * @generated from enum agentd.v1.RunStatus
@@ -2539,7 +2773,7 @@ export enum RunStatus {
  * Describes the enum agentd.v1.RunStatus.
  */
 export const RunStatusSchema: GenEnum<RunStatus> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 5);
+  enumDesc(file_agentd_v1_agentd, 7);
 
 /**
  * Why a stream ended.
@@ -2594,7 +2828,7 @@ export enum FinishReason {
  * Describes the enum agentd.v1.FinishReason.
  */
 export const FinishReasonSchema: GenEnum<FinishReason> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 6);
+  enumDesc(file_agentd_v1_agentd, 8);
 
 /**
  * How an MCP server's request for input is answered.
@@ -2628,7 +2862,7 @@ export enum ElicitationMode {
  * Describes the enum agentd.v1.ElicitationMode.
  */
 export const ElicitationModeSchema: GenEnum<ElicitationMode> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 7);
+  enumDesc(file_agentd_v1_agentd, 9);
 
 /**
  * How a question is answered.
@@ -2662,7 +2896,7 @@ export enum SelectionMode {
  * Describes the enum agentd.v1.SelectionMode.
  */
 export const SelectionModeSchema: GenEnum<SelectionMode> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 8);
+  enumDesc(file_agentd_v1_agentd, 10);
 
 /**
  * AgentService runs agents, streams their output, and resumes runs that a

@@ -654,6 +654,16 @@ export declare type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
    * @generated from field: repeated agentd.v1.PendingToolCall pending = 8;
    */
   pending: PendingToolCall[];
+
+  /**
+   * The decisions this change was made of: on RESUMED, the answers that
+   * continued the run; on CANCELLED and EXPIRED of a suspended run, the
+   * calls that were waiting (CancelRun's caller, or the deadline). Empty
+   * on the other kinds.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 9;
+   */
+  decisions: Decision[];
 };
 
 /**
@@ -1312,6 +1322,17 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: repeated agentd.v1.ThreadMessage messages = 17;
    */
   messages: ThreadMessage[];
+
+  /**
+   * Who decided each of the run's tool calls that a person, a rule, a
+   * grant or the deadline decided, in the order decided: every answer,
+   * approval and decline, each call a CancelRun closed, each call an
+   * approval rule approved or declined, and each call the deadline
+   * expired. Set by GetRun only; empty in ListRuns and CancelRun.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 18;
+   */
+  decisions: Decision[];
 };
 
 /**
@@ -1319,6 +1340,67 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export declare const RunSchema: GenMessage<Run>;
+
+/**
+ * A decision on one tool call of a run: what was decided, by whom, and
+ * through which surface.
+ *
+ * @generated from message agentd.v1.Decision
+ */
+export declare type Decision = Message$1<"agentd.v1.Decision"> & {
+  /**
+   * The call decided.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * @generated from field: agentd.v1.DecisionOutcome outcome = 2;
+   */
+  outcome: DecisionOutcome;
+
+  /**
+   * Who decided. A person: the name of the API key that called (a key's
+   * name from the keys file or `[[tenants]]`; a key without one is
+   * `sha256:` and the first 8 hex digits of the SHA-256 of the key,
+   * never the key), or, with mutual TLS and no API key, the subject of
+   * the client certificate; empty when the caller presented neither (an
+   * open server without mutual TLS). DECISION_SOURCE_RULE: the rule's
+   * place, `AGENT/TOOL/rules[N]` (N from 0). DECISION_SOURCE_GRANT: the
+   * grant's `granted_by`. DECISION_SOURCE_DEADLINE: `deadline`.
+   *
+   * @generated from field: string decided_by = 3;
+   */
+  decidedBy: string;
+
+  /**
+   * Through what the decision came.
+   *
+   * @generated from field: agentd.v1.DecisionSource source = 4;
+   */
+  source: DecisionSource;
+
+  /**
+   * DECISION_SOURCE_RULE: the rule's `when` expression. Empty otherwise.
+   *
+   * @generated from field: string rule = 5;
+   */
+  rule: string;
+
+  /**
+   * When it was decided.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Decision.
+ * Use `create(DecisionSchema)` to create a new message.
+ */
+export declare const DecisionSchema: GenMessage<Decision>;
 
 /**
  * A tool call that waits for Resume.
@@ -2420,6 +2502,155 @@ export enum AnswerSource {
  * Describes the enum agentd.v1.AnswerSource.
  */
 export declare const AnswerSourceSchema: GenEnum<AnswerSource>;
+
+/**
+ * What a decision did with a call.
+ *
+ * @generated from enum agentd.v1.DecisionOutcome
+ */
+export enum DecisionOutcome {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A question was answered (text, selections, data, an elicitation's
+   * accept).
+   *
+   * @generated from enum value: DECISION_OUTCOME_ANSWERED = 1;
+   */
+  ANSWERED = 1,
+
+  /**
+   * A call waiting for approval (or decided by a rule or a grant) runs.
+   *
+   * @generated from enum value: DECISION_OUTCOME_APPROVED = 2;
+   */
+  APPROVED = 2,
+
+  /**
+   * The call was declined: an approval with `approved = false`, a rule's
+   * `decline`, or a person declining to answer (an elicitation's decline
+   * or cancel).
+   *
+   * @generated from enum value: DECISION_OUTCOME_DECLINED = 3;
+   */
+  DECLINED = 3,
+
+  /**
+   * CancelRun closed the run while the call was waiting.
+   *
+   * @generated from enum value: DECISION_OUTCOME_CANCELLED = 4;
+   */
+  CANCELLED = 4,
+
+  /**
+   * Nobody answered before the run's time to live passed.
+   *
+   * @generated from enum value: DECISION_OUTCOME_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionOutcome.
+ */
+export declare const DecisionOutcomeSchema: GenEnum<DecisionOutcome>;
+
+/**
+ * The surface a decision came through.
+ *
+ * @generated from enum agentd.v1.DecisionSource
+ */
+export enum DecisionSource {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * agentd.v1 over gRPC (Resume, CancelRun).
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC = 1;
+   */
+  GRPC = 1,
+
+  /**
+   * agentd.v1 over gRPC-Web, from a caller other than the inbox.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC_WEB = 2;
+   */
+  GRPC_WEB = 2,
+
+  /**
+   * The inbox: its gRPC-Web calls carry the header
+   * `x-agentd-client: inbox`.
+   *
+   * @generated from enum value: DECISION_SOURCE_INBOX = 3;
+   */
+  INBOX = 3,
+
+  /**
+   * A2A (gRPC, JSON-RPC or HTTP+JSON): a message to the task, or
+   * CancelTask.
+   *
+   * @generated from enum value: DECISION_SOURCE_A2A = 4;
+   */
+  A2A = 4,
+
+  /**
+   * MCP: the client's answer to an elicitation.
+   *
+   * @generated from enum value: DECISION_SOURCE_MCP = 5;
+   */
+  MCP = 5,
+
+  /**
+   * AG-UI: a run that resumes interrupts.
+   *
+   * @generated from enum value: DECISION_SOURCE_AG_UI = 6;
+   */
+  AG_UI = 6,
+
+  /**
+   * A StreamAgent on the run's thread with `auto_resume`: its message
+   * answered the question.
+   *
+   * @generated from enum value: DECISION_SOURCE_THREAD = 7;
+   */
+  THREAD = 7,
+
+  /**
+   * An approval rule of the tool (`approval_rules`).
+   *
+   * @generated from enum value: DECISION_SOURCE_RULE = 8;
+   */
+  RULE = 8,
+
+  /**
+   * A grant a person made by approving with `remember`.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRANT = 9;
+   */
+  GRANT = 9,
+
+  /**
+   * The run's time to live passed.
+   *
+   * @generated from enum value: DECISION_SOURCE_DEADLINE = 10;
+   */
+  DEADLINE = 10,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionSource.
+ */
+export declare const DecisionSourceSchema: GenEnum<DecisionSource>;
 
 /**
  * Where a run is in its life.
