@@ -97,6 +97,7 @@ pub fn resume_run(run_id: RunId, message: &Message, decider: Decider) -> Result<
         answers: vec![CallAnswer {
             tool_call_id: named,
             answer,
+            remember: None,
         }],
         request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
         trace: None,

@@ -183,6 +183,7 @@ async fn resume(
         answers.push(CallAnswer {
             tool_call_id: Some(id.to_owned()),
             answer,
+            remember: None,
         });
     }
     if let Some(open) = pending.iter().find(|call| !seen.contains(call.call.id.as_str())) {
@@ -275,6 +276,7 @@ async fn tool_results(
         answers.push(CallAnswer {
             tool_call_id: Some(id.to_owned()),
             answer,
+            remember: None,
         });
     }
     let thread_id = run

@@ -7,7 +7,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Decision, DecisionOutcome, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId, Timestamp,
+    Decision, DecisionOutcome, DecisionSource, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
+    Timestamp,
 };
 
 /// What changed in a run.
@@ -77,18 +78,21 @@ impl RunEventKind {
     /// `RunState::change_decisions`), the ones an event of this kind was
     /// made of: a resume's answers, a cancel's, the deadline's.
     pub fn decisions(self, decisions: &[Decision]) -> Vec<Decision> {
-        let made_of = |outcome: DecisionOutcome| match self {
-            RunEventKind::Resumed => matches!(
-                outcome,
-                DecisionOutcome::Answered | DecisionOutcome::Approved | DecisionOutcome::Declined
-            ),
-            RunEventKind::Cancelled => outcome == DecisionOutcome::Cancelled,
-            RunEventKind::Expired => outcome == DecisionOutcome::Expired,
+        let made_of = |decision: &Decision| match self {
+            // An answer's: not a rule's or a grant's, made in a step since.
+            RunEventKind::Resumed => {
+                matches!(
+                    decision.outcome,
+                    DecisionOutcome::Answered | DecisionOutcome::Approved | DecisionOutcome::Declined
+                ) && !matches!(decision.source, DecisionSource::Rule | DecisionSource::Grant)
+            }
+            RunEventKind::Cancelled => decision.outcome == DecisionOutcome::Cancelled,
+            RunEventKind::Expired => decision.outcome == DecisionOutcome::Expired,
             _ => false,
         };
         decisions
             .iter()
-            .filter(|decision| made_of(decision.outcome))
+            .filter(|decision| made_of(decision))
             .cloned()
             .collect()
     }

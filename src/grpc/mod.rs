@@ -178,7 +178,11 @@ impl AgentService for AgentServiceImpl {
             .runtime
             .get_run(&tenant, convert::parse_run_id(&run_id)?)
             .await?;
-        Ok(Response::new(convert::run_with_messages_to_proto(&run)))
+        let grants = self.runtime.run_grants(&tenant, &run).await?;
+        Ok(Response::new(pb::Run {
+            grants: convert::grants_to_proto(&grants),
+            ..convert::run_with_messages_to_proto(&run)
+        }))
     }
 
     async fn list_runs(
@@ -265,6 +269,19 @@ impl AgentService for AgentServiceImpl {
         let query = convert::list_threads_request(request.into_inner())?;
         let page = self.runtime.list_threads(&tenant, query).await?;
         Ok(Response::new(convert::thread_page_to_proto(&page)))
+    }
+
+    async fn revoke_grant(
+        &self,
+        request: Request<pb::RevokeGrantRequest>,
+    ) -> Result<Response<pb::RevokeGrantResponse>, Status> {
+        let tenant = tenant_of(&request);
+        let pb::RevokeGrantRequest { grant_id } = request.into_inner();
+        if grant_id.is_empty() {
+            return Err(convert::invalid("grant_id", "grant_id is required").into());
+        }
+        self.runtime.revoke_grant(&tenant, &grant_id).await?;
+        Ok(Response::new(pb::RevokeGrantResponse {}))
     }
 
     async fn delete_thread(

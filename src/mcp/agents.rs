@@ -225,6 +225,7 @@ impl Agents {
             answers: vec![CallAnswer {
                 tool_call_id: Some(asked.call.clone()),
                 answer,
+                remember: None,
             }],
             request_id: None,
             trace: None,

@@ -7,7 +7,7 @@
 //! is in `host.rs`.
 
 use crate::agent::AgentRegistry;
-use crate::domain::{Decider, RunId, RunRecord, Tenant, ThreadId, ToolOutput};
+use crate::domain::{Decider, Grant, RunId, RunRecord, Tenant, ThreadId, ToolOutput};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 
@@ -81,6 +81,18 @@ impl Runtime {
         watch: WatchRuns,
     ) -> Result<RunEventStream, RuntimeError> {
         self.watch_run_events(tenant, watch).await
+    }
+
+    /// The grants in force in `tenant`'s run `run` (scope `Run`; its
+    /// thread's are in [`Runtime::get_thread`]'s view).
+    pub async fn run_grants(&self, tenant: &Tenant, run: &RunRecord) -> Result<Vec<Grant>, RuntimeError> {
+        self.grants_in_force(tenant, Some(run), None).await
+    }
+
+    /// Ends `tenant`'s grant `id` (another tenant's is not found): calls
+    /// that start waiting from now on are asked about again.
+    pub async fn revoke_grant(&self, tenant: &Tenant, id: &str) -> Result<(), RuntimeError> {
+        self.revoke(tenant, id).await
     }
 
     // Threads: conversations across runs.

@@ -37,6 +37,7 @@ mod delivery;
 mod error;
 mod execution;
 mod fanout;
+mod grants;
 mod host;
 mod lifecycle;
 mod lifecycle_log;

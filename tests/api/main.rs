@@ -21,6 +21,7 @@ mod controlled_store;
 mod custom_tool;
 mod decisions;
 mod expiry;
+mod grants;
 mod health;
 mod list_runs;
 mod mcp;

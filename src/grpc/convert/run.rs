@@ -73,6 +73,7 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
             .collect(),
         messages: Vec::new(),
         decisions: Vec::new(),
+        grants: Vec::new(),
     }
 }
 

@@ -16,6 +16,7 @@ use crate::domain::{
     Chunk, Continuation, FinishReason, PendingCalls, RunFailure, RunRecord, Timestamp, WrongPhase,
 };
 use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
+use crate::runtime::grants::Granted;
 use crate::runtime::{lifecycle_log, Inner};
 use crate::store::StoreError;
 use crate::tools::ToolContext;
@@ -229,7 +230,11 @@ impl Execution {
                 Ok(Ok(StepEnd::Stopped { final_text })) => {
                     return self.complete(FinishReason::Stop, final_text).await
                 }
-                Ok(Ok(StepEnd::Suspended(pending))) => return self.suspend(pending).await,
+                Ok(Ok(StepEnd::Suspended(pending))) => match self.grant(pending).await {
+                    Some(pending) => return self.suspend(pending).await,
+                    // Grants approved every call that waited: step on.
+                    None => self.commit(Vec::new()).await?,
+                },
                 Ok(Err(model_error)) => {
                     let failure = RunFailure {
                         code: model_error.code().into(),
@@ -277,6 +282,30 @@ impl Execution {
             .await?;
         tracing::debug!(status = %self.run.status(), last_seq = self.run.last_seq(), "run stored");
         Ok(())
+    }
+
+    /// Runs the calls of `pending` that grants approve (see
+    /// `runtime/grants.rs`); the calls that wait then, if any.
+    async fn grant(&mut self, pending: PendingCalls) -> Option<PendingCalls> {
+        let Granted {
+            approved,
+            mut waiting,
+        } = self.inner.apply_grants(&mut self.run, pending).await;
+        for call in approved {
+            let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
+            let outcome = self
+                .agent
+                .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
+                .instrument(span)
+                .await;
+            let state = &mut self.run.state;
+            waiting.extend(
+                self.agent
+                    .record_outcome(state, call, outcome, &mut self.emitter)
+                    .await,
+            );
+        }
+        PendingCalls::new(waiting)
     }
 
     /// Pending calls wait for Resume: the suspension is stored before any

@@ -11,8 +11,8 @@
 
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, Decider, DecisionOutcome, DecisionSource,
-    PendingCall, ResumeRecord, RunId, RunRecord, RunStatus, Tenant, Timestamp, TraceContext,
+    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, Decider, DecisionOutcome, DecisionSource, Grant,
+    PendingCall, Remember, ResumeRecord, RunId, RunRecord, RunStatus, Tenant, Timestamp, TraceContext,
 };
 use crate::runtime::execution::Work;
 use crate::runtime::fanout::Wanted;
@@ -41,6 +41,8 @@ pub struct CallAnswer {
     /// answered).
     pub tool_call_id: Option<String>,
     pub answer: Answer,
+    /// With an approval: remember it for later calls of the tool (a grant).
+    pub remember: Option<Remember>,
 }
 
 impl ResumeRun {
@@ -49,7 +51,11 @@ impl ResumeRun {
     pub fn one(run_id: RunId, tool_call_id: Option<String>, answer: Answer, decider: Decider) -> Self {
         Self {
             run_id,
-            answers: vec![CallAnswer { tool_call_id, answer }],
+            answers: vec![CallAnswer {
+                tool_call_id,
+                answer,
+                remember: None,
+            }],
             request_id: None,
             trace: None,
             decider,
@@ -118,7 +124,7 @@ impl Runtime {
         let agent = self.inner.agent_for_run(&run)?;
         let now = Timestamp::now();
         let who = (tenant, &request.decider, via);
-        let answers = self.check_answers(&agent, &run, request.answers, who, now)?;
+        let (answers, grants) = self.check_answers(&agent, &run, request.answers, who, now)?;
         let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
@@ -149,6 +155,8 @@ impl Runtime {
             crate::runtime::lifecycle_log::resumed(&run, &answer.tool_call_id);
         }
         crate::runtime::lifecycle_log::decided(&run, run.state.change_decisions());
+        // Before the run goes on: its later calls are covered.
+        self.inner.store_grants(&grants).await;
         let work = Work::Continue(next);
         Ok(self.execute(agent, run, first.events, work, slot, request.trace))
     }
@@ -164,7 +172,7 @@ impl Runtime {
         answers: Vec<CallAnswer>,
         (tenant, decider, via): (&Tenant, &Decider, AnswerVia),
         now: Timestamp,
-    ) -> Result<Vec<Answered>, RuntimeError> {
+    ) -> Result<(Vec<Answered>, Vec<Grant>), RuntimeError> {
         let several = answers.len() > 1;
         if answers.is_empty() {
             return Err(RuntimeError::InvalidAnswer(AnswerError::new(
@@ -173,7 +181,13 @@ impl Runtime {
             )));
         }
         let mut checked: Vec<Answered> = Vec::with_capacity(answers.len());
-        for (position, CallAnswer { tool_call_id, answer }) in answers.into_iter().enumerate() {
+        let mut grants = Vec::new();
+        for (position, call_answer) in answers.into_iter().enumerate() {
+            let CallAnswer {
+                tool_call_id,
+                answer,
+                remember,
+            } = call_answer;
             if several && tool_call_id.is_none() {
                 return Err(RuntimeError::InvalidAnswer(
                     AnswerError::new("tool_call_id", "name the call each answer is for").at(position, None),
@@ -204,14 +218,24 @@ impl Runtime {
                 via,
                 proceeds_from: None,
             };
-            checked.push(Answered {
+            let answered = Answered {
                 index,
                 record,
                 resolution,
                 decision,
-            });
+            };
+            let grant = crate::runtime::grants::grant_asked(run, &answered, remember, &decider.name)
+                .map_err(|error| {
+                    RuntimeError::InvalidAnswer(if several {
+                        error.at(position, Some(pending.call.id.clone()))
+                    } else {
+                        error
+                    })
+                })?;
+            grants.extend(grant);
+            checked.push(answered);
         }
-        Ok(checked)
+        Ok((checked, grants))
     }
 
     /// Why a claim lost its compare-and-set: what the run is now (resumed

@@ -129,6 +129,7 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
         answers: vec![CallAnswer {
             tool_call_id: Some(pending.call.id.clone()),
             answer: answer_from_text(question, text)?,
+            remember: None,
         }],
         request_id: request.request_id.clone(),
         trace: request.trace.clone(),

@@ -33,6 +33,7 @@ Conventions used throughout:
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -132,6 +133,30 @@ ELICITATION_ACTION_DECLINE: ElicitationAction.ValueType  # 2
 ELICITATION_ACTION_CANCEL: ElicitationAction.ValueType  # 3
 """Dismissed the request without choosing."""
 Global___ElicitationAction: _TypeAlias = ElicitationAction  # noqa: Y015
+
+class _GrantScope:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _GrantScopeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_GrantScope.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    GRANT_SCOPE_UNSPECIFIED: _GrantScope.ValueType  # 0
+    """Not set: nothing is remembered."""
+    GRANT_SCOPE_RUN: _GrantScope.ValueType  # 1
+    """The run whose call was approved."""
+    GRANT_SCOPE_THREAD: _GrantScope.ValueType  # 2
+    """Every run of that run's thread, later ones too."""
+
+class GrantScope(_GrantScope, metaclass=_GrantScopeEnumTypeWrapper):
+    """Where a grant holds."""
+
+GRANT_SCOPE_UNSPECIFIED: GrantScope.ValueType  # 0
+"""Not set: nothing is remembered."""
+GRANT_SCOPE_RUN: GrantScope.ValueType  # 1
+"""The run whose call was approved."""
+GRANT_SCOPE_THREAD: GrantScope.ValueType  # 2
+"""Every run of that run's thread, later ones too."""
+Global___GrantScope: _TypeAlias = GrantScope  # noqa: Y015
 
 class _RunEventKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -869,10 +894,22 @@ class Approval(_message.Message):
     APPROVED_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     EDITED_ARGS_FIELD_NUMBER: _builtins.int
+    REMEMBER_FIELD_NUMBER: _builtins.int
+    REMEMBER_FOR_FIELD_NUMBER: _builtins.int
     approved: _builtins.bool
     """Whether the tool may run."""
     reason: _builtins.str
     """Why; shown to the model when the call is declined."""
+    remember: Global___GrantScope.ValueType
+    """With `approved = true`: also approve, from now on, the later calls of
+    the same tool in this scope (a grant, listed in Run.grants or
+    Thread.grants): GRANT_SCOPE_RUN this run, GRANT_SCOPE_THREAD every run
+    of its thread (INVALID_ARGUMENT for a run outside a thread). A call
+    that would wait for approval after the grant is made is approved by
+    it instead (a decision with DECISION_SOURCE_GRANT); calls already
+    waiting still need their own answers. Unset: nothing is remembered.
+    With `approved = false` it is INVALID_ARGUMENT.
+    """
     @_builtins.property
     def edited_args(self) -> _struct_pb2.Struct:
         """With `approved = true`: the arguments the tool runs with instead of
@@ -888,20 +925,106 @@ class Approval(_message.Message):
         run.
         """
 
+    @_builtins.property
+    def remember_for(self) -> _duration_pb2.Duration:
+        """With `remember`: how long the grant holds, from now (positive, whole
+        seconds or more). Unset: as long as its scope lives.
+        """
+
     def __init__(
         self,
         *,
         approved: _builtins.bool = ...,
         reason: _builtins.str = ...,
         edited_args: _struct_pb2.Struct | None = ...,
+        remember: Global___GrantScope.ValueType = ...,
+        remember_for: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["edited_args", b"edited_args"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["edited_args", b"edited_args", "remember_for", b"remember_for"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "edited_args", b"edited_args", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "edited_args", b"edited_args", "reason", b"reason", "remember", b"remember", "remember_for", b"remember_for"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Approval: _TypeAlias = Approval  # noqa: Y015
+
+@_typing.final
+class Grant(_message.Message):
+    """A person's approval remembered for a tool in a scope."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GRANT_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    GRANTED_BY_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    grant_id: _builtins.str
+    """Pass it to RevokeGrant."""
+    tool_name: _builtins.str
+    """The tool whose calls it approves."""
+    scope: Global___GrantScope.ValueType
+    granted_by: _builtins.str
+    """Who approved (as Decision.decided_by names a person)."""
+    @_builtins.property
+    def expires_at(self) -> _timestamp_pb2.Timestamp:
+        """When it ends; unset: when its scope does."""
+
+    def __init__(
+        self,
+        *,
+        grant_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        scope: Global___GrantScope.ValueType = ...,
+        granted_by: _builtins.str = ...,
+        expires_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "grant_id", b"grant_id", "granted_by", b"granted_by", "scope", b"scope", "tool_name", b"tool_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Grant: _TypeAlias = Grant  # noqa: Y015
+
+@_typing.final
+class RevokeGrantRequest(_message.Message):
+    """Ends a grant."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GRANT_ID_FIELD_NUMBER: _builtins.int
+    grant_id: _builtins.str
+    """A Grant.grant_id."""
+    def __init__(
+        self,
+        *,
+        grant_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["grant_id", b"grant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeGrantRequest: _TypeAlias = RevokeGrantRequest  # noqa: Y015
+
+@_typing.final
+class RevokeGrantResponse(_message.Message):
+    """A revoked grant."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeGrantResponse: _TypeAlias = RevokeGrantResponse  # noqa: Y015
 
 @_typing.final
 class SubscribeRunRequest(_message.Message):
@@ -1406,6 +1529,7 @@ class Thread(_message.Message):
     RUN_IDS_FIELD_NUMBER: _builtins.int
     LATEST_RUN_ID_FIELD_NUMBER: _builtins.int
     LATEST_RUN_STATUS_FIELD_NUMBER: _builtins.int
+    GRANTS_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     """The thread's id, as the client chose it."""
     latest_run_id: _builtins.str
@@ -1430,6 +1554,12 @@ class Thread(_message.Message):
     def run_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Its runs, oldest first. Empty in ListThreads."""
 
+    @_builtins.property
+    def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___Grant]:
+        """The grants of scope GRANT_SCOPE_THREAD in force in the thread, oldest
+        first. Empty in ListThreads.
+        """
+
     def __init__(
         self,
         *,
@@ -1440,10 +1570,11 @@ class Thread(_message.Message):
         run_ids: _abc.Iterable[_builtins.str] | None = ...,
         latest_run_id: _builtins.str = ...,
         latest_run_status: Global___RunStatus.ValueType = ...,
+        grants: _abc.Iterable[Global___Grant] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "latest_run_id", b"latest_run_id", "latest_run_status", b"latest_run_status", "messages", b"messages", "run_ids", b"run_ids", "thread_id", b"thread_id", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "grants", b"grants", "latest_run_id", b"latest_run_id", "latest_run_status", b"latest_run_status", "messages", b"messages", "run_ids", b"run_ids", "thread_id", b"thread_id", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1591,6 +1722,7 @@ class Run(_message.Message):
     EDITED_CALLS_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     DECISIONS_FIELD_NUMBER: _builtins.int
+    GRANTS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run's id (UUIDv7)."""
     agent_id: _builtins.str
@@ -1661,6 +1793,12 @@ class Run(_message.Message):
         expired. Set by GetRun only; empty in ListRuns and CancelRun.
         """
 
+    @_builtins.property
+    def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___Grant]:
+        """The grants of scope GRANT_SCOPE_RUN in force in the run, oldest first
+        (its thread's are in Thread.grants). Set by GetRun only.
+        """
+
     def __init__(
         self,
         *,
@@ -1682,10 +1820,11 @@ class Run(_message.Message):
         edited_calls: _abc.Iterable[Global___ToolCall] | None = ...,
         messages: _abc.Iterable[Global___ThreadMessage] | None = ...,
         decisions: _abc.Iterable[Global___Decision] | None = ...,
+        grants: _abc.Iterable[Global___Grant] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "error", b"error", "expires_at", b"expires_at", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "decisions", b"decisions", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "last_seq", b"last_seq", "messages", b"messages", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "decisions", b"decisions", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "grants", b"grants", "last_seq", b"last_seq", "messages", b"messages", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -33,7 +33,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
-import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file agentd/v1/agentd.proto.
@@ -526,6 +526,28 @@ export declare type Approval = Message$1<"agentd.v1.Approval"> & {
    * @generated from field: google.protobuf.Struct edited_args = 3;
    */
   editedArgs?: JsonObject | undefined;
+
+  /**
+   * With `approved = true`: also approve, from now on, the later calls of
+   * the same tool in this scope (a grant, listed in Run.grants or
+   * Thread.grants): GRANT_SCOPE_RUN this run, GRANT_SCOPE_THREAD every run
+   * of its thread (INVALID_ARGUMENT for a run outside a thread). A call
+   * that would wait for approval after the grant is made is approved by
+   * it instead (a decision with DECISION_SOURCE_GRANT); calls already
+   * waiting still need their own answers. Unset: nothing is remembered.
+   * With `approved = false` it is INVALID_ARGUMENT.
+   *
+   * @generated from field: agentd.v1.GrantScope remember = 4;
+   */
+  remember: GrantScope;
+
+  /**
+   * With `remember`: how long the grant holds, from now (positive, whole
+   * seconds or more). Unset: as long as its scope lives.
+   *
+   * @generated from field: google.protobuf.Duration remember_for = 5;
+   */
+  rememberFor?: Duration | undefined;
 };
 
 /**
@@ -533,6 +555,86 @@ export declare type Approval = Message$1<"agentd.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export declare const ApprovalSchema: GenMessage<Approval>;
+
+/**
+ * A person's approval remembered for a tool in a scope.
+ *
+ * @generated from message agentd.v1.Grant
+ */
+export declare type Grant = Message$1<"agentd.v1.Grant"> & {
+  /**
+   * Pass it to RevokeGrant.
+   *
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+
+  /**
+   * The tool whose calls it approves.
+   *
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * @generated from field: agentd.v1.GrantScope scope = 3;
+   */
+  scope: GrantScope;
+
+  /**
+   * Who approved (as Decision.decided_by names a person).
+   *
+   * @generated from field: string granted_by = 4;
+   */
+  grantedBy: string;
+
+  /**
+   * When it ends; unset: when its scope does.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Grant.
+ * Use `create(GrantSchema)` to create a new message.
+ */
+export declare const GrantSchema: GenMessage<Grant>;
+
+/**
+ * Ends a grant.
+ *
+ * @generated from message agentd.v1.RevokeGrantRequest
+ */
+export declare type RevokeGrantRequest = Message$1<"agentd.v1.RevokeGrantRequest"> & {
+  /**
+   * A Grant.grant_id.
+   *
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+};
+
+/**
+ * Describes the message agentd.v1.RevokeGrantRequest.
+ * Use `create(RevokeGrantRequestSchema)` to create a new message.
+ */
+export declare const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest>;
+
+/**
+ * A revoked grant.
+ *
+ * @generated from message agentd.v1.RevokeGrantResponse
+ */
+export declare type RevokeGrantResponse = Message$1<"agentd.v1.RevokeGrantResponse"> & {
+};
+
+/**
+ * Describes the message agentd.v1.RevokeGrantResponse.
+ * Use `create(RevokeGrantResponseSchema)` to create a new message.
+ */
+export declare const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse>;
 
 /**
  * Follows a run's chunks.
@@ -1078,6 +1180,14 @@ export declare type Thread = Message$1<"agentd.v1.Thread"> & {
    * @generated from field: agentd.v1.RunStatus latest_run_status = 7;
    */
   latestRunStatus: RunStatus;
+
+  /**
+   * The grants of scope GRANT_SCOPE_THREAD in force in the thread, oldest
+   * first. Empty in ListThreads.
+   *
+   * @generated from field: repeated agentd.v1.Grant grants = 8;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -1333,6 +1443,14 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: repeated agentd.v1.Decision decisions = 18;
    */
   decisions: Decision[];
+
+  /**
+   * The grants of scope GRANT_SCOPE_RUN in force in the run, oldest first
+   * (its thread's are in Thread.grants). Set by GetRun only.
+   *
+   * @generated from field: repeated agentd.v1.Grant grants = 19;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -2409,6 +2527,39 @@ export enum ElicitationAction {
 export declare const ElicitationActionSchema: GenEnum<ElicitationAction>;
 
 /**
+ * Where a grant holds.
+ *
+ * @generated from enum agentd.v1.GrantScope
+ */
+export enum GrantScope {
+  /**
+   * Not set: nothing is remembered.
+   *
+   * @generated from enum value: GRANT_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The run whose call was approved.
+   *
+   * @generated from enum value: GRANT_SCOPE_RUN = 1;
+   */
+  RUN = 1,
+
+  /**
+   * Every run of that run's thread, later ones too.
+   *
+   * @generated from enum value: GRANT_SCOPE_THREAD = 2;
+   */
+  THREAD = 2,
+}
+
+/**
+ * Describes the enum agentd.v1.GrantScope.
+ */
+export declare const GrantScopeSchema: GenEnum<GrantScope>;
+
+/**
  * What changed in a run.
  *
  * @generated from enum agentd.v1.RunEventKind
@@ -2986,6 +3137,19 @@ export declare const AgentService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRunsRequestSchema;
     output: typeof RunEventSchema;
+  },
+  /**
+   * Ends a grant (see Approval.remember) of the caller's tenant: calls
+   * that start waiting from now on are asked about again. Another
+   * tenant's grant, or one that does not exist (or was revoked), is
+   * NOT_FOUND.
+   *
+   * @generated from rpc agentd.v1.AgentService.RevokeGrant
+   */
+  revokeGrant: {
+    methodKind: "unary";
+    input: typeof RevokeGrantRequestSchema;
+    output: typeof RevokeGrantResponseSchema;
   },
 }>;
 
