@@ -645,7 +645,8 @@ pub fn check_resume_request(data: &[u8]) {
     };
     let id_parses = uuid::Uuid::try_parse(&request.run_id).is_ok();
     let several = !request.answers.is_empty();
-    match convert::resume_request(request.clone()) {
+    let decider = agentd::domain::Decider::new("fuzz", agentd::domain::DecisionSource::Grpc);
+    match convert::resume_request(request.clone(), decider) {
         Ok(resume) if several => {
             // Several answers: each names its call and carries an answer,
             // and none comes with the single-answer fields.

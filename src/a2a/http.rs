@@ -270,12 +270,14 @@ fn code_name(code: Code) -> &'static str {
     }
 }
 
-/// The caller of a request: its key's tenant, its trace; refused without
-/// a valid key, or without a version of A2A this server speaks (1.x; a
-/// request without `A2A-Version` speaks 0.3, which it does not).
-fn caller(site: &Site, headers: &HeaderMap) -> Result<Caller, Failure> {
+/// The caller of a request: its key's tenant and name, its trace; refused
+/// without a valid key, or without a version of A2A this server speaks
+/// (1.x; a request without `A2A-Version` speaks 0.3, which it does not).
+fn caller(site: &Site, headers: &HeaderMap, extensions: &axum::http::Extensions) -> Result<Caller, Failure> {
     let metadata = MetadataMap::from_headers(headers.clone());
-    let tenant = site.authenticator.authenticate(&metadata).map_err(Failure::of)?;
+    let credential = site.authenticator.identify(&metadata).map_err(Failure::of)?;
+    let name = crate::grpc::caller::name_of(credential.as_ref(), extensions);
+    let tenant = credential.map(|credential| credential.tenant).unwrap_or_default();
     let said = headers
         .get(VERSION_HEADER)
         .and_then(|value| value.to_str().ok())
@@ -297,6 +299,7 @@ fn caller(site: &Site, headers: &HeaderMap) -> Result<Caller, Failure> {
     }
     Ok(Caller {
         tenant,
+        name,
         trace: crate::grpc::convert::trace_context(&metadata),
     })
 }
@@ -325,7 +328,12 @@ enum Answer {
     Stream(Events),
 }
 
-async fn jsonrpc(State(site): State<Site>, headers: HeaderMap, body: Bytes) -> Response {
+async fn jsonrpc(
+    State(site): State<Site>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: JsonRpcRequest = match serde_json::from_slice::<Value>(&body) {
         Err(error) => {
             return jsonrpc_error(
@@ -362,7 +370,7 @@ async fn jsonrpc(State(site): State<Site>, headers: HeaderMap, body: Bytes) -> R
         }
     };
     let id = request.id.clone();
-    let answer = match caller(&site, &headers) {
+    let answer = match caller(&site, &headers, &extensions) {
         Ok(caller) => {
             call(
                 &site.service,
@@ -549,6 +557,7 @@ async fn rest(
     method: Method,
     Path(path): Path<String>,
     uri: Uri,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -559,7 +568,7 @@ async fn rest(
         );
         return failure.rest();
     };
-    let caller = match caller(&site, &headers) {
+    let caller = match caller(&site, &headers, &extensions) {
         Ok(caller) => caller,
         Err(failure) => return failure.rest(),
     };

@@ -6,7 +6,7 @@
 use a2a_pb::proto::{part, Message, Part};
 use serde_json::Value;
 
-use crate::domain::{Answer, ElicitationResponse, Message as Turn, RunId, ThreadId};
+use crate::domain::{Answer, Decider, ElicitationResponse, Message as Turn, RunId, ThreadId};
 use crate::grpc::convert::{invalid, value_to_json};
 use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
 
@@ -60,6 +60,7 @@ pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeE
         auto_resume: false,
         trace: None,
         run_id: None,
+        decider: None,
     })
 }
 
@@ -68,7 +69,7 @@ pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeE
 /// single-select question's option label); the call is named by
 /// `toolCallId` (in the data part or the message's metadata) when several
 /// wait.
-pub fn resume_run(run_id: RunId, message: &Message) -> Result<ResumeRun, RuntimeError> {
+pub fn resume_run(run_id: RunId, message: &Message, decider: Decider) -> Result<ResumeRun, RuntimeError> {
     let data = data_of(&message.parts);
     let in_metadata = message
         .metadata
@@ -96,9 +97,11 @@ pub fn resume_run(run_id: RunId, message: &Message) -> Result<ResumeRun, Runtime
         answers: vec![CallAnswer {
             tool_call_id: named,
             answer,
+            remember: None,
         }],
         request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
         trace: None,
+        decider,
     })
 }
 

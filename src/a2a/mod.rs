@@ -21,7 +21,7 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Code, Request, Response, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::domain::{RunId, RunRecord, RunStatus, Tenant, ThreadId, TraceContext};
+use crate::domain::{Decider, DecisionSource, RunId, RunRecord, RunStatus, Tenant, ThreadId, TraceContext};
 use crate::grpc::{tenant_of, OpenStream, StreamGate};
 use crate::runtime::{ListRuns, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
@@ -110,10 +110,10 @@ impl A2aServiceImpl {
     /// before its stream, and the stream.
     async fn send(
         &self,
-        tenant: &Tenant,
-        trace: Option<TraceContext>,
+        caller: &Caller,
         request: proto::SendMessageRequest,
     ) -> Result<(RunRecord, RunStream), Status> {
+        let (tenant, trace) = (&caller.tenant, caller.trace.clone());
         let message = request
             .message
             .ok_or_else(|| Status::from(crate::grpc::convert::invalid("message", "a message is required")))?;
@@ -155,7 +155,7 @@ impl A2aServiceImpl {
         }
         let resume = ResumeRun {
             trace,
-            ..message::resume_run(run.id, &message)?
+            ..message::resume_run(run.id, &message, caller.decider())?
         };
         let stream = self
             .runtime
@@ -191,10 +191,12 @@ impl A2aServiceImpl {
 }
 
 /// Who calls, as every binding learns it: the tenant of the caller's key,
-/// and the trace the request carries.
+/// the caller's name (see `grpc::caller`), and the trace the request
+/// carries.
 #[derive(Clone, Debug, Default)]
 pub struct Caller {
     pub tenant: Tenant,
+    pub name: String,
     pub trace: Option<TraceContext>,
 }
 
@@ -202,8 +204,14 @@ impl Caller {
     fn of<T>(request: &Request<T>) -> Self {
         Self {
             tenant: tenant_of(request),
+            name: crate::grpc::caller::caller_name(request.extensions()),
             trace: crate::grpc::convert::trace_context(request.metadata()),
         }
+    }
+
+    /// The caller as the decider of what its requests decide.
+    fn decider(&self) -> Decider {
+        Decider::new(self.name.clone(), DecisionSource::A2a)
     }
 }
 
@@ -247,7 +255,7 @@ impl A2aServiceImpl {
             .configuration
             .as_ref()
             .and_then(|configuration| configuration.history_length);
-        let (_, stream) = self.send(tenant, caller.trace.clone(), request).await?;
+        let (_, stream) = self.send(caller, request).await?;
         let id = stream.run_id;
         if !immediately {
             // Until the run suspends or ends: then the task says how.
@@ -271,7 +279,7 @@ impl A2aServiceImpl {
         // Admitted first, so that a draining server refuses before it
         // starts or answers anything.
         let open = self.gate.admit()?;
-        let (run, stream) = self.send(&caller.tenant, caller.trace.clone(), request).await?;
+        let (run, stream) = self.send(caller, request).await?;
         let mut first = task::task(&run, Some(0));
         if let Some(status) = first.status.as_mut() {
             // The answer was taken: the task works on again.
@@ -378,7 +386,12 @@ impl A2aServiceImpl {
         let run_id = parse_task_id(&request.id)?;
         let run = self
             .runtime
-            .cancel(&caller.tenant, run_id, "canceled through A2A".into())
+            .cancel(
+                &caller.tenant,
+                run_id,
+                "canceled through A2A".into(),
+                &caller.decider(),
+            )
             .await
             .map_err(|error| status_of(error, &request.id))?;
         Ok(task::task(&run, Some(0)))

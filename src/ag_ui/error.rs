@@ -103,7 +103,9 @@ impl From<RuntimeError> for ApiError {
         let message = error.to_string();
         let (status, code) = match &error {
             RuntimeError::AgentNotFound(_) | RuntimeError::ToolNotFound { .. } => (S::NOT_FOUND, "not_found"),
-            RuntimeError::RunNotFound | RuntimeError::ThreadNotFound => (S::NOT_FOUND, "not_found"),
+            RuntimeError::RunNotFound | RuntimeError::ThreadNotFound | RuntimeError::GrantNotFound => {
+                (S::NOT_FOUND, "not_found")
+            }
             RuntimeError::InvalidRequest { field, .. } => {
                 return Self {
                     field: Some((*field).to_owned()),

@@ -50,9 +50,14 @@ pub fn routes(runtime: Runtime, authenticator: Authenticator) -> axum::Router {
 /// 401 without a valid API key.
 async fn check(State(authenticator): State<Authenticator>, mut request: Request, next: Next) -> Response {
     let metadata = tonic::metadata::MetadataMap::from_headers(request.headers().clone());
-    match authenticator.authenticate(&metadata) {
-        Ok(tenant) => {
+    match authenticator.identify(&metadata) {
+        Ok(credential) => {
+            let name = crate::grpc::caller::name_of(credential.as_ref(), request.extensions());
+            let tenant = credential.map(|credential| credential.tenant).unwrap_or_default();
             request.extensions_mut().insert(tenant);
+            request
+                .extensions_mut()
+                .insert(crate::grpc::caller::CallerName(name));
             next.run(request).await
         }
         Err(status) => {

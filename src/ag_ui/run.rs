@@ -15,31 +15,38 @@ use super::error::{answer_message, payload_field, ApiError};
 use super::input::{self, ClientMessage, ResumeStatus, RunInput};
 use super::interrupt;
 use super::stream::{self, Encoding};
-use crate::domain::{PendingCall, Phase, RunRecord, Tenant};
+use crate::domain::{Decider, DecisionSource, PendingCall, Phase, RunRecord, Tenant};
+use crate::grpc::caller::CallerName;
 use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
 
 pub async fn run_default(
     State(runtime): State<Runtime>,
     Extension(tenant): Extension<Tenant>,
+    Extension(caller): Extension<CallerName>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    run(runtime, tenant, String::new(), &headers, &body).await
+    let decider = Decider::new(caller.0, DecisionSource::AgUi);
+    run(runtime, (tenant, decider), String::new(), &headers, &body).await
 }
 
 pub async fn run_agent(
     State(runtime): State<Runtime>,
     Extension(tenant): Extension<Tenant>,
+    Extension(caller): Extension<CallerName>,
     Path(agent_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    run(runtime, tenant, agent_id, &headers, &body).await
+    let decider = Decider::new(caller.0, DecisionSource::AgUi);
+    run(runtime, (tenant, decider), agent_id, &headers, &body).await
 }
 
+/// Runs (or resumes) as `input` asks, for `tenant`, `decider` deciding
+/// what its answers decide.
 async fn run(
     runtime: Runtime,
-    tenant: Tenant,
+    (tenant, decider): (Tenant, Decider),
     agent_id: String,
     headers: &HeaderMap,
     body: &[u8],
@@ -64,7 +71,7 @@ async fn run(
     };
     let thread_id = input.thread_id.to_string();
     if !input.resume.is_empty() {
-        return resume(&runtime, &tenant, latest, &input, trace, encoding).await;
+        return resume(&runtime, (&tenant, &decider), latest, &input, trace, encoding).await;
     }
     let new = input::new_input(&input.messages, latest.is_some());
     if let Some(run) = latest.as_ref().filter(|run| waits_on_client_tools(run)) {
@@ -72,7 +79,7 @@ async fn run(
             .iter()
             .any(|message| matches!(message, ClientMessage::Tool { .. }))
         {
-            return tool_results(&runtime, &tenant, run, new, trace, encoding).await;
+            return tool_results(&runtime, (&tenant, &decider), run, new, trace, encoding).await;
         }
     }
     let messages = input::turns(new);
@@ -94,6 +101,7 @@ async fn run(
         // carry agentd's.
         metadata: [("ag_ui_run_id".to_owned(), input.client_run_id.clone())].into(),
         trace,
+        decider: Some(decider),
         ..StartRun::default()
     };
     let run_stream = runtime.start(&tenant, start).await?;
@@ -114,7 +122,7 @@ fn waits_on_client_tools(run: &RunRecord) -> bool {
 /// Answers the thread's suspended run with every resume entry at once.
 async fn resume(
     runtime: &Runtime,
-    tenant: &Tenant,
+    (tenant, decider): (&Tenant, &Decider),
     latest: Option<RunRecord>,
     input: &RunInput,
     trace: Option<crate::domain::TraceContext>,
@@ -175,6 +183,7 @@ async fn resume(
         answers.push(CallAnswer {
             tool_call_id: Some(id.to_owned()),
             answer,
+            remember: None,
         });
     }
     if let Some(open) = pending.iter().find(|call| !seen.contains(call.call.id.as_str())) {
@@ -188,7 +197,12 @@ async fn resume(
     let thread_id = input.thread_id.to_string();
     if cancel {
         let cancelled = runtime
-            .cancel(tenant, run.id, "cancelled by the AG-UI client".to_owned())
+            .cancel(
+                tenant,
+                run.id,
+                "cancelled by the AG-UI client".to_owned(),
+                decider,
+            )
             .await
             .map_err(|error| not_open(error, first))?;
         return Ok(stream::cancelled(&thread_id, &cancelled, encoding));
@@ -198,6 +212,7 @@ async fn resume(
         answers,
         request_id: None,
         trace,
+        decider: decider.clone(),
     };
     continue_with(runtime, tenant, request, thread_id, encoding, |error| {
         refused(error, &input.resume, &entries, |entry, error| {
@@ -231,7 +246,7 @@ async fn continue_with(
 /// client's `tool` messages.
 async fn tool_results(
     runtime: &Runtime,
-    tenant: &Tenant,
+    (tenant, decider): (&Tenant, &Decider),
     run: &RunRecord,
     new: &[ClientMessage],
     trace: Option<crate::domain::TraceContext>,
@@ -261,6 +276,7 @@ async fn tool_results(
         answers.push(CallAnswer {
             tool_call_id: Some(id.to_owned()),
             answer,
+            remember: None,
         });
     }
     let thread_id = run
@@ -274,6 +290,7 @@ async fn tool_results(
         answers,
         request_id: None,
         trace,
+        decider: decider.clone(),
     };
     continue_with(
         runtime,

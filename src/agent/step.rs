@@ -7,9 +7,10 @@ use std::future::Future;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
 
-use super::{Agent, RuleDecision, RuleRun};
+use super::{Agent, ApprovalRule, RuleDecision, RuleRun};
 use crate::domain::{
-    Chunk, Message, PendingCall, PendingCalls, RunOptions, RunState, ToolCall, ToolOutput, Usage, Waiting,
+    Chunk, Decision, DecisionOutcome, Message, PendingCall, PendingCalls, RunOptions, RunState, Timestamp,
+    ToolCall, ToolOutput, Usage, Waiting,
 };
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::tools::{ToolContext, ToolOutcome};
@@ -129,9 +130,13 @@ impl Agent {
             let ruled = self.approval_rule(&call.name, &call.args, run);
             let needs_approval = match ruled {
                 Some(rule) => match rule.then {
-                    RuleDecision::Approve => false,
+                    RuleDecision::Approve => {
+                        self.record_rule(state, &call, rule, DecisionOutcome::Approved);
+                        false
+                    }
                     RuleDecision::Ask => true,
                     RuleDecision::Decline => {
+                        self.record_rule(state, &call, rule, DecisionOutcome::Declined);
                         let output = ToolOutput::error(super::declined_message(&call.name, &rule.reason));
                         record_result(state, &call, output, sink).await;
                         continue;
@@ -163,6 +168,28 @@ impl Agent {
         sink.emit(Chunk::StepFinish { step, usage }).await;
 
         Ok(PendingCalls::new(pending).map_or(end, StepEnd::Suspended))
+    }
+
+    /// Records that `rule` decided `call` (`outcome`), as the run's
+    /// decision on it.
+    fn record_rule(
+        &self,
+        state: &mut RunState,
+        call: &ToolCall,
+        rule: &ApprovalRule,
+        outcome: DecisionOutcome,
+    ) {
+        let place = (self.id.as_str(), call.name.as_str(), rule.index);
+        let decision = Decision::by_rule(&call.id, outcome, place, &rule.when, Timestamp::now());
+        tracing::info!(
+            tool_call_id = %call.id,
+            outcome = outcome.as_str(),
+            decided_by = %decision.decided_by,
+            source = decision.source.as_str(),
+            rule = %rule.when,
+            "call decided"
+        );
+        state.decisions.push(decision);
     }
 
     /// Records how a tool call ended: a result goes to the conversation (and

@@ -22,9 +22,15 @@ pub struct TenantConfig {
     /// commas or whitespace.
     #[serde(default)]
     pub api_keys_env: Option<String>,
-    /// A file holding the tenant's keys, one a line (`#` starts a comment).
+    /// A file holding the tenant's keys, one a line (`#` starts a comment),
+    /// each optionally followed by its name (`<key> <name>`).
     #[serde(default)]
     pub api_keys_file: Option<PathBuf>,
+    /// The name of the keys from `api_keys_env` (who decided what a call
+    /// with one of them decided); unset: each is named `sha256:` and the
+    /// first 8 hex digits of its SHA-256.
+    #[serde(default)]
+    pub api_key_name: Option<String>,
 }
 
 /// A key source that cannot be used. Never holds a key.
@@ -83,20 +89,25 @@ impl ApiKeys {
                     var: var.clone(),
                 })?;
                 let source = format!("environment variable {var}");
+                let name = match &config.api_key_name {
+                    Some(name) => Some(named(&format!("tenant {:?}: api_key_name", config.id), name)?),
+                    None => None,
+                };
                 let found = value
                     .split(|c: char| c == ',' || c.is_whitespace())
-                    .filter(|k| !k.is_empty());
+                    .filter(|k| !k.is_empty())
+                    .map(|key| (key, name));
                 add_all(&mut keys, &tenant, &source, found)?;
             }
             if let Some(path) = &config.api_keys_file {
                 let text = read(path)?;
                 let source = path.display().to_string();
-                add_all(
-                    &mut keys,
-                    &tenant,
-                    &source,
-                    meaningful_lines(&text).map(|(_, line)| line),
-                )?;
+                let mut found = Vec::new();
+                for (number, line) in meaningful_lines(&text) {
+                    let origin = format!("{} line {number}", path.display());
+                    found.push(key_and_name(&origin, line)?);
+                }
+                add_all(&mut keys, &tenant, &source, found.into_iter())?;
             }
         }
         if let Some(path) = keys_file {
@@ -111,7 +122,8 @@ impl ApiKeys {
                     origin: source.clone(),
                     reason: error.to_string(),
                 })?;
-                add(&mut keys, &tenant, &source, key.trim())?;
+                let (key, name) = key_and_name(&source, key.trim())?;
+                add(&mut keys, &tenant, &source, key, name)?;
             }
         }
         Ok(keys)
@@ -133,15 +145,33 @@ fn meaningful_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
+/// A key, and the name that follows it on its line (after whitespace), if
+/// any.
+fn key_and_name<'a>(origin: &str, line: &'a str) -> Result<(&'a str, Option<&'a str>), AuthConfigError> {
+    match line.split_once(char::is_whitespace) {
+        None => Ok((line, None)),
+        Some((key, name)) => Ok((key, Some(named(origin, name.trim())?))),
+    }
+}
+
+/// `name`, if a key may have it.
+fn named<'a>(origin: &str, name: &'a str) -> Result<&'a str, AuthConfigError> {
+    super::keys::check_key_name(name).map_err(|reason| AuthConfigError::Malformed {
+        origin: origin.to_owned(),
+        reason,
+    })?;
+    Ok(name)
+}
+
 fn add_all<'a>(
     keys: &mut ApiKeys,
     tenant: &Tenant,
     source: &str,
-    found: impl Iterator<Item = &'a str>,
+    found: impl Iterator<Item = (&'a str, Option<&'a str>)>,
 ) -> Result<(), AuthConfigError> {
     let mut any = false;
-    for key in found {
-        add(keys, tenant, source, key)?;
+    for (key, name) in found {
+        add(keys, tenant, source, key, name)?;
         any = true;
     }
     if !any {
@@ -153,8 +183,14 @@ fn add_all<'a>(
     Ok(())
 }
 
-fn add(keys: &mut ApiKeys, tenant: &Tenant, source: &str, key: &str) -> Result<(), AuthConfigError> {
-    keys.add(tenant, key).map_err(|rejected| match rejected {
+fn add(
+    keys: &mut ApiKeys,
+    tenant: &Tenant,
+    source: &str,
+    key: &str,
+    name: Option<&str>,
+) -> Result<(), AuthConfigError> {
+    keys.add(tenant, key, name).map_err(|rejected| match rejected {
         KeyRejected::Malformed => AuthConfigError::Malformed {
             origin: source.to_owned(),
             reason: format!(
@@ -192,6 +228,7 @@ mod tests {
             id: "acme".into(),
             api_keys_env: Some("ACME_KEYS".into()),
             api_keys_file: Some(own),
+            api_key_name: None,
         }];
         let env =
             |var: &str| (var == "ACME_KEYS").then(|| "acme-env-key-000001, acme-env-key-000002".to_owned());
@@ -206,6 +243,49 @@ mod tests {
             assert_eq!(keys.authenticate(key.as_bytes()), Some(tenant(owner)), "{key}");
         }
         assert_eq!(keys.tenants().get(&tenant("acme")), Some(&3));
+    }
+
+    #[test]
+    fn keys_take_their_names_from_each_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("acme.keys");
+        std::fs::write(
+            &own,
+            "acme-file-key-000001 Ada Lovelace  # on call
+acme-file-key-000002
+",
+        )
+        .unwrap();
+        let shared = dir.path().join("all.keys");
+        std::fs::write(
+            &shared,
+            "globex:globex-key-0000001 billing-service
+",
+        )
+        .unwrap();
+        let tenants = vec![TenantConfig {
+            id: "acme".into(),
+            api_keys_env: Some("ACME_KEYS".into()),
+            api_keys_file: Some(own),
+            api_key_name: Some("deploy-bot".into()),
+        }];
+        let env = |_: &str| Some("acme-env-key-000001".to_owned());
+        let keys = ApiKeys::load_with_env(&tenants, Some(&shared), env).unwrap();
+        let name = |key: &str| keys.identify(key.as_bytes()).unwrap().name;
+        assert_eq!(name("acme-env-key-000001"), "deploy-bot");
+        assert_eq!(name("acme-file-key-000001"), "Ada Lovelace");
+        assert_eq!(
+            name("acme-file-key-000002"),
+            super::super::keys::unnamed_key_name("acme-file-key-000002")
+        );
+        assert_eq!(name("globex-key-0000001"), "billing-service");
+
+        let bad = vec![TenantConfig {
+            api_key_name: Some(String::new()),
+            ..tenants[0].clone()
+        }];
+        let shown = ApiKeys::load_with_env(&bad, None, env).unwrap_err().to_string();
+        assert!(shown.contains("api_key_name"), "{shown}");
     }
 
     #[test]
@@ -231,6 +311,7 @@ mod tests {
             id: "acme".into(),
             api_keys_env: Some("NOPE".into()),
             api_keys_file: None,
+            api_key_name: None,
         }];
         assert!(matches!(
             ApiKeys::load_with_env(&unset, None, |_| None),
@@ -245,6 +326,7 @@ mod tests {
             id: "acme".into(),
             api_keys_env: None,
             api_keys_file: None,
+            api_key_name: None,
         }];
         assert!(matches!(
             ApiKeys::load_with_env(&sourceless, None, |_| None),

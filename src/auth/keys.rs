@@ -2,6 +2,9 @@
 //! compare the presented key with every configured key in constant time
 //! (per key length), so the time taken does not tell how much of a key was
 //! right. No key is ever formatted: `Debug` lists tenants and counts only.
+//! Each key has a name, which says who decided what a call with it decided
+//! (`Decision.decided_by`): the name the configuration gives it, or
+//! `sha256:` and the first 8 hex digits of the key's SHA-256.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -17,6 +20,39 @@ pub const MIN_RECOMMENDED_KEY_LEN: usize = 16;
 struct Entry {
     key: Box<[u8]>,
     tenant: Tenant,
+    name: String,
+}
+
+/// Who a key says the caller is: its tenant, and the key's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credential {
+    pub tenant: Tenant,
+    pub name: String,
+}
+
+/// Longest key name.
+pub const MAX_KEY_NAME_CHARS: usize = 128;
+
+/// The name of a key the configuration names not: `sha256:` and the first
+/// 8 hex digits of its SHA-256 (which tells keys apart without telling
+/// anything of the key).
+pub fn unnamed_key_name(key: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let hex: String = digest[..4].iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// Why a key's name cannot be used, if it cannot: 1 to
+/// [`MAX_KEY_NAME_CHARS`] characters, none of them a control character.
+pub(super) fn check_key_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.chars().count() > MAX_KEY_NAME_CHARS {
+        return Err(format!("a key's name has 1 to {MAX_KEY_NAME_CHARS} characters"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("a key's name holds no control characters".into());
+    }
+    Ok(())
 }
 
 /// The accepted API keys. Empty means the server is open.
@@ -41,9 +77,10 @@ fn well_formed(key: &str) -> bool {
 }
 
 impl ApiKeys {
-    /// Adds `key` for `tenant`; the same key again for the same tenant is
-    /// accepted once.
-    pub(super) fn add(&mut self, tenant: &Tenant, key: &str) -> Result<(), KeyRejected> {
+    /// Adds `key` for `tenant`, named `name` (`None`: see
+    /// [`unnamed_key_name`]); the same key again for the same tenant is
+    /// accepted once (the first name stays).
+    pub(super) fn add(&mut self, tenant: &Tenant, key: &str, name: Option<&str>) -> Result<(), KeyRejected> {
         if !well_formed(key) {
             return Err(KeyRejected::Malformed);
         }
@@ -57,6 +94,7 @@ impl ApiKeys {
         self.entries.push(Entry {
             key: key.as_bytes().into(),
             tenant: tenant.clone(),
+            name: name.map_or_else(|| unnamed_key_name(key), str::to_owned),
         });
         Ok(())
     }
@@ -69,13 +107,22 @@ impl ApiKeys {
     /// The tenant whose key `presented` is, if any. Every configured key is
     /// compared, whatever matched before.
     pub fn authenticate(&self, presented: &[u8]) -> Option<Tenant> {
+        self.identify(presented).map(|credential| credential.tenant)
+    }
+
+    /// The tenant and name of key `presented`, if it is one. Every
+    /// configured key is compared, whatever matched before.
+    pub fn identify(&self, presented: &[u8]) -> Option<Credential> {
         let mut found = None;
         for entry in &self.entries {
             if bool::from(entry.key.as_ref().ct_eq(presented)) {
-                found = Some(&entry.tenant);
+                found = Some(entry);
             }
         }
-        found.cloned()
+        found.map(|entry| Credential {
+            tenant: entry.tenant.clone(),
+            name: entry.name.clone(),
+        })
     }
 
     /// The number of keys of each tenant.
@@ -124,8 +171,9 @@ mod tests {
     #[test]
     fn finds_the_tenant_of_a_key() {
         let mut keys = ApiKeys::default();
-        keys.add(&tenant("acme"), "acme-key-0123456789").unwrap();
-        keys.add(&tenant("globex"), "globex-key-0123456789").unwrap();
+        keys.add(&tenant("acme"), "acme-key-0123456789", None).unwrap();
+        keys.add(&tenant("globex"), "globex-key-0123456789", None)
+            .unwrap();
         assert_eq!(keys.authenticate(b"acme-key-0123456789"), Some(tenant("acme")));
         assert_eq!(
             keys.authenticate(b"globex-key-0123456789"),
@@ -136,25 +184,42 @@ mod tests {
     }
 
     #[test]
+    fn a_key_is_named_as_configured_or_by_its_hash() {
+        let mut keys = ApiKeys::default();
+        keys.add(&tenant("acme"), "acme-key-0123456789", Some("deploy-bot"))
+            .unwrap();
+        keys.add(&tenant("acme"), "acme-key-9876543210", None).unwrap();
+        let named = keys.identify(b"acme-key-0123456789").unwrap();
+        assert_eq!(named.name, "deploy-bot");
+        let unnamed = keys.identify(b"acme-key-9876543210").unwrap();
+        assert_eq!(unnamed.name, unnamed_key_name("acme-key-9876543210"));
+        assert!(unnamed.name.starts_with("sha256:") && unnamed.name.len() == 15);
+        assert!(!unnamed.name.contains("acme-key"));
+        assert_eq!(unnamed_key_name("abc"), "sha256:ba7816bf");
+        assert!(check_key_name("").is_err() && check_key_name("a\tb").is_err());
+        assert!(check_key_name("Ada Lovelace").is_ok());
+    }
+
+    #[test]
     fn a_key_belongs_to_one_tenant() {
         let mut keys = ApiKeys::default();
-        keys.add(&tenant("acme"), "shared-key-0123456789").unwrap();
-        keys.add(&tenant("acme"), "shared-key-0123456789").unwrap();
+        keys.add(&tenant("acme"), "shared-key-0123456789", None).unwrap();
+        keys.add(&tenant("acme"), "shared-key-0123456789", None).unwrap();
         assert_eq!(
-            keys.add(&tenant("globex"), "shared-key-0123456789"),
+            keys.add(&tenant("globex"), "shared-key-0123456789", None),
             Err(KeyRejected::Taken(tenant("acme")))
         );
         assert_eq!(
-            keys.add(&tenant("acme"), "has space"),
+            keys.add(&tenant("acme"), "has space", None),
             Err(KeyRejected::Malformed)
         );
-        assert_eq!(keys.add(&tenant("acme"), ""), Err(KeyRejected::Malformed));
+        assert_eq!(keys.add(&tenant("acme"), "", None), Err(KeyRejected::Malformed));
     }
 
     #[test]
     fn debug_never_shows_a_key() {
         let mut keys = ApiKeys::default();
-        keys.add(&tenant("acme"), "very-secret-value-42").unwrap();
+        keys.add(&tenant("acme"), "very-secret-value-42", None).unwrap();
         let shown = format!("{keys:?}");
         assert!(!shown.contains("very-secret"), "{shown}");
         assert!(shown.contains("acme"), "{shown}");
@@ -164,10 +229,10 @@ mod tests {
     #[test]
     fn each_tenant_with_short_keys_is_named_once() {
         let mut keys = ApiKeys::default();
-        keys.add(&tenant("globex"), "short-1").unwrap();
-        keys.add(&tenant("acme"), "short-2").unwrap();
-        keys.add(&tenant("globex"), "short-3").unwrap();
-        keys.add(&tenant("initech"), "long-enough-key-0123456789")
+        keys.add(&tenant("globex"), "short-1", None).unwrap();
+        keys.add(&tenant("acme"), "short-2", None).unwrap();
+        keys.add(&tenant("globex"), "short-3", None).unwrap();
+        keys.add(&tenant("initech"), "long-enough-key-0123456789", None)
             .unwrap();
         assert_eq!(
             keys.tenants_with_short_keys(),

@@ -9,5 +9,5 @@ mod config;
 mod keys;
 
 pub use config::{AuthConfigError, TenantConfig};
-pub use keys::ApiKeys;
 pub use keys::MIN_RECOMMENDED_KEY_LEN;
+pub use keys::{unnamed_key_name, ApiKeys, Credential, MAX_KEY_NAME_CHARS};

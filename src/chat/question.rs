@@ -260,6 +260,7 @@ fn parse_approval(typed: &str) -> Result<Answer, AnswerParseError> {
         approved,
         reason: reason.to_owned(),
         edited_args: None,
+        ..Default::default()
     }))
 }
 
@@ -326,6 +327,7 @@ mod tests {
             approved: false,
             reason: "too costly".into(),
             edited_args: None,
+            ..Default::default()
         };
         assert_eq!(
             approval.parse_answer("no: too costly"),

@@ -387,6 +387,7 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                     approved: true,
                     reason: String::new(),
                     edited_args: None,
+                    ..Default::default()
                 }));
             }
             let reason = terminal::ask_optional(&mut screen, "Why not? (optional, shown to the model)")?
@@ -395,6 +396,7 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                 approved: false,
                 reason: reason.trim().to_owned(),
                 edited_args: None,
+                ..Default::default()
             }))
         }
         Ask::Elicit { .. } => super::form::prompt(&mut screen, pending),

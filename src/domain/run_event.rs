@@ -6,7 +6,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId, Timestamp};
+use super::{
+    Decision, DecisionOutcome, DecisionSource, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
+    Timestamp,
+};
 
 /// What changed in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -75,6 +78,38 @@ impl RunEventKind {
         }
     }
 
+    /// Whether events of this kind carry the decisions that made them: an
+    /// answer resumes a run, a CancelRun or the deadline closes one.
+    pub fn carries_decisions(self) -> bool {
+        matches!(
+            self,
+            RunEventKind::Resumed | RunEventKind::Cancelled | RunEventKind::Expired
+        )
+    }
+
+    /// Of `decisions` (those of a write's changes, see
+    /// `RunState::change_decisions`), the ones an event of this kind was
+    /// made of: a resume's answers, a cancel's, the deadline's.
+    pub fn decisions(self, decisions: &[Decision]) -> Vec<Decision> {
+        let made_of = |decision: &Decision| match self {
+            // An answer's: not a rule's or a grant's, made in a step since.
+            RunEventKind::Resumed => {
+                matches!(
+                    decision.outcome,
+                    DecisionOutcome::Answered | DecisionOutcome::Approved | DecisionOutcome::Declined
+                ) && !matches!(decision.source, DecisionSource::Rule | DecisionSource::Grant)
+            }
+            RunEventKind::Cancelled => decision.outcome == DecisionOutcome::Cancelled,
+            RunEventKind::Expired => decision.outcome == DecisionOutcome::Expired,
+            _ => false,
+        };
+        decisions
+            .iter()
+            .filter(|decision| made_of(decision))
+            .cloned()
+            .collect()
+    }
+
     /// The event of a write that moves a stored run into `status` from
     /// another status.
     pub fn entering(status: RunStatus) -> Self {
@@ -120,6 +155,10 @@ pub struct RunEvent {
     /// [`RunEventKind::Suspended`] only.
     pub pending: Vec<PendingCall>,
     pub expires_at: Option<Timestamp>,
+    /// The decisions the change was made of: set on
+    /// [`RunEventKind::Resumed`], [`RunEventKind::Cancelled`] and
+    /// [`RunEventKind::Expired`] (see [`RunEventKind::carries_decisions`]).
+    pub decisions: Vec<Decision>,
 }
 
 impl RunEvent {
@@ -131,6 +170,7 @@ impl RunEvent {
             RunEventKind::Suspended => (run.pending().to_vec(), run.expires_at()),
             _ => (Vec::new(), None),
         };
+        let decisions = kind.decisions(run.state.change_decisions());
         Self {
             position: EventPosition::default(),
             time: run.updated_at,
@@ -142,6 +182,7 @@ impl RunEvent {
             status: kind.status(),
             pending,
             expires_at,
+            decisions,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The authenticating interceptor: reads `authorization: Bearer <key>`,
-//! finds the key's tenant and puts it in the request's extensions, where
-//! the handlers take it from ([`tenant_of`]). Missing or wrong credentials
+//! finds the key's tenant and name and puts them in the request's
+//! extensions, where the handlers take them from ([`tenant_of`],
+//! `caller::decider_of`). Missing or wrong credentials
 //! are UNAUTHENTICATED before the request is decoded. With no keys
 //! configured every caller is the default tenant. Never logs a key.
 
@@ -11,7 +12,7 @@ use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
-use crate::auth::ApiKeys;
+use crate::auth::{ApiKeys, Credential};
 use crate::domain::Tenant;
 
 /// Decides who a caller is. Cheap to clone.
@@ -46,8 +47,16 @@ impl Authenticator {
 
     /// The caller's tenant, from its `authorization` header.
     pub fn authenticate(&self, metadata: &MetadataMap) -> Result<Tenant, Status> {
+        Ok(self
+            .identify(metadata)?
+            .map_or_else(Tenant::default, |credential| credential.tenant))
+    }
+
+    /// The caller's key's tenant and name, from its `authorization`
+    /// header; `None` when the server is open.
+    pub fn identify(&self, metadata: &MetadataMap) -> Result<Option<Credential>, Status> {
         let Some(keys) = &self.keys else {
-            return Ok(Tenant::default());
+            return Ok(None);
         };
         let Some(header) = metadata.get("authorization") else {
             return Err(unauthenticated(
@@ -61,15 +70,23 @@ impl Authenticator {
                 "the authorization header must be `Bearer <API key>`",
             )
         })?;
-        keys.authenticate(key)
+        keys.identify(key)
+            .map(Some)
             .ok_or_else(|| unauthenticated("INVALID_API_KEY", "invalid API key"))
     }
 }
 
 impl Interceptor for Authenticator {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        let tenant = self.authenticate(request.metadata())?;
-        request.extensions_mut().insert(tenant);
+        match self.identify(request.metadata())? {
+            Some(Credential { tenant, name }) => {
+                request.extensions_mut().insert(tenant);
+                request.extensions_mut().insert(super::caller::CallerName(name));
+            }
+            None => {
+                request.extensions_mut().insert(Tenant::default());
+            }
+        }
         Ok(request)
     }
 }

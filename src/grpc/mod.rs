@@ -3,6 +3,7 @@
 //! status in `status.rs`.
 
 pub mod auth;
+pub mod caller;
 pub mod convert;
 pub mod gate;
 mod status;
@@ -21,6 +22,7 @@ use crate::runtime::{ExecuteTool, ResumeRun, RunStream, Runtime, StartRun};
 
 pub(crate) use auth::tenant_of;
 pub use auth::Authenticator;
+pub(crate) use caller::decider_of;
 pub(crate) use gate::{OpenStream, StreamGate};
 pub(crate) use wire::WireErrors;
 
@@ -100,11 +102,13 @@ impl AgentService for AgentServiceImpl {
         let open = self.gate.admit()?;
         let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let request = request.into_inner();
         convert::check_start_request(self.runtime.limits(), &request)?;
         let start = StartRun {
             trace,
+            decider: Some(decider),
             ..convert::start_request(request)?
         };
         let mut stream = self.runtime.start(&tenant, start).await?;
@@ -117,8 +121,9 @@ impl AgentService for AgentServiceImpl {
         let open = self.gate.admit()?;
         let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
-        let resume = convert::resume_request(request.into_inner()).inspect_err(|refused| {
+        let resume = convert::resume_request(request.into_inner(), decider).inspect_err(|refused| {
             if let Some(reason) = refused.resume_rejection() {
                 self.runtime.metrics().resume_rejected(reason);
             }
@@ -173,7 +178,11 @@ impl AgentService for AgentServiceImpl {
             .runtime
             .get_run(&tenant, convert::parse_run_id(&run_id)?)
             .await?;
-        Ok(Response::new(convert::run_with_messages_to_proto(&run)))
+        let grants = self.runtime.run_grants(&tenant, &run).await?;
+        Ok(Response::new(pb::Run {
+            grants: convert::grants_to_proto(&grants),
+            ..convert::run_with_messages_to_proto(&run)
+        }))
     }
 
     async fn list_runs(
@@ -188,10 +197,11 @@ impl AgentService for AgentServiceImpl {
 
     async fn cancel_run(&self, request: Request<pb::CancelRunRequest>) -> Result<Response<pb::Run>, Status> {
         let tenant = tenant_of(&request);
+        let decider = decider_of(&request);
         let pb::CancelRunRequest { run_id, reason } = request.into_inner();
         let run = self
             .runtime
-            .cancel(&tenant, convert::parse_run_id(&run_id)?, reason)
+            .cancel(&tenant, convert::parse_run_id(&run_id)?, reason, &decider)
             .await?;
         Ok(Response::new(convert::run_to_proto(&run)))
     }
@@ -259,6 +269,19 @@ impl AgentService for AgentServiceImpl {
         let query = convert::list_threads_request(request.into_inner())?;
         let page = self.runtime.list_threads(&tenant, query).await?;
         Ok(Response::new(convert::thread_page_to_proto(&page)))
+    }
+
+    async fn revoke_grant(
+        &self,
+        request: Request<pb::RevokeGrantRequest>,
+    ) -> Result<Response<pb::RevokeGrantResponse>, Status> {
+        let tenant = tenant_of(&request);
+        let pb::RevokeGrantRequest { grant_id } = request.into_inner();
+        if grant_id.is_empty() {
+            return Err(convert::invalid("grant_id", "grant_id is required").into());
+        }
+        self.runtime.revoke_grant(&tenant, &grant_id).await?;
+        Ok(Response::new(pb::RevokeGrantResponse {}))
     }
 
     async fn delete_thread(

@@ -160,6 +160,7 @@ impl From<RuntimeError> for Status {
             ),
             RuntimeError::Busy => (Code::Unavailable, info("RUN_BUSY", &[])),
             RuntimeError::ThreadNotFound => (Code::NotFound, info("THREAD_NOT_FOUND", &[])),
+            RuntimeError::GrantNotFound => (Code::NotFound, info("GRANT_NOT_FOUND", &[])),
             RuntimeError::ThreadBusy { run_id, status } => (
                 Code::FailedPrecondition,
                 info(

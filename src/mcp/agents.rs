@@ -23,7 +23,10 @@ use serde_json::{json, Value};
 use super::follow::{self, Progress};
 use super::question::{Question, Reply};
 use super::state::{Asked, StateSeal};
-use crate::domain::{Answer, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId};
+use crate::domain::{
+    Answer, Decider, DecisionSource, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
+};
+use crate::grpc::caller::CallerName;
 use crate::grpc::StreamGate;
 use crate::runtime::{CallAnswer, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
@@ -73,6 +76,18 @@ fn request_error(error: RuntimeError) -> ErrorData {
         }
         other => ErrorData::internal_error(other.to_string(), None),
     }
+}
+
+/// Who makes this request, as the decider of what it decides: the name
+/// the authentication layer found, through MCP.
+fn decider_of(context: &RequestContext<RoleServer>) -> Decider {
+    let name = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<CallerName>())
+        .map(|CallerName(name)| name.clone())
+        .unwrap_or_default();
+    Decider::new(name, DecisionSource::Mcp)
 }
 
 /// The tenant the authentication layer found for this request.
@@ -157,6 +172,7 @@ impl Agents {
             auto_resume: false,
             trace: None,
             run_id: None,
+            decider: None,
         })
     }
 
@@ -176,14 +192,25 @@ impl Agents {
     }
 
     /// Acts on the client's `reply` to the question `asked`.
-    async fn answer(&self, tenant: &Tenant, asked: &Asked, reply: Reply) -> Result<Step, ErrorData> {
+    async fn answer(
+        &self,
+        tenant: &Tenant,
+        decider: &Decider,
+        asked: &Asked,
+        reply: Reply,
+    ) -> Result<Step, ErrorData> {
         let answer = match reply {
             Reply::Answer(answer) => answer,
             Reply::Declined => Answer::Declined,
             Reply::Cancelled => {
                 return match self
                     .runtime
-                    .cancel(tenant, asked.run, "cancelled by the MCP client".to_owned())
+                    .cancel(
+                        tenant,
+                        asked.run,
+                        "cancelled by the MCP client".to_owned(),
+                        decider,
+                    )
                     .await
                 {
                     Ok(run) => Ok(Step::Done(follow::ended(&run, &follow::Seen::default()).into())),
@@ -198,9 +225,11 @@ impl Agents {
             answers: vec![CallAnswer {
                 tool_call_id: Some(asked.call.clone()),
                 answer,
+                remember: None,
             }],
             request_id: None,
             trace: None,
+            decider: decider.clone(),
         };
         match self.runtime.resume(tenant, resume).await {
             Ok(stream) => Ok(Step::Follow(stream)),
@@ -256,7 +285,7 @@ impl Agents {
         tokio::select! {
             result = elicitation => match result {
                 Ok(result) => match question.reply(&result) {
-                    Ok(reply) => self.answer(tenant, &asked, reply).await,
+                    Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await,
                     Err(error) => Ok(Step::Done(not_accepted(run, &error))),
                 },
                 Err(error) => Err(ErrorData::internal_error(
@@ -335,7 +364,7 @@ impl Agents {
                 let pending = run.pending().iter().find(|pending| pending.call.id == asked.call);
                 match pending.and_then(Question::of) {
                     Some(question) => match question.reply(&result) {
-                        Ok(reply) => self.answer(tenant, &asked, reply).await?,
+                        Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await?,
                         Err(error) => Step::Done(not_accepted(&run, &error)),
                     },
                     // Answered elsewhere meanwhile.

@@ -119,9 +119,14 @@ async fn check(State(guard): State<Guard>, mut request: Request, next: Next) -> 
         return refused((StatusCode::FORBIDDEN, Body::from(message)).into_response());
     }
     let metadata = tonic::metadata::MetadataMap::from_headers(request.headers().clone());
-    match guard.authenticator.authenticate(&metadata) {
-        Ok(tenant) => {
+    match guard.authenticator.identify(&metadata) {
+        Ok(credential) => {
+            let name = crate::grpc::caller::name_of(credential.as_ref(), request.extensions());
+            let tenant = credential.map(|credential| credential.tenant).unwrap_or_default();
             request.extensions_mut().insert(tenant);
+            request
+                .extensions_mut()
+                .insert(crate::grpc::caller::CallerName(name));
             next.run(request).await
         }
         Err(status) => {

@@ -7,7 +7,7 @@
 //! is in `host.rs`.
 
 use crate::agent::AgentRegistry;
-use crate::domain::{RunId, RunRecord, Tenant, ThreadId, ToolOutput};
+use crate::domain::{Decider, Grant, RunId, RunRecord, Tenant, ThreadId, ToolOutput};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 
@@ -29,19 +29,23 @@ impl Runtime {
 
     /// Answers a suspended call, checked against its question, and streams
     /// the continuation. A retried `request_id` replays it instead.
+    /// `request.decider` is who answers, through which surface: each
+    /// answer is recorded as its call's decision.
     pub async fn resume(&self, tenant: &Tenant, request: ResumeRun) -> Result<RunStream, RuntimeError> {
-        let via = crate::domain::AnswerVia::Resume;
-        self.resume_via(tenant, request, None, via).await
+        self.resume_loaded(tenant, request, None).await
     }
 
-    /// Stops a running or suspended run; returns it as stored.
+    /// Stops a running or suspended run; returns it as stored. `decider`
+    /// (who cancels, through which surface) is recorded as the decision of
+    /// each call that was waiting.
     pub async fn cancel(
         &self,
         tenant: &Tenant,
         id: RunId,
         reason: String,
+        decider: &Decider,
     ) -> Result<RunRecord, RuntimeError> {
-        self.cancel_run(tenant, id, reason).await
+        self.cancel_run(tenant, id, reason, decider).await
     }
 
     /// A run (a suspended one past its time to live reads as expired).
@@ -77,6 +81,18 @@ impl Runtime {
         watch: WatchRuns,
     ) -> Result<RunEventStream, RuntimeError> {
         self.watch_run_events(tenant, watch).await
+    }
+
+    /// The grants in force in `tenant`'s run `run` (scope `Run`; its
+    /// thread's are in [`Runtime::get_thread`]'s view).
+    pub async fn run_grants(&self, tenant: &Tenant, run: &RunRecord) -> Result<Vec<Grant>, RuntimeError> {
+        self.grants_in_force(tenant, Some(run), None).await
+    }
+
+    /// Ends `tenant`'s grant `id` (another tenant's is not found): calls
+    /// that start waiting from now on are asked about again.
+    pub async fn revoke_grant(&self, tenant: &Tenant, id: &str) -> Result<(), RuntimeError> {
+        self.revoke(tenant, id).await
     }
 
     // Threads: conversations across runs.

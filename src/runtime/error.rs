@@ -47,6 +47,8 @@ pub enum RuntimeError {
     Busy,
     #[error("thread not found")]
     ThreadNotFound,
+    #[error("grant not found")]
+    GrantNotFound,
     #[error(
         "the thread's latest run {run_id} is {status}: a thread runs one run at a time \
          (answer a suspended run with Resume, or with auto_resume)"

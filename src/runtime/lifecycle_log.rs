@@ -1,10 +1,11 @@
 //! The run lifecycle at INFO: one line when a run starts, suspends (each
 //! call it waits on, with its tool), is resumed, finishes (why, after how
-//! many steps, how long after it started) or expires. Every line names the
+//! many steps, how long after it started) or expires, and one for each
+//! decision on a call (who decided, through what). Every line names the
 //! run, its agent, tenant and thread (when it has one) in its own fields,
 //! wherever it is logged from. It only logs; it never changes a run.
 
-use crate::domain::{FinishReason, PendingCall, RunRecord, Timestamp};
+use crate::domain::{Decision, FinishReason, PendingCall, RunRecord, Timestamp};
 
 /// The `reason` field of a finish line.
 fn reason(reason: FinishReason) -> &'static str {
@@ -62,6 +63,25 @@ pub(crate) fn resumed(run: &RunRecord, tool_call_id: &str) {
         tool_call_id,
         "run resumed"
     );
+}
+
+/// Calls of a run were decided: one line each, with who decided, through
+/// what, and the rule's expression for a rule.
+pub(crate) fn decided(run: &RunRecord, decisions: &[Decision]) {
+    for decision in decisions {
+        tracing::info!(
+            run_id = %run.id,
+            agent = %run.agent_id,
+            tenant = %run.tenant,
+            thread_id = thread(run),
+            tool_call_id = %decision.tool_call_id,
+            outcome = decision.outcome.as_str(),
+            decided_by = %decision.decided_by,
+            source = decision.source.as_str(),
+            rule = (!decision.rule.is_empty()).then_some(decision.rule.as_str()),
+            "call decided"
+        );
+    }
 }
 
 /// A run finished for good (not a suspension).

@@ -28,15 +28,18 @@
 //! the execution write runs. Each part's module says what it owns and what it
 //! must not touch. Beside them: the deliveries made from the run events
 //! (`delivery/`: webhooks and A2A push are its endpoints), A2A push
-//! configurations (`push_configs.rs`), the handle's settings, its errors
-//! (`error.rs`), the layer every store call goes through (`store_layer.rs`)
-//! and the ticking of the periodic chores (`periodic.rs`).
+//! configurations (`push_configs.rs`), grants (`grants.rs`: made by a
+//! Resume, used by an execution, listed and revoked), the handle's
+//! settings, its errors (`error.rs`), the layer every store call goes
+//! through (`store_layer.rs`) and the ticking of the periodic chores
+//! (`periodic.rs`).
 
 mod api;
 mod delivery;
 mod error;
 mod execution;
 mod fanout;
+mod grants;
 mod host;
 mod lifecycle;
 mod lifecycle_log;

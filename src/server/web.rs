@@ -20,15 +20,17 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_layer::Layer;
 
 use crate::config::AllowedOrigins;
+use crate::grpc::caller::{Transport, CLIENT_HEADER};
 
 /// Headers a gRPC-Web call from a page may send: the call's own, its
-/// deadline, and the API key.
-const ALLOWED_HEADERS: [HeaderName; 5] = [
+/// deadline, the API key, and the name of the client (the inbox's).
+const ALLOWED_HEADERS: [HeaderName; 6] = [
     header::CONTENT_TYPE,
     header::AUTHORIZATION,
     HeaderName::from_static("x-grpc-web"),
     HeaderName::from_static("x-user-agent"),
     HeaderName::from_static("grpc-timeout"),
+    HeaderName::from_static(CLIENT_HEADER),
 ];
 
 /// Headers a page may read from a response: a call's status, which comes
@@ -42,9 +44,40 @@ const EXPOSED_HEADERS: [HeaderName; 3] = [
 /// How long a browser may keep a preflight's answer.
 const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(2 * 60 * 60);
 
-/// A gRPC service that also answers gRPC-Web.
-pub(super) fn grpc_web<S: NamedService>(service: S) -> GrpcWebService<S> {
-    GrpcWebLayer::new().layer(service)
+/// A gRPC service that also answers gRPC-Web, each gRPC-Web call marked
+/// as one (see [`Transport`]) before it is translated to gRPC.
+pub(super) fn grpc_web<S: NamedService>(service: S) -> MarkTransport<GrpcWebService<S>> {
+    MarkTransport(GrpcWebLayer::new().layer(service))
+}
+
+/// Puts a gRPC-Web call's [`Transport`] (gRPC-Web, or the inbox's) in its
+/// request's extensions, where the gRPC surface reads who decided through
+/// what; plain gRPC calls pass unmarked.
+#[derive(Clone, Debug)]
+pub(super) struct MarkTransport<S>(S);
+
+impl<S: NamedService> NamedService for MarkTransport<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> tonic::codegen::Service<Request<B>> for MarkTransport<S>
+where
+    S: tonic::codegen::Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        if let Some(transport) = Transport::of(request.headers()) {
+            request.extensions_mut().insert(transport);
+        }
+        self.0.call(request)
+    }
 }
 
 /// The gRPC services' routes with `pages` (the plain-HTTP routes of the

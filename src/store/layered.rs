@@ -12,12 +12,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan, Presence, PushConfig,
-    PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore, Sharing, Store, StoreError,
-    ThreadStore,
+    AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, GrantStore, Orphan, Presence,
+    PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore, Sharing, Store,
+    StoreError, ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
+    Event, EventPosition, Grant, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
     ThreadRecord, Timestamp,
 };
 
@@ -159,6 +159,12 @@ forward!(PushConfigStore {
     write put_push_config(config: &PushConfig) -> ();
     read push_configs(run_ids: &[RunId]) -> Vec<PushConfig>;
     write delete_push_config(run_id: RunId, id: &str) -> bool;
+});
+
+forward!(GrantStore {
+    write put_grant(grant: &Grant) -> ();
+    read grants(tenant: &Tenant, run: Option<RunId>, thread: Option<&ThreadId>) -> Vec<Grant>;
+    write delete_grant(tenant: &Tenant, id: &str) -> bool;
 });
 
 // The probe and a registration change no run: reads, for the fence.

@@ -9,13 +9,13 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{
-    AttemptOutcome, Claim, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan,
-    Presence, PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore,
+    AttemptOutcome, Claim, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, GrantStore,
+    Orphan, Presence, PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore,
     Sharing, StoreError, ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, LatestRun, RunEvent, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId,
-    ThreadQuery, ThreadRecord, Timestamp,
+    Event, EventPosition, Grant, GrantScope, LatestRun, RunEvent, RunEventKind, RunId, RunRecord, RunStatus,
+    Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp,
 };
 
 type Runs = HashMap<RunId, (RunRecord, Vec<Event>)>;
@@ -60,6 +60,8 @@ struct Ledger {
     last_id: DeliveryId,
     /// A2A push notification configurations, by run and id.
     push_configs: std::collections::BTreeMap<(RunId, String), PushConfig>,
+    /// Grants, in the order stored.
+    grants: Vec<Grant>,
 }
 
 impl Ledger {
@@ -411,6 +413,7 @@ impl ThreadStore for MemoryStore {
         ledger
             .push_configs
             .retain(|(run_id, _), _| runs.contains_key(run_id));
+        ledger.grants.retain(|grant| runs.contains_key(&grant.run_id));
         Ok(())
     }
 
@@ -636,6 +639,44 @@ impl PushConfigStore for MemoryStore {
             .push_configs
             .remove(&(run_id, id.to_owned()))
             .is_some())
+    }
+}
+
+#[async_trait]
+impl GrantStore for MemoryStore {
+    async fn put_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        self.lock_ledger().grants.push(grant.clone());
+        Ok(())
+    }
+
+    async fn grants(
+        &self,
+        tenant: &Tenant,
+        run: Option<RunId>,
+        thread: Option<&ThreadId>,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let ledger = self.lock_ledger();
+        let mut grants: Vec<Grant> = ledger
+            .grants
+            .iter()
+            .filter(|grant| grant.tenant == *tenant)
+            .filter(|grant| match grant.scope {
+                GrantScope::Run => Some(grant.run_id) == run,
+                GrantScope::Thread => grant.thread_id.is_some() && grant.thread_id.as_ref() == thread,
+            })
+            .cloned()
+            .collect();
+        grants.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(grants)
+    }
+
+    async fn delete_grant(&self, tenant: &Tenant, id: &str) -> Result<bool, StoreError> {
+        let mut ledger = self.lock_ledger();
+        let before = ledger.grants.len();
+        ledger
+            .grants
+            .retain(|grant| !(grant.tenant == *tenant && grant.id == id));
+        Ok(ledger.grants.len() < before)
     }
 }
 

@@ -7,8 +7,8 @@
 //! Small traits, one per thing callers need, each in its own file:
 //! [`RunStore`] (a run's record and chunks) and [`RunQueries`] (reads
 //! across runs) in `runs.rs`, [`ThreadStore`], [`RunEventLog`],
-//! [`DeliveryLedger`], [`PushConfigStore`] and [`Presence`] (the store as
-//! a whole). [`Store`] is all of them. Three backends implement each:
+//! [`DeliveryLedger`], [`PushConfigStore`], [`GrantStore`] and
+//! [`Presence`] (the store as a whole). [`Store`] is all of them. Three backends implement each:
 //! `sqlite/` (the embedded default), `postgres/` (several replicas sharing
 //! one database) and `memory.rs` (tests, embedding); [`Layered`] puts any
 //! store behind a hook (the runtime's fence and timing, a test's faults).
@@ -16,6 +16,7 @@
 mod deliveries;
 mod encoding;
 mod feed;
+mod grants;
 mod layered;
 mod memory;
 mod orphan;
@@ -33,6 +34,7 @@ pub use deliveries::{
     AttemptOutcome, Claim, ClaimedDelivery, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, NewDelivery,
 };
 pub use feed::{FeedItem, FeedMessage, RunFeed, Sharing};
+pub use grants::GrantStore;
 pub use layered::{Access, Layered, Operation, StoreHook};
 pub use memory::MemoryStore;
 pub use orphan::{Holder, Orphan};
@@ -84,12 +86,19 @@ pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
 /// them all; the traits have no default bodies, so a method added to one is
 /// a compile error in each backend (and in [`Layered`]) until it has it.
 pub trait Store:
-    RunStore + RunQueries + ThreadStore + RunEventLog + DeliveryLedger + PushConfigStore + Presence
+    RunStore + RunQueries + ThreadStore + RunEventLog + DeliveryLedger + PushConfigStore + GrantStore + Presence
 {
 }
 
 impl<S> Store for S where
-    S: RunStore + RunQueries + ThreadStore + RunEventLog + DeliveryLedger + PushConfigStore + Presence
+    S: RunStore
+        + RunQueries
+        + ThreadStore
+        + RunEventLog
+        + DeliveryLedger
+        + PushConfigStore
+        + GrantStore
+        + Presence
 {
 }
 

@@ -238,8 +238,10 @@ impl TryFrom<Layout1> for RunRecord {
                 usage: state.usage,
                 resumes: state.resumes,
                 answers: state.answers,
-                // Layout 1 predates edited approvals.
+                // Layout 1 predates edited approvals and decisions.
                 edited_calls: Vec::new(),
+                decisions: Vec::new(),
+                changed_by: 0..0,
             },
             phase,
         }
@@ -261,6 +263,9 @@ pub(crate) struct RunEventRow {
     /// The pending calls, as `encoding::encode` wrote them.
     pub pending: Option<Vec<u8>>,
     pub expires_at: Option<i64>,
+    /// The decisions the change was made of, as `encoding::encode` wrote
+    /// them (see [`event_decisions`]).
+    pub decisions: Option<Vec<u8>>,
 }
 
 impl RunEventRow {
@@ -289,8 +294,29 @@ impl RunEventRow {
                 None => Vec::new(),
             },
             expires_at: self.expires_at.map(Timestamp),
+            decisions: match self.decisions {
+                Some(bytes) => kind.decisions(&super::encoding::decode::<Vec<_>>(&bytes)?),
+                None => Vec::new(),
+            },
         })
     }
+}
+
+/// The decisions of the changes a write that leaves `run` as it is
+/// makes, encoded (`plain`: uncompressed), for its run events (each kind
+/// takes its own when read: see [`crate::domain::RunEventKind::decisions`]);
+/// `None` without any.
+pub(crate) fn event_decisions(run: &RunRecord, plain: bool) -> Result<Option<Vec<u8>>, StoreError> {
+    let decisions = run.state.change_decisions();
+    if decisions.is_empty() {
+        return Ok(None);
+    }
+    let encoded = if plain {
+        super::encoding::encode_plain(&decisions)?
+    } else {
+        super::encoding::encode(&decisions)?
+    };
+    Ok(Some(encoded))
 }
 
 /// The row of a write's events: the chunks it stored, encoded together,

@@ -110,6 +110,7 @@ mod tests {
             status: RunStatus::Completed,
             pending: Vec::new(),
             expires_at: None,
+            decisions: Vec::new(),
         }
     }
 

@@ -181,6 +181,9 @@ async fn the_json_bindings_serve_one_task() {
         answered["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{answered}"
     );
+    let run = server.get_run(&task_id).await;
+    assert_eq!(run.decisions.len(), 1, "{:?}", run.decisions);
+    assert_eq!(run.decisions[0].source(), agentd::pb::DecisionSource::A2a);
     let unknown = crate::helpers::http()
         .get(rest(&format!("tasks/{}", uuid::Uuid::new_v4())))
         .header("A2A-Version", "1.0")

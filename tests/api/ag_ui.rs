@@ -250,6 +250,14 @@ async fn a_question_asked_over_grpc_is_answered_over_ag_ui() {
     let finished = events.last().unwrap();
     assert_eq!(finished["outcome"]["type"], "success");
     assert_eq!(finished["result"], "Thanks! You answered: Basic.");
+    let run = client
+        .get_run(pb::GetRunRequest { run_id })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(run.decisions.len(), 1, "{:?}", run.decisions);
+    assert_eq!(run.decisions[0].source(), pb::DecisionSource::AgUi);
+    assert_eq!(run.decisions[0].tool_call_id, call);
 }
 
 /// An MCP server's request for input is an interrupt of reason

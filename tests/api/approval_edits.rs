@@ -29,6 +29,7 @@ fn approve_with(args: Value) -> Answer {
         approved: true,
         reason: String::new(),
         edited_args: Some(json_to_struct(&args)),
+        ..Default::default()
     })
 }
 
@@ -176,6 +177,7 @@ async fn edits_that_break_the_input_schema_are_refused_and_change_nothing() {
         approved: false,
         reason: "no".into(),
         edited_args: Some(json_to_struct(&edited_args())),
+        ..Default::default()
     });
     server
         .expect_rejected(&id, "", declined_with_edits, "approval.edited_args")

@@ -135,6 +135,7 @@ pub fn approval(approved: bool, reason: &str) -> Answer {
         approved,
         reason: reason.into(),
         edited_args: None,
+        ..Default::default()
     })
 }
 

@@ -141,7 +141,13 @@ async fn replicas_sweeping_one_store_expire_each_due_run_once() {
         // One compare-and-set won: the version moved exactly once, and
         // nothing else about the run changed.
         assert_eq!(stored.version(), run.version() + 1);
-        assert_eq!(stored.state, run.state);
+        // The deadline's decision on the call that waited is recorded.
+        let decisions = &stored.state.decisions;
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(decisions[0].decided_by, "deadline");
+        let mut state = stored.state.clone();
+        (state.decisions, state.changed_by) = (Vec::new(), 0..0);
+        assert_eq!(state, run.state);
         assert_eq!(stored.phase(), &agentd::domain::Phase::Expired);
     }
     assert_eq!(

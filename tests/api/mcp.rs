@@ -149,6 +149,9 @@ async fn the_mcp_python_sdk_drives_agentd() {
             ))
             .await;
         expect_code(late, Code::FailedPrecondition);
+        let run = open.get_run(run_id).await;
+        assert_eq!(run.decisions.len(), 1, "{:?}", run.decisions);
+        assert_eq!(run.decisions[0].source(), pb::DecisionSource::Mcp);
     }
     // The question a client without elicitation read waits for any
     // surface's answer.

@@ -77,6 +77,7 @@ async fn wrong_answers_to_a_multi_select_question_change_nothing() {
         approved: true,
         reason: String::new(),
         edited_args: None,
+        ..Default::default()
     });
     expect_rejected(&server, &id, Some(approval), "approval").await;
 

@@ -19,6 +19,7 @@ use tokio::sync::{Barrier, OwnedRwLockWriteGuard, RwLock};
 use tokio::task::JoinHandle;
 
 mod deliveries;
+mod grants;
 mod leases;
 mod listeners;
 mod presence;
@@ -140,6 +141,7 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE ledger_cursors;
              DROP TABLE webhook_deliveries;
              DROP TABLE a2a_push_configs;
+             DROP TABLE grants;
              CREATE TABLE events (
                  run_id TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL,
                  chunk BLOB NOT NULL, PRIMARY KEY (run_id, seq)
@@ -210,6 +212,8 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
              DROP TABLE replicas;
              DROP TABLE listeners;
              DROP TABLE a2a_push_configs;
+             DROP TABLE grants;
+             ALTER TABLE run_events DROP COLUMN decisions;
              ALTER TABLE webhook_deliveries DROP COLUMN target;
              ALTER TABLE webhook_deliveries ADD UNIQUE (webhook, event_major, event_minor);
              CREATE INDEX webhook_deliveries_by_run
@@ -438,6 +442,7 @@ pub async fn conformance(store: AnyStore) {
     run_events::run_events_conform(&store).await;
     deliveries::deliveries_conform(&store).await;
     push_configs::push_configs_conform(&store).await;
+    grants::grants_conform(&store).await;
 }
 
 async fn create_then_load_is_identical(store: &AnyStore) {
@@ -993,6 +998,8 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
             resumes: Vec::new(),
             answers: Vec::new(),
             edited_calls: Vec::new(),
+            decisions: Vec::new(),
+            changed_by: 0..0,
         },
         run_tools: Vec::new(),
         thread: None,

@@ -1,5 +1,7 @@
 // The agent service over gRPC-Web, from the page's own origin, sending the
-// API key (if the person gave one) with every call.
+// API key (if the person gave one) with every call, and the header that
+// tells the server the call is the inbox's (its decisions are recorded
+// with the source DECISION_SOURCE_INBOX).
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
@@ -10,6 +12,7 @@ export type Agentd = Client<typeof AgentService>;
 export function connect(key: string | null): Agentd {
   const authorize: Interceptor = (next) => (request) => {
     if (key) request.header.set("authorization", `Bearer ${key}`);
+    request.header.set("x-agentd-client", "inbox");
     return next(request);
   };
   const transport = createGrpcWebTransport({

@@ -15,7 +15,7 @@ import {
 import { codeOf, plain, violations, type Agentd } from "./api";
 import { contextGroup, historyList, openingAndLast } from "./context";
 import { h } from "./dom";
-import { pendingForm, type Answer, type Refusal } from "./forms";
+import { pendingForm, type Answer, type Refusal, type Send } from "./forms";
 import { ago, full, until } from "./time";
 import { Transcript } from "./transcript";
 
@@ -98,6 +98,9 @@ export class RunCard {
   private readonly line: HTMLButtonElement;
   private readonly lineText = h("span", { class: "line-text" });
   private confirmingCancel = false;
+  /** Whether the run belongs to a thread (a conversation), where an
+   * approval can be remembered. */
+  private readonly onThread: boolean;
   /** What search matches: questions, prompt, metadata values, run id. */
   private searchable = "";
   private contextText = "";
@@ -108,6 +111,7 @@ export class RunCard {
   ) {
     this.runId = summary.runId;
     this.agentId = summary.agentId;
+    this.onThread = summary.threadId !== "";
     this.since = summary.since ? timestampDate(summary.since) : null;
     const titleId = `run-${summary.runId}`;
     this.historyButton = h("button", { type: "button", "aria-expanded": "false", onclick: () => void this.toggleHistory() }, "Show history");
@@ -171,7 +175,8 @@ export class RunCard {
       if (call.expiresAt) this.expires = timestampDate(call.expiresAt);
       if (this.forms.has(call.toolCallId)) continue;
       const tool = this.ctx.tool(this.agentId, call.toolName);
-      const form = pendingForm(call, tool, (answer, summary) => this.answer(call.toolCallId, answer, summary));
+      const send: Send = (answer, summary) => this.answer(call.toolCallId, answer, summary);
+      const form = pendingForm(call, tool, send, this.onThread);
       if (!form) continue;
       form.dataset.toolCallId = call.toolCallId;
       this.forms.set(call.toolCallId, form);

@@ -1,6 +1,7 @@
 // One form per pending call, by what the call waits for: a free-text, a
 // single-select or a multi-select question, an approval (approve, approve
-// with edited arguments, decline with a reason), the resume data of a
+// with edited arguments, approve and remember in the run's conversation,
+// decline with a reason), the resume data of a
 // custom suspending tool (a form from its resume schema, or JSON), or an
 // MCP server's request for input (elicitation_form.ts). Client-executed
 // tools are not questions for a person: they get no form. The page checks
@@ -10,7 +11,7 @@
 import type { JsonObject, JsonValue, MessageInitShape } from "@bufbuild/protobuf";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { SelectionMode, type PendingToolCall, type ResumeRequestSchema, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
+import { GrantScope, SelectionMode, type PendingToolCall, type ResumeRequestSchema, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
 import type { Violation } from "./api";
 import { h, pretty, uid } from "./dom";
 import { elicitationForm } from "./elicitation_form";
@@ -30,9 +31,15 @@ export interface Refusal {
  * server's refusal, or null once the answer is taken. */
 export type Send = (answer: Answer, summary: string) => Promise<Refusal | null>;
 
-/** The form for `pending`, or null when no person answers it. */
-export function pendingForm(pending: PendingToolCall, tool: ToolInfo | undefined, send: Send): HTMLFormElement | null {
-  if (pending.awaitingApproval) return approvalForm(pending, send);
+/** The form for `pending`, or null when no person answers it; an
+ * approval of a run on a thread (`onThread`) may be remembered there. */
+export function pendingForm(
+  pending: PendingToolCall,
+  tool: ToolInfo | undefined,
+  send: Send,
+  onThread = false,
+): HTMLFormElement | null {
+  if (pending.awaitingApproval) return approvalForm(pending, send, onThread);
   const payload = pending.suspendPayload?.kind;
   switch (payload?.case) {
     case "askUser": {
@@ -159,22 +166,28 @@ function sameJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
   return JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
 }
 
-function approvalForm(pending: PendingToolCall, send: Send): HTMLFormElement {
+function approvalForm(pending: PendingToolCall, send: Send, onThread: boolean): HTMLFormElement {
   const { form, body } = shell(`Approve ${pending.toolName}?`, "approval");
   const args = h("textarea", { spellcheck: "false", class: "code" });
   args.value = pretty(pending.args);
   args.rows = Math.min(Math.max(args.value.split("\n").length, 3), 14);
   const reason = h("input", { type: "text", autocomplete: "off" });
   const approve = h("button", { type: "submit", class: "primary" }, "Approve");
+  // Later calls of this tool in the conversation run without asking (a
+  // grant of the thread, which GetThread lists and RevokeGrant ends).
+  const remember = onThread
+    ? h("button", { type: "submit", class: "remember", value: "remember" }, "Approve and remember in this conversation")
+    : null;
   const decline = h("button", { type: "button", class: "danger" }, "Decline");
   body.append(
     field("Arguments", args, "The call as the model made it. Edit the JSON to run it with your arguments instead."),
-    h("div", { class: "actions" }, approve),
+    h("div", { class: "actions" }, approve, remember),
     field("Reason", reason, "Optional. The model is told why you declined."),
     h("div", { class: "actions" }, decline),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    const remembered = remember !== null && (event as SubmitEvent).submitter === remember;
     let edited: JsonValue;
     try {
       edited = JSON.parse(args.value) as JsonValue;
@@ -187,8 +200,13 @@ function approvalForm(pending: PendingToolCall, send: Send): HTMLFormElement {
       return;
     }
     const changed = !sameJson(edited, pending.args);
-    const approval = changed ? { approved: true, editedArgs: edited as JsonObject } : { approved: true };
-    void submit(form, send, { case: "approval", value: approval }, changed ? "Approved with edited arguments" : "Approved");
+    const approval = {
+      approved: true,
+      ...(changed ? { editedArgs: edited as JsonObject } : {}),
+      ...(remembered ? { remember: GrantScope.THREAD } : {}),
+    };
+    const said = changed ? "Approved with edited arguments" : "Approved";
+    void submit(form, send, { case: "approval", value: approval }, remembered ? `${said}, and remembered in this conversation` : said);
   });
   decline.addEventListener("click", () => {
     const why = reason.value.trim();

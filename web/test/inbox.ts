@@ -15,7 +15,14 @@
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Locator, type Page } from "playwright-core";
-import { AgentService, Role, RunStatus, type AgentChunk } from "../src/gen/agentd/v1/agentd_pb";
+import {
+  AgentService,
+  DecisionSource,
+  GrantScope,
+  Role,
+  RunStatus,
+  type AgentChunk,
+} from "../src/gen/agentd/v1/agentd_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { StreamAgentRequestSchema } from "../src/gen/agentd/v1/agentd_pb";
 
@@ -229,11 +236,55 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const declined = await start(agentd, { prompt: REVIEW, options: { requireToolApproval: true } });
     const declineForm = card(page, declined).getByRole("form", { name: "Approve human_review?" });
     await declineForm.waitFor(SOON);
+    // A run outside any thread offers no remembering.
+    const rememberOffered = declineForm.getByRole("button", { name: "Approve and remember in this conversation" });
+    check((await rememberOffered.count()) === 0, "no thread, no remembering");
     await declineForm.getByRole("textbox", { name: "Reason" }).fill("Not today");
     await declineForm.getByRole("button", { name: "Decline" }).click();
     await card(page, declined).getByText("The user declined this call of human_review: Not today").first().waitFor(SOON);
     await cardStatus(page, declined).filter({ hasText: "Declined: Not today · the run completed" }).waitFor(SOON);
     check((await statusOf(agentd, declined)) === RunStatus.COMPLETED, "the declined run completed");
+    check(
+      (await agentd.getRun({ runId: declined })).decisions[0]?.source === DecisionSource.INBOX,
+      "the inbox's decisions come through the inbox",
+    );
+
+    // On a thread: approve and remember in this conversation; the thread's
+    // next run is approved by the grant, without asking.
+    const threadId = "support:remember";
+    const remembered = await start(agentd, { prompt: REVIEW, threadId, options: { requireToolApproval: true } });
+    const rememberForm = card(page, remembered).getByRole("form", { name: "Approve human_review?" });
+    await rememberForm.waitFor(SOON);
+    const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember in this conversation" });
+    await rememberButton.waitFor(SOON);
+    if (screens) {
+      await rememberForm.evaluate((form) => form.scrollIntoView({ block: "center" }));
+      await card(page, remembered).screenshot({ path: shot("inbox-remember.png") });
+    }
+    await rememberButton.click();
+    const rememberedReview = card(page, remembered).getByRole("form", { name: "human_review asks for a response" });
+    await rememberedReview.waitFor(SOON);
+    await cardStatus(page, remembered).filter({ hasText: "Approved, and remembered in this conversation" }).waitFor(SOON);
+    const grants = (await agentd.getThread({ threadId })).grants;
+    check(grants.length === 1 && grants[0].toolName === "human_review", `the thread's grant: ${grants.map((g) => g.toolName)}`);
+    check(grants[0].scope === GrantScope.THREAD && !grants[0].expiresAt, "a grant of the thread without an end");
+    await rememberedReview.getByRole("radiogroup", { name: "decision", exact: true }).getByRole("radio", { name: "approve", exact: true }).check();
+    await rememberedReview.getByRole("button", { name: "Send answer" }).click();
+    await cardStatus(page, remembered).filter({ hasText: "the run completed" }).waitFor(SOON);
+    const granted = await start(agentd, { prompt: REVIEW, threadId, options: { requireToolApproval: true } });
+    await card(page, granted).getByRole("form", { name: "human_review asks for a response" }).waitFor(SOON);
+    check(
+      (await card(page, granted).getByRole("form", { name: "Approve human_review?" }).count()) === 0,
+      "nobody is asked to approve",
+    );
+    const grantedRun = await agentd.getRun({ runId: granted });
+    check(grantedRun.decisions[0]?.source === DecisionSource.GRANT, `approved by the grant: ${grantedRun.decisions.map((d) => d.source)}`);
+    await agentd.revokeGrant({ grantId: grants[0].grantId });
+    check((await agentd.getThread({ threadId })).grants.length === 0, "revoked");
+    const grantedReview = card(page, granted).getByRole("form", { name: "human_review asks for a response" });
+    await grantedReview.getByRole("radiogroup", { name: "decision", exact: true }).getByRole("radio", { name: "approve", exact: true }).check();
+    await grantedReview.getByRole("button", { name: "Send answer" }).click();
+    await cardStatus(page, granted).filter({ hasText: "the run completed" }).waitFor(SOON);
 
     // A new suspension appears live, within a second of being stored.
     const before = Date.now();
@@ -269,7 +320,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check(await card(page, mine).isVisible(), "the reviewer's run is shown");
     await page.getByRole("combobox", { name: "Agent" }).selectOption("");
     await card(page, theirs).waitFor({ state: "visible", ...SOON });
-    for (const done of [plan, pizza, name, approve, declined]) {
+    for (const done of [plan, pizza, name, approve, declined, remembered, granted]) {
       await card(page, done).getByRole("button", { name: "Dismiss" }).click();
     }
 

@@ -220,6 +220,7 @@ mod tests {
             status,
             pending: Vec::new(),
             expires_at: None,
+            decisions: Vec::new(),
         }
     }
 

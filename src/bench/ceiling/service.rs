@@ -149,4 +149,11 @@ impl AgentService for CeilingService {
     ) -> Result<Response<pb::DeleteThreadResponse>, Status> {
         unimplemented("DeleteThread")
     }
+
+    async fn revoke_grant(
+        &self,
+        _request: Request<pb::RevokeGrantRequest>,
+    ) -> Result<Response<pb::RevokeGrantResponse>, Status> {
+        unimplemented("RevokeGrant")
+    }
 }

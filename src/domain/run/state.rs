@@ -2,12 +2,14 @@
 //! (the conversation, steps, usage, and the record of its answers), and the
 //! options and links fixed when it starts.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{
-    Answer, Args, Chunk, Message, SuspendPayload, Tenant, ThreadId, Timestamp, ToolCall, ToolOutput, Usage,
+    Answer, Args, Chunk, Decision, Message, SuspendPayload, Tenant, ThreadId, Timestamp, ToolCall,
+    ToolOutput, Usage,
 };
 
 use super::RunId;
@@ -44,6 +46,15 @@ pub struct RunState {
     /// The calls approved with edited arguments, in the order approved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub edited_calls: Vec<EditedCall>,
+    /// Who decided each call a person, a rule, a grant or the deadline
+    /// decided, in the order decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
+    /// The decisions (a range of `decisions`) that the run's latest
+    /// change of status by an answer, a cancel or an expiry was made of:
+    /// its run event carries them.
+    #[serde(default, skip_serializing_if = "Range::is_empty")]
+    pub changed_by: Range<usize>,
 }
 
 /// A call a person approved with edited arguments: the call as it ran
@@ -73,6 +84,34 @@ impl RunState {
             original_args: original_args.clone(),
         });
         (edited, original_args)
+    }
+
+    /// Records `decisions`, an answer's, as what the change of status
+    /// being made now is made of (see [`RunState::changed_by`]).
+    pub fn change_by(&mut self, decisions: impl IntoIterator<Item = Decision>) {
+        let start = self.decisions.len();
+        self.decisions.extend(decisions);
+        self.changed_by = start..self.decisions.len();
+    }
+
+    /// Records `decisions`, a cancel's or the deadline's, as what the
+    /// change being made now is made of too: after the answer's, which the
+    /// same write may store (each event takes the decisions of its kind,
+    /// see [`crate::domain::RunEventKind::decisions`]).
+    pub fn close_by(&mut self, decisions: impl IntoIterator<Item = Decision>) {
+        let start = if self.changed_by.is_empty() {
+            self.decisions.len()
+        } else {
+            self.changed_by.start
+        };
+        self.decisions.extend(decisions);
+        self.changed_by = start..self.decisions.len();
+    }
+
+    /// The decisions of the latest changes of status made by an answer, a
+    /// cancel or an expiry.
+    pub fn change_decisions(&self) -> &[Decision] {
+        self.decisions.get(self.changed_by.clone()).unwrap_or_default()
     }
 
     /// Adds a call's result to the conversation and returns the chunk that
@@ -157,6 +196,8 @@ pub struct Answered {
     pub index: usize,
     pub record: AnswerRecord,
     pub resolution: Resolution,
+    /// Who gave the answer, and what it decided.
+    pub decision: Decision,
 }
 
 /// A call an execution takes up where a Resume (or a takeover) left it.

@@ -86,10 +86,12 @@ fn answer(id: &str) -> AnswerRecord {
 /// The answer to the pending call at `index`, `id`'s, resolved as
 /// `resolution`.
 fn one(index: usize, id: &str, resolution: Resolution) -> Answered {
+    let decider = crate::domain::Decider::new("sha256:0123abcd", crate::domain::DecisionSource::Grpc);
     Answered {
         index,
         record: answer(id),
         resolution,
+        decision: decider.decide(id, crate::domain::DecisionOutcome::Answered, NOW),
     }
 }
 
@@ -154,6 +156,46 @@ fn an_answer_gives_the_run_to_its_lease_and_keeps_the_other_calls_waiting() {
     );
     assert!(
         matches!(run.state.messages.last(), Some(Message::Tool { tool_call_id, .. }) if tool_call_id == "a")
+    );
+}
+
+#[test]
+fn each_change_by_an_answer_a_cancel_or_the_deadline_keeps_its_decisions() {
+    use crate::domain::{Decider, DecisionOutcome, DecisionSource, RunEventKind};
+    let mut run = suspended_on(&["a", "b"]);
+    let output = Resolution::Output(ToolOutput::ok("User answered: Pro"));
+    run.answer(vec![one(0, "a", output)], None, lease("b"))
+        .expect("suspended");
+    let answered = run.state.change_decisions().to_vec();
+    assert_eq!(answered.len(), 1);
+    assert_eq!(
+        (answered[0].tool_call_id.as_str(), answered[0].decided_by.as_str()),
+        ("a", "sha256:0123abcd")
+    );
+    // The call still waiting is closed by a CancelRun, with its caller.
+    let ops = Decider::new("ops", DecisionSource::Grpc);
+    run.cancel_by(String::new(), Some(&ops), NOW).expect("running");
+    // The write that stores the cancel may store the answer too: each
+    // event takes its own.
+    let changes = run.state.change_decisions();
+    assert_eq!(RunEventKind::Resumed.decisions(changes), answered);
+    let cancelled = RunEventKind::Cancelled.decisions(changes);
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(cancelled[0].tool_call_id, "b");
+    assert_eq!(cancelled[0].outcome, DecisionOutcome::Cancelled);
+    assert_eq!(run.state.decisions.len(), 2, "every decision is kept");
+
+    let mut expired = suspended_on(&["c"]);
+    expired.expire(NOW).expect("suspended");
+    let deadline = RunEventKind::Expired.decisions(expired.state.change_decisions());
+    assert_eq!(deadline.len(), 1);
+    assert_eq!(
+        (
+            deadline[0].decided_by.as_str(),
+            deadline[0].source,
+            deadline[0].outcome
+        ),
+        ("deadline", DecisionSource::Deadline, DecisionOutcome::Expired)
     );
 }
 

@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{Chunk, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolOutput};
+use crate::domain::{
+    Chunk, Decider, DecisionOutcome, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolOutput,
+};
 
 use super::{
     Answered, Continuation, Lease, PendingCall, PendingCalls, Phase, Position, Resolution, ResumeRecord,
@@ -179,12 +181,15 @@ impl RunRecord {
         }];
         let first_seq = self.last_seq + 1;
         let mut next = Vec::new();
+        let mut decisions = Vec::with_capacity(answers.len());
         for (answered, call) in answers.into_iter().zip(calls) {
             let Answered {
                 mut record,
                 resolution,
+                decision,
                 ..
             } = answered;
+            decisions.push(decision);
             if let Some(request_id) = &request_id {
                 self.state.resumes.push(ResumeRecord {
                     request_id: request_id.clone(),
@@ -221,6 +226,7 @@ impl RunRecord {
             }
             self.state.answers.push(record);
         }
+        self.state.change_by(decisions);
         self.updated_at = now;
         self.phase = Phase::Running {
             lease,
@@ -300,6 +306,18 @@ impl RunRecord {
     /// `start` that opens the segment, for a suspended run), then
     /// `finish{CANCELLED}`.
     pub fn cancel(&mut self, reason: String, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
+        self.cancel_by(reason, None, now)
+    }
+
+    /// [`RunRecord::cancel`], recording `decider` (a CancelRun's caller;
+    /// `None`: nobody decided, the run's client left) as the decider of
+    /// each call still pending.
+    pub fn cancel_by(
+        &mut self,
+        reason: String,
+        decider: Option<&Decider>,
+        now: Timestamp,
+    ) -> Result<Vec<Chunk>, WrongPhase> {
         let pending = match &mut self.phase {
             Phase::Suspended { pending, .. } => pending.to_vec(),
             Phase::Running { pending, .. } => std::mem::take(pending),
@@ -317,12 +335,17 @@ impl RunRecord {
         } else {
             format!(": {reason}")
         };
+        let mut decisions = Vec::new();
         for waiting in pending {
             let declined = ToolOutput::error(format!(
                 "The run was cancelled before this call was answered{why}"
             ));
             chunks.push(self.state.record_result(&waiting.call, declined));
+            if let Some(decider) = decider {
+                decisions.push(decider.decide(&waiting.call.id, DecisionOutcome::Cancelled, now));
+            }
         }
+        self.state.close_by(decisions);
         chunks.push(self.finish_chunk(FinishReason::Cancelled, String::new()));
         self.updated_at = now;
         self.phase = Phase::Cancelled { reason };
@@ -332,9 +355,15 @@ impl RunRecord {
     /// Expires a suspended run nobody answered in time; it streams nothing
     /// (its last segment ended with the suspension's `finish`).
     pub fn expire(&mut self, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
-        if !matches!(self.phase, Phase::Suspended { .. }) {
+        let Phase::Suspended { pending, .. } = &self.phase else {
             return Err(self.wrong("expire"));
-        }
+        };
+        let deadline = Decider::deadline();
+        let decisions: Vec<_> = pending
+            .iter()
+            .map(|waiting| deadline.decide(&waiting.call.id, DecisionOutcome::Expired, now))
+            .collect();
+        self.state.close_by(decisions);
         self.updated_at = now;
         self.phase = Phase::Expired;
         Ok(Vec::new())

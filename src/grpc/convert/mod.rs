@@ -2,6 +2,8 @@
 //! input becomes `RuntimeError::InvalidRequest` naming the field.
 
 mod chunk;
+mod decision;
+mod grant;
 mod limits;
 mod list;
 mod request;
@@ -13,6 +15,7 @@ mod trace;
 mod value;
 
 pub(crate) use chunk::event_to_proto;
+pub(crate) use grant::grants_to_proto;
 pub use limits::check_start_request;
 pub(crate) use list::{list_runs_request, run_page_to_proto};
 pub(crate) use request::{parse_run_id, parse_thread_id};

@@ -5,7 +5,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::domain::{
-    Answer, AnswerError, Args, ElicitationAction, ElicitationResponse, Message, RunId, ThreadId,
+    Answer, AnswerError, Args, Decider, ElicitationAction, ElicitationResponse, GrantScope, Message,
+    Remember, RunId, ThreadId,
 };
 use crate::pb;
 use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
@@ -102,6 +103,7 @@ pub fn start_request(request: pb::StreamAgentRequest) -> Result<StartRun, Runtim
         auto_resume,
         trace: None,
         run_id: None,
+        decider: None,
     })
 }
 
@@ -140,7 +142,8 @@ fn elicitation_response(response: pb::ElicitationResponse) -> Result<Elicitation
     Ok(ElicitationResponse { action, content })
 }
 
-pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeError> {
+/// The Resume `request` asks for, answered by `decider`.
+pub fn resume_request(request: pb::ResumeRequest, decider: Decider) -> Result<ResumeRun, RuntimeError> {
     let pb::ResumeRequest {
         run_id,
         tool_call_id,
@@ -159,10 +162,14 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
                 "give either one answer (with tool_call_id) or answers, not both",
             ))
         }
-        (Some(answer), true) => vec![CallAnswer {
-            tool_call_id: optional(tool_call_id),
-            answer: answer_of(answer)?,
-        }],
+        (Some(answer), true) => {
+            let (answer, remember) = answer_of(answer)?;
+            vec![CallAnswer {
+                tool_call_id: optional(tool_call_id),
+                answer,
+                remember,
+            }]
+        }
         (None, false) if !tool_call_id.is_empty() => {
             return Err(invalid(
                 "tool_call_id",
@@ -180,6 +187,7 @@ pub fn resume_request(request: pb::ResumeRequest) -> Result<ResumeRun, RuntimeEr
         answers,
         request_id: optional(request_id),
         trace: None,
+        decider,
     })
 }
 
@@ -196,7 +204,7 @@ fn tool_answer(position: usize, answer: pb::ToolAnswer) -> Result<CallAnswer, Ru
             AnswerError::new("answer", "give an answer").at(position, Some(tool_call_id)),
         ));
     };
-    let answer = answer_of(as_single(answer)).map_err(|error| match error {
+    let (answer, remember) = answer_of(as_single(answer)).map_err(|error| match error {
         RuntimeError::InvalidRequest { field, reason } => RuntimeError::InvalidAnswer(
             AnswerError::new(field, reason).at(position, Some(tool_call_id.clone())),
         ),
@@ -205,6 +213,7 @@ fn tool_answer(position: usize, answer: pb::ToolAnswer) -> Result<CallAnswer, Ru
     Ok(CallAnswer {
         tool_call_id: Some(tool_call_id),
         answer,
+        remember,
     })
 }
 
@@ -222,21 +231,64 @@ fn as_single(answer: pb::tool_answer::Answer) -> pb::resume_request::Answer {
     }
 }
 
-fn answer_of(answer: pb::resume_request::Answer) -> Result<Answer, RuntimeError> {
+/// The answer, and with an approval what it asks to remember.
+fn answer_of(answer: pb::resume_request::Answer) -> Result<(Answer, Option<Remember>), RuntimeError> {
     use pb::resume_request::Answer as A;
     Ok(match answer {
-        A::Text(text) => Answer::Text(text),
-        A::Selections(pb::Selections { labels }) => Answer::Selections(labels),
-        A::Data(value) => Answer::Data(value_to_json(&value)),
+        A::Text(text) => (Answer::Text(text), None),
+        A::Selections(pb::Selections { labels }) => (Answer::Selections(labels), None),
+        A::Data(value) => (Answer::Data(value_to_json(&value)), None),
         A::Approval(pb::Approval {
             approved,
             reason,
             edited_args,
-        }) => Answer::Approval {
-            approved,
-            reason,
-            edited_args: edited_args.map(|args| Args::from(struct_to_json(&args))),
-        },
-        A::Elicitation(response) => Answer::Elicitation(elicitation_response(response)?),
+            remember,
+            remember_for,
+        }) => {
+            let approval = Answer::Approval {
+                approved,
+                reason,
+                edited_args: edited_args.map(|args| Args::from(struct_to_json(&args))),
+            };
+            (approval, remember_of(remember, remember_for)?)
+        }
+        A::Elicitation(response) => (Answer::Elicitation(elicitation_response(response)?), None),
     })
+}
+
+/// What `approval.remember` and `approval.remember_for` ask to remember.
+fn remember_of(
+    scope: i32,
+    duration: Option<prost_types::Duration>,
+) -> Result<Option<Remember>, RuntimeError> {
+    let scope = match pb::GrantScope::try_from(scope) {
+        Ok(pb::GrantScope::Unspecified) if duration.is_some() => {
+            return Err(invalid(
+                "approval.remember_for",
+                "remember_for comes with remember: GRANT_SCOPE_RUN or GRANT_SCOPE_THREAD",
+            ))
+        }
+        Ok(pb::GrantScope::Unspecified) => return Ok(None),
+        Ok(pb::GrantScope::Run) => GrantScope::Run,
+        Ok(pb::GrantScope::Thread) => GrantScope::Thread,
+        Err(_) => {
+            return Err(invalid(
+                "approval.remember",
+                format!("{scope} is not a grant scope (GRANT_SCOPE_RUN = 1, GRANT_SCOPE_THREAD = 2)"),
+            ))
+        }
+    };
+    let duration = match duration {
+        None => None,
+        Some(prost_types::Duration { seconds, nanos }) if seconds > 0 && nanos == 0 => {
+            Some(Duration::from_secs(seconds.unsigned_abs()))
+        }
+        Some(_) => {
+            return Err(invalid(
+                "approval.remember_for",
+                "remember_for is a positive number of whole seconds",
+            ))
+        }
+    };
+    Ok(Some(Remember { scope, duration }))
 }

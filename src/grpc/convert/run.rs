@@ -72,6 +72,8 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
             .map(|edited| call_to_proto(&edited.call, Some(&edited.original_args)))
             .collect(),
         messages: Vec::new(),
+        decisions: Vec::new(),
+        grants: Vec::new(),
     }
 }
 
@@ -79,6 +81,7 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
 pub fn run_with_messages_to_proto(run: &RunRecord) -> pb::Run {
     pb::Run {
         messages: super::thread::run_messages(run),
+        decisions: super::decision::decisions_to_proto(&run.state.decisions),
         ..run_to_proto(run)
     }
 }

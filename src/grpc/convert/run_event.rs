@@ -44,6 +44,7 @@ pub fn run_event_to_proto(event: &RunEvent) -> pb::RunEvent {
             .iter()
             .map(|pending| pending_to_proto(pending, event.expires_at))
             .collect(),
+        decisions: super::decision::decisions_to_proto(&event.decisions),
     }
 }
 

@@ -67,6 +67,7 @@ fn summary_to_proto(thread: &ThreadRecord) -> pb::Thread {
         latest_run_status: thread.latest.map_or(pb::RunStatus::Unspecified, |latest| {
             status_to_proto(latest.status)
         }) as i32,
+        grants: Vec::new(),
     }
 }
 
@@ -79,6 +80,7 @@ pub fn thread_to_proto(view: &ThreadView) -> pb::Thread {
     }
     thread.run_ids = view.runs.iter().map(|run| run.id.to_string()).collect();
     thread.messages = view.runs.iter().flat_map(run_messages).collect();
+    thread.grants = super::grant::grants_to_proto(&view.grants);
     thread
 }
 

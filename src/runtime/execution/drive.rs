@@ -15,9 +15,10 @@ use super::emitter::FirstWriteDue;
 use super::Emitter;
 use crate::agent::{Agent, RuleRun, StepEnd};
 use crate::domain::{
-    Chunk, Continuation, FinishReason, PendingCalls, RunFailure, RunRecord, Timestamp, WrongPhase,
+    Chunk, Continuation, FinishReason, Grant, PendingCalls, RunFailure, RunRecord, Timestamp, WrongPhase,
 };
 use crate::runtime::fanout::{Delivery, Interruption, LiveRun, Refusal};
+use crate::runtime::grants::Granted;
 use crate::runtime::{lifecycle_log, Inner};
 use crate::store::StoreError;
 use crate::tools::ToolContext;
@@ -31,6 +32,9 @@ pub(super) struct Execution {
     emitter: Emitter,
     /// The history of the run's thread, read at the first step.
     earlier: Option<Vec<crate::domain::Message>>,
+    /// Grants the Resume that gave this execution the run made, which its
+    /// caller stores once the claim is (see `Work::Continue`).
+    granted: Vec<Grant>,
 }
 
 /// Why a step did not run to its end.
@@ -87,6 +91,7 @@ impl Execution {
             run,
             emitter,
             earlier: None,
+            granted: Vec::new(),
         }
     }
 
@@ -104,7 +109,12 @@ impl Execution {
     /// runs the calls that were approved and have not run yet and goes on
     /// with those whose tool takes up an answer, then suspends again while
     /// calls are pending, or steps on.
-    pub(super) async fn continue_after_resume(mut self, continuations: Vec<Continuation>) {
+    pub(super) async fn continue_after_resume(
+        mut self,
+        continuations: Vec<Continuation>,
+        grants: Vec<Grant>,
+    ) {
+        self.granted = grants;
         let outcome = self.continue_with(continuations).await;
         self.settle(outcome).await;
     }
@@ -258,7 +268,11 @@ impl Execution {
                 Ok(Ok(StepEnd::Stopped { final_text })) => {
                     return self.complete(FinishReason::Stop, final_text).await
                 }
-                Ok(Ok(StepEnd::Suspended(pending))) => return self.suspend(pending).await,
+                Ok(Ok(StepEnd::Suspended(pending))) => match self.grant(pending).await? {
+                    Some(pending) => return self.suspend(pending).await,
+                    // Grants approved every call that waited: step on.
+                    None => self.commit(Vec::new()).await?,
+                },
                 Ok(Err(model_error)) => {
                     let failure = RunFailure {
                         code: model_error.code().into(),
@@ -306,6 +320,36 @@ impl Execution {
             .await?;
         tracing::debug!(status = %self.run.status(), last_seq = self.run.last_seq(), "run stored");
         Ok(())
+    }
+
+    /// Runs the calls of `pending` that grants approve (see
+    /// `runtime/grants.rs`); the calls that wait then, if any.
+    async fn grant(&mut self, pending: PendingCalls) -> Result<Option<PendingCalls>, Halt> {
+        let Granted {
+            approved,
+            mut waiting,
+        } = self
+            .inner
+            .apply_grants(&mut self.run, pending, &self.granted)
+            .await;
+        for call in approved {
+            if self.agent.has_side_effects(&call.name) {
+                self.emitter.write_unwritten().await?;
+            }
+            let span = tracing::info_span!("tool_call", tool_call_id = %call.id, tool = %call.name);
+            let outcome = self
+                .agent
+                .call_tool(&call.name, &call.args, ToolContext::IN_RUN)
+                .instrument(span)
+                .await;
+            let state = &mut self.run.state;
+            waiting.extend(
+                self.agent
+                    .record_outcome(state, call, outcome, &mut self.emitter)
+                    .await,
+            );
+        }
+        Ok(PendingCalls::new(waiting))
     }
 
     /// Pending calls wait for Resume: the suspension is stored before any

@@ -199,6 +199,7 @@ impl FirstWrite {
                 if let Some(answer) = run.state.answers.last() {
                     lifecycle_log::resumed(run, &answer.tool_call_id);
                 }
+                lifecycle_log::decided(run, run.state.change_decisions());
             }
         }
         // The caller may have gone (its client left); the run goes on.

@@ -15,7 +15,7 @@ use super::emitter::{Begin, Opening};
 use super::tenant_runs::RunSlot;
 use super::Emitter;
 use crate::agent::Agent;
-use crate::domain::{Continuation, Event, Lease, RunRecord, TraceContext};
+use crate::domain::{Continuation, Event, Grant, Lease, RunRecord, TraceContext};
 use crate::propagation;
 use crate::runtime::fanout::{ClientFeed, LiveRun};
 use crate::runtime::{Inner, RunStream, Runtime};
@@ -30,8 +30,13 @@ pub(in crate::runtime) enum Work {
     /// Model steps, from where the run stands.
     Steps,
     /// Take up these calls (approved ones run, answered ones go on), then
-    /// suspend again while calls are pending, or step on.
-    Continue(Vec<Continuation>),
+    /// suspend again while calls are pending, or step on; `grants`, made by
+    /// the answers and not stored yet, cover the calls that wait from now
+    /// on as the stored ones do.
+    Continue {
+        calls: Vec<Continuation>,
+        grants: Vec<Grant>,
+    },
 }
 
 /// The span an execution doing `work` runs in, made once with every field
@@ -42,7 +47,7 @@ pub(in crate::runtime) enum Work {
 /// the run when that is another.
 fn execution_span(run: &RunRecord, work: &Work, trace: Option<&TraceContext>) -> tracing::Span {
     let answered = match work {
-        Work::Continue(_) => run
+        Work::Continue { .. } => run
             .state
             .answers
             .last()
@@ -186,8 +191,8 @@ impl Runtime {
 fn spawn(execution: Execution, work: Work, span: tracing::Span, trace: Option<TraceContext>) {
     match work {
         Work::Steps => tokio::spawn(propagation::scope(trace, execution.run_steps()).instrument(span)),
-        Work::Continue(continuations) => tokio::spawn(
-            propagation::scope(trace, execution.continue_after_resume(continuations)).instrument(span),
+        Work::Continue { calls, grants } => tokio::spawn(
+            propagation::scope(trace, execution.continue_after_resume(calls, grants)).instrument(span),
         ),
     };
 }

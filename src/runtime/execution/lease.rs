@@ -188,10 +188,12 @@ mod tests {
             proceeds_from: None,
         };
         let execute = Resolution::Execute { edited_args: None };
+        let decider = crate::domain::Decider::new("", crate::domain::DecisionSource::Grpc);
         let answered = Answered {
             index: 0,
             record: approved,
             resolution: execute,
+            decision: decider.decide("b", crate::domain::DecisionOutcome::Approved, Timestamp::now()),
         };
         run.answer(vec![answered], None, Lease::vacant())
             .expect("suspended");

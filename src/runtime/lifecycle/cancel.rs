@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tracing::instrument;
 
-use crate::domain::{RunEventKind, RunId, RunRecord, RunStatus, Tenant, Timestamp};
+use crate::domain::{Decider, RunEventKind, RunId, RunRecord, RunStatus, Tenant, Timestamp};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
@@ -27,6 +27,7 @@ impl Runtime {
         tenant: &Tenant,
         run_id: RunId,
         reason: String,
+        decider: &Decider,
     ) -> Result<RunRecord, RuntimeError> {
         let mut interrupted = false;
         for _ in 0..ATTEMPTS {
@@ -48,7 +49,9 @@ impl Runtime {
                     continue;
                 }
                 (RunStatus::Cancelled, _) if interrupted => return Ok(run),
-                (RunStatus::Running | RunStatus::Suspended, _) => self.cancel_stored(run, &reason).await,
+                (RunStatus::Running | RunStatus::Suspended, _) => {
+                    self.cancel_stored(run, &reason, decider).await
+                }
                 (status, _) => return Err(RuntimeError::NotCancellable(status)),
             };
             match outcome {
@@ -63,13 +66,18 @@ impl Runtime {
 
     /// Cancels a run nobody executes here, in the store: its pending calls
     /// are answered as declined, and the chunks go to anyone waiting on it.
-    async fn cancel_stored(&self, mut run: RunRecord, reason: &str) -> Result<RunRecord, RuntimeError> {
+    async fn cancel_stored(
+        &self,
+        mut run: RunRecord,
+        reason: &str,
+        decider: &Decider,
+    ) -> Result<RunRecord, RuntimeError> {
         let suspended_since = (run.status() == RunStatus::Suspended).then_some(run.updated_at);
         let pending = run.pending().to_vec();
         // A lease still held belongs to an execution elsewhere that did not
         // stop: the version guard fences it at its next write.
         let chunks = run
-            .cancel(reason.to_owned(), Timestamp::now())
+            .cancel_by(reason.to_owned(), Some(decider), Timestamp::now())
             .map_err(|wrong| RuntimeError::NotCancellable(wrong.from))?;
         let staged = run.stage(chunks);
         self.inner
@@ -81,6 +89,7 @@ impl Runtime {
                 &RunEventKind::of_write(None, run.status()),
             )
             .await?;
+        crate::runtime::lifecycle_log::decided(&run, run.state.change_decisions());
         crate::runtime::lifecycle_log::finished(&run, crate::domain::FinishReason::Cancelled);
         self.inner.abandon(&run, &pending);
         self.inner

@@ -89,6 +89,7 @@ impl Inner {
             .await
         {
             Ok(()) => {
+                crate::runtime::lifecycle_log::decided(run, run.state.change_decisions());
                 crate::runtime::lifecycle_log::expired(run, suspended_since);
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);
                 self.abandon(run, &pending);

@@ -103,7 +103,10 @@ impl Runtime {
         let work = if unfinished.is_empty() && run.pending().is_empty() {
             Work::Steps
         } else {
-            Work::Continue(unfinished)
+            Work::Continue {
+                calls: unfinished,
+                grants: Vec::new(),
+            }
         };
         self.execute_detached(agent, run, first.events, work);
         Ok(true)

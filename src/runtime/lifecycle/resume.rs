@@ -13,8 +13,8 @@
 
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, PendingCall, ResumeRecord, RunId, RunRecord,
-    RunStatus, Tenant, Timestamp, TraceContext,
+    Answer, AnswerError, AnswerRecord, AnswerVia, Answered, Decider, DecisionOutcome, DecisionSource, Grant,
+    PendingCall, Remember, ResumeRecord, RunId, RunRecord, RunStatus, Tenant, Timestamp, TraceContext,
 };
 use crate::runtime::execution::{Begin, Work};
 use crate::runtime::fanout::Wanted;
@@ -32,6 +32,8 @@ pub struct ResumeRun {
     /// The W3C trace context the request came with: the continuation
     /// continues its trace (linked to the trace that started the run).
     pub trace: Option<TraceContext>,
+    /// Who answers, and through what (recorded as each call's decision).
+    pub decider: Decider,
 }
 
 /// One answer of a Resume, and the pending call it is for.
@@ -41,17 +43,24 @@ pub struct CallAnswer {
     /// answered).
     pub tool_call_id: Option<String>,
     pub answer: Answer,
+    /// With an approval: remember it for later calls of the tool (a grant).
+    pub remember: Option<Remember>,
 }
 
 impl ResumeRun {
-    /// A request that answers one call (`tool_call_id` may be `None` when
-    /// only one is pending).
-    pub fn one(run_id: RunId, tool_call_id: Option<String>, answer: Answer) -> Self {
+    /// A request of `decider` that answers one call (`tool_call_id` may
+    /// be `None` when only one is pending).
+    pub fn one(run_id: RunId, tool_call_id: Option<String>, answer: Answer, decider: Decider) -> Self {
         Self {
             run_id,
-            answers: vec![CallAnswer { tool_call_id, answer }],
+            answers: vec![CallAnswer {
+                tool_call_id,
+                answer,
+                remember: None,
+            }],
             request_id: None,
             trace: None,
+            decider,
         }
     }
 }
@@ -75,16 +84,19 @@ fn pick_pending(pending: &[PendingCall], tool_call_id: Option<&str>) -> Result<u
 }
 
 impl Runtime {
-    /// [`Runtime::resume`], recording that the answer came `via` Resume or
-    /// auto-resume; `loaded` is the run if the caller just read it (as
-    /// `tenant`'s), so that it is not read again.
-    pub(in crate::runtime) async fn resume_via(
+    /// [`Runtime::resume`]; `loaded` is the run if the caller just read it
+    /// (as `tenant`'s), so that it is not read again.
+    pub(in crate::runtime) async fn resume_loaded(
         &self,
         tenant: &Tenant,
         request: ResumeRun,
         loaded: Option<Box<RunRecord>>,
-        via: AnswerVia,
     ) -> Result<RunStream, RuntimeError> {
+        // A new message on the thread answered, or a Resume did.
+        let via = match request.decider.source {
+            DecisionSource::Thread => AnswerVia::AutoResume,
+            _ => AnswerVia::Resume,
+        };
         let resumed = self.try_resume(tenant, request, loaded, via).await;
         if let Some(reason) = resumed.as_ref().err().and_then(RuntimeError::resume_rejection) {
             self.inner.config.metrics.resume_rejected(reason);
@@ -140,7 +152,8 @@ impl Runtime {
         }
         let agent = self.inner.agent_for_run(&run)?;
         let now = Timestamp::now();
-        let answers = self.check_answers(&agent, &run, request.answers, tenant, via, now)?;
+        let who = (tenant, &request.decider, via);
+        let (answers, grants) = self.check_answers(&agent, &run, request.answers, who, now)?;
         let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
         let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
 
@@ -159,12 +172,21 @@ impl Runtime {
             .answer(answers, request.request_id, lease)
             .map_err(|wrong| RuntimeError::NotSuspended(wrong.from))?;
         let first = run.stage(chunks);
-        let (id, work) = (run.id, Work::Continue(next));
+        // The grants the answers make cover the continuation's calls at
+        // once, and are stored once the claim is.
+        let work = Work::Continue {
+            calls: next,
+            grants: grants.clone(),
+        };
+        let id = run.id;
         let claimed = self
             .execute(agent, run, first.events, work, slot, request.trace, begin)
             .await;
         match claimed {
-            Ok(stream) => Ok(stream),
+            Ok(stream) => {
+                self.inner.store_grants(&grants).await;
+                Ok(stream)
+            }
             Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
                 Err(self.lost_claim(tenant, id).await)
             }
@@ -181,10 +203,9 @@ impl Runtime {
         agent: &Agent,
         run: &RunRecord,
         answers: Vec<CallAnswer>,
-        tenant: &Tenant,
-        via: AnswerVia,
+        (tenant, decider, via): (&Tenant, &Decider, AnswerVia),
         now: Timestamp,
-    ) -> Result<Vec<Answered>, RuntimeError> {
+    ) -> Result<(Vec<Answered>, Vec<Grant>), RuntimeError> {
         let several = answers.len() > 1;
         if answers.is_empty() {
             return Err(RuntimeError::InvalidAnswer(AnswerError::new(
@@ -193,7 +214,13 @@ impl Runtime {
             )));
         }
         let mut checked: Vec<Answered> = Vec::with_capacity(answers.len());
-        for (position, CallAnswer { tool_call_id, answer }) in answers.into_iter().enumerate() {
+        let mut grants = Vec::new();
+        for (position, call_answer) in answers.into_iter().enumerate() {
+            let CallAnswer {
+                tool_call_id,
+                answer,
+                remember,
+            } = call_answer;
             if several && tool_call_id.is_none() {
                 return Err(RuntimeError::InvalidAnswer(
                     AnswerError::new("tool_call_id", "name the call each answer is for").at(position, None),
@@ -215,6 +242,7 @@ impl Runtime {
                 };
                 RuntimeError::InvalidAnswer(error)
             })?;
+            let decision = decider.decide(&pending.call.id, DecisionOutcome::of(&answer), now);
             let record = AnswerRecord {
                 tool_call_id: pending.call.id.clone(),
                 answer,
@@ -223,13 +251,24 @@ impl Runtime {
                 via,
                 proceeds_from: None,
             };
-            checked.push(Answered {
+            let answered = Answered {
                 index,
                 record,
                 resolution,
-            });
+                decision,
+            };
+            let grant = crate::runtime::grants::grant_asked(run, &answered, remember, &decider.name)
+                .map_err(|error| {
+                    RuntimeError::InvalidAnswer(if several {
+                        error.at(position, Some(pending.call.id.clone()))
+                    } else {
+                        error
+                    })
+                })?;
+            grants.extend(grant);
+            checked.push(answered);
         }
-        Ok(checked)
+        Ok((checked, grants))
     }
 
     /// Why a claim lost its compare-and-set: what the run is now (resumed

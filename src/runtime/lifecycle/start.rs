@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::thread_turn::Turn;
 use crate::agent::Agent;
 use crate::domain::{
-    AnswerVia, Lease, Message, RunId, RunOptions, RunRecord, RunState, Staged, Tenant, ThreadId, ThreadLink,
+    Decider, Lease, Message, RunId, RunOptions, RunRecord, RunState, Staged, Tenant, ThreadId, ThreadLink,
     Timestamp, ToolDefinition, TraceContext,
 };
 use crate::runtime::execution::{with_run_tools, Begin, Work};
@@ -47,6 +47,9 @@ pub struct StartRun {
     /// The new run's id, chosen ahead by the caller (to store what goes
     /// with the run before it runs); `None` takes a new one.
     pub run_id: Option<RunId>,
+    /// Who starts it: with `auto_resume`, the decider of the question the
+    /// message answers (through the thread). `None`: nobody named.
+    pub decider: Option<Decider>,
 }
 
 impl Runtime {
@@ -101,7 +104,7 @@ impl Runtime {
             match Box::pin(self.thread_turn(tenant, thread_id, &request)).await? {
                 Turn::Start(after) => previous = after,
                 Turn::Answer { resume, run } => {
-                    let answer = self.resume_via(tenant, resume, Some(run), AnswerVia::AutoResume);
+                    let answer = self.resume_loaded(tenant, resume, Some(run));
                     return Box::pin(answer).await;
                 }
                 Turn::Replay { run_id, first_seq } => {

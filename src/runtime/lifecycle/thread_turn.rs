@@ -7,7 +7,9 @@
 
 use super::auto_answer::answer_from_text;
 use super::{CallAnswer, ResumeRun, StartRun};
-use crate::domain::{Message, RunId, RunRecord, RunStatus, SuspendPayload, Tenant, ThreadId, Waiting};
+use crate::domain::{
+    Decider, DecisionSource, Message, RunId, RunRecord, RunStatus, SuspendPayload, Tenant, ThreadId, Waiting,
+};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
@@ -127,8 +129,13 @@ fn auto_resume(run: &RunRecord, request: &StartRun) -> Result<ResumeRun, Runtime
         answers: vec![CallAnswer {
             tool_call_id: Some(pending.call.id.clone()),
             answer: answer_from_text(question, text)?,
+            remember: None,
         }],
         request_id: request.request_id.clone(),
         trace: request.trace.clone(),
+        decider: match &request.decider {
+            Some(decider) => decider.through(DecisionSource::Thread),
+            None => Decider::new("", DecisionSource::Thread),
+        },
     })
 }

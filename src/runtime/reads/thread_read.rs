@@ -6,15 +6,17 @@ use tracing::instrument;
 
 use super::list::effective_page_size;
 use super::thread_history::in_thread_order;
-use crate::domain::{RunRecord, Tenant, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord};
+use crate::domain::{Grant, RunRecord, Tenant, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord};
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::StoreError;
 
-/// A thread with its runs, oldest first.
+/// A thread with its runs, oldest first, and its grants in force.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadView {
     pub thread: ThreadRecord,
     pub runs: Vec<RunRecord>,
+    /// The grants of scope `Thread` in force, oldest first.
+    pub grants: Vec<Grant>,
 }
 
 /// A request for one page of threads.
@@ -62,7 +64,8 @@ impl Runtime {
             // A suspended latest run past its time to live reads as expired.
             self.inner.expire_if_due(latest).await?;
         }
-        Ok(ThreadView { thread, runs })
+        let grants = self.grants_in_force(tenant, None, Some(thread_id)).await?;
+        Ok(ThreadView { thread, runs, grants })
     }
 
     /// Lists one page of `tenant`'s threads.

@@ -36,6 +36,7 @@ fn create_sql() -> String {
             expires_at: 11,
             kinds: 19,
             statuses: 20,
+            decisions: 21,
         })
     )
 }
@@ -57,7 +58,8 @@ pub(super) async fn create(
     let (kinds, statuses) =
         run_event_params(&RunEventKind::of_write(Some(RunEventKind::Started), run.status()));
     let pending = suspension_pending(run)?;
-    let params: [&(dyn ToSql + Sync); 20] = [
+    let decisions = crate::store::record::event_decisions(run, true)?;
+    let params: [&(dyn ToSql + Sync); 21] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -78,6 +80,7 @@ pub(super) async fn create(
         &pending,
         &kinds,
         &statuses,
+        &decisions,
     ];
     if run.thread.is_some() {
         return create_in_thread(store, run, &params).await;

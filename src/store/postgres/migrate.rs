@@ -25,6 +25,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_listeners.sql"),
     include_str!("migrations/0011_run_events_unindexed_by_run.sql"),
     include_str!("migrations/0012_a2a_push_configs.sql"),
+    include_str!("migrations/0013_run_event_decisions.sql"),
+    include_str!("migrations/0014_grants.sql"),
 ];
 
 /// The migration that stores a write's events as one row.

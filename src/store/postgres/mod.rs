@@ -13,6 +13,7 @@
 //! at build time.
 
 mod create;
+mod grants;
 mod listen;
 mod migrate;
 mod presence;
@@ -31,12 +32,12 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{
-    AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan, Presence, PushConfig,
-    PushConfigStore, RunEventLog, RunEventPage, RunFeed, RunQueries, RunQuery, RunStore, Sharing, StoreError,
-    ThreadStore,
+    AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, GrantStore, Orphan, Presence,
+    PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunFeed, RunQueries, RunQuery, RunStore, Sharing,
+    StoreError, ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
+    Event, EventPosition, Grant, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
     ThreadRecord, Timestamp,
 };
 
@@ -359,6 +360,26 @@ impl DeliveryLedger for PostgresStore {
 
     async fn pending_deliveries(&self) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
         webhooks::pending(&self.client().await?).await
+    }
+}
+
+#[async_trait]
+impl GrantStore for PostgresStore {
+    async fn put_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        grants::put(&self.client().await?, grant).await
+    }
+
+    async fn grants(
+        &self,
+        tenant: &Tenant,
+        run: Option<RunId>,
+        thread: Option<&ThreadId>,
+    ) -> Result<Vec<Grant>, StoreError> {
+        grants::of(&self.client().await?, tenant, run, thread).await
+    }
+
+    async fn delete_grant(&self, tenant: &Tenant, id: &str) -> Result<bool, StoreError> {
+        grants::delete(&self.client().await?, tenant, id).await
     }
 }
 

@@ -47,7 +47,7 @@ pub(super) async fn read(
     let mut page = RunEventPage::default();
     for row in &rows {
         let txid: i64 = row.try_get(0).map_err(backend)?;
-        let xmin: i64 = row.try_get(11).map_err(backend)?;
+        let xmin: i64 = row.try_get(12).map_err(backend)?;
         if txid >= xmin {
             // Its transaction may have committed while an older one still
             // runs, whose event would come before it.
@@ -77,7 +77,7 @@ pub(super) async fn head(client: &Client) -> Result<EventPosition, StoreError> {
 
 /// The columns of an event, in the order [`event`] reads them.
 pub(super) const COLUMNS: &str =
-    "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
+    "txid, id, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, decisions";
 
 /// The event in the columns of a row that selected [`COLUMNS`] from
 /// column `first` on.
@@ -97,6 +97,7 @@ pub(super) fn event(row: &Row, first: usize) -> Result<RunEvent, StoreError> {
         time: row.try_get(column(8)).map_err(backend)?,
         pending: row.try_get(column(9)).map_err(backend)?,
         expires_at: row.try_get(column(10)).map_err(backend)?,
+        decisions: row.try_get(column(11)).map_err(backend)?,
     }
     .into_event()
 }

@@ -99,6 +99,7 @@ pub(super) async fn delete_thread(
         "run_events",
         "webhook_deliveries",
         "a2a_push_configs",
+        "grants",
     ] {
         let sql = format!(
             "DELETE FROM {table} e USING runs r WHERE e.run_id = r.id AND r.tenant = $1 AND r.thread_id = $2"

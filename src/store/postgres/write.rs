@@ -147,6 +147,7 @@ fn commit_sql() -> String {
             expires_at: 9,
             kinds: 14,
             statuses: 20,
+            decisions: 21,
         })
     )
 }
@@ -165,18 +166,23 @@ pub(super) struct RunEventParams {
     /// (see [`run_event_params`]).
     pub kinds: u8,
     pub statuses: u8,
+    /// The decisions the write's changes were made of, for the kinds that
+    /// carry them (see `RunEventKind::carries_decisions`).
+    pub decisions: u8,
 }
 
 /// The run events of a write that changed its run (`changed`): one row per
 /// kind, in order, a suspension's with what it waits on and until when.
 pub(super) fn insert_run_events(p: &RunEventParams) -> String {
     format!(
-        "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at) \
+        "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, \
+         decisions) \
          SELECT ${}, $1, ${}, ${}, k.kind, k.status, ${}, \
-         CASE WHEN k.kind = 'suspended' THEN ${}::bytea END, CASE WHEN k.kind = 'suspended' THEN ${}::bigint END \
+         CASE WHEN k.kind = 'suspended' THEN ${}::bytea END, CASE WHEN k.kind = 'suspended' THEN ${}::bigint END, \
+         CASE WHEN k.kind IN ('resumed', 'cancelled', 'expired') THEN ${}::bytea END \
          FROM unnest(${}::text[], ${}::text[]) WITH ORDINALITY AS k(kind, status, n) \
          WHERE EXISTS (SELECT 1 FROM changed) ORDER BY k.n RETURNING 1",
-        p.tenant, p.agent_id, p.thread_id, p.time, p.pending, p.expires_at, p.kinds, p.statuses
+        p.tenant, p.agent_id, p.thread_id, p.time, p.pending, p.expires_at, p.decisions, p.kinds, p.statuses
     )
 }
 
@@ -297,7 +303,8 @@ pub(super) async fn commit(
     let (kinds, statuses) = run_event_params(run_events);
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let pending = suspension_pending(run)?;
-    let params: [&(dyn ToSql + Sync); 20] = [
+    let decisions = crate::store::record::event_decisions(run, true)?;
+    let params: [&(dyn ToSql + Sync); 21] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -318,6 +325,7 @@ pub(super) async fn commit(
         &pending,
         &store.origin,
         &statuses,
+        &decisions,
     ];
     if execute(store, &commit_sql(), &params, Some(announcement)).await? {
         Ok(())

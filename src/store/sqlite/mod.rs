@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 mod apply;
 mod durability;
+mod grants;
 mod leases;
 mod lock;
 mod push_configs;
@@ -33,12 +34,12 @@ use readers::ReaderPool;
 
 use super::record::{self, event_batch, EventBatch};
 use super::{
-    corrupt, AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, Orphan, Presence,
-    PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore, Sharing,
-    StoreError, ThreadStore,
+    corrupt, AttemptOutcome, Claim, DeliveryClaim, DeliveryId, DeliveryLedger, Enqueue, GrantStore, Orphan,
+    Presence, PushConfig, PushConfigStore, RunEventLog, RunEventPage, RunQueries, RunQuery, RunStore,
+    Sharing, StoreError, ThreadStore,
 };
 use crate::domain::{
-    Event, EventPosition, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
+    Event, EventPosition, Grant, RunEventKind, RunId, RunRecord, RunStatus, Tenant, ThreadId, ThreadQuery,
     ThreadRecord, Timestamp,
 };
 
@@ -57,6 +58,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_webhook_deliveries.sql"),
     include_str!("migrations/0011_run_events_unindexed_by_run.sql"),
     include_str!("migrations/0012_a2a_push_configs.sql"),
+    include_str!("migrations/0013_run_event_decisions.sql"),
+    include_str!("migrations/0014_grants.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -91,6 +94,8 @@ struct RunRow {
     record: Vec<u8>,
     /// A suspended run's pending calls, for the event of its suspension.
     pending: Option<Vec<u8>>,
+    /// The decisions of its latest change, for the event of the change.
+    decisions: Option<Vec<u8>>,
 }
 
 /// The events of one write, encoded together as one row.
@@ -160,6 +165,7 @@ impl RunRow {
                 RunStatus::Suspended => Some(crate::store::encoding::encode(&run.pending())?),
                 _ => None,
             },
+            decisions: crate::store::record::event_decisions(run, false)?,
         })
     }
 }
@@ -615,6 +621,34 @@ impl PushConfigStore for SqliteStore {
     async fn delete_push_config(&self, run_id: RunId, id: &str) -> Result<bool, StoreError> {
         let write = webhooks::LedgerWrite::DeletePushConfig {
             run_id,
+            id: id.to_owned(),
+        };
+        self.ledger(write).await?.changed()
+    }
+}
+
+#[async_trait]
+impl GrantStore for SqliteStore {
+    async fn put_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        self.ledger(webhooks::LedgerWrite::PutGrant(grant.clone()))
+            .await
+            .map(|_| ())
+    }
+
+    async fn grants(
+        &self,
+        tenant: &Tenant,
+        run: Option<RunId>,
+        thread: Option<&ThreadId>,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let (tenant, thread) = (tenant.clone(), thread.cloned());
+        self.read(move |conn| grants::of(conn, &tenant, run, thread.as_ref()))
+            .await
+    }
+
+    async fn delete_grant(&self, tenant: &Tenant, id: &str) -> Result<bool, StoreError> {
+        let write = webhooks::LedgerWrite::DeleteGrant {
+            tenant: tenant.to_string(),
             id: id.to_owned(),
         };
         self.ledger(write).await?.changed()

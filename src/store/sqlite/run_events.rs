@@ -17,7 +17,7 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
     let suspended = kind == RunEventKind::Suspended;
     conn.prepare_cached(
         "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, \
-         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         expires_at, decisions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
     .and_then(|mut insert| {
         insert.execute(params![
@@ -29,7 +29,8 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
             kind.status().as_str(),
             run.updated_at,
             suspended.then_some(run.pending.as_deref()).flatten(),
-            suspended.then_some(run.expires_at).flatten()
+            suspended.then_some(run.expires_at).flatten(),
+            run.decisions.as_ref().filter(|_| kind.carries_decisions())
         ])
     })
     .map_err(backend)?;
@@ -38,7 +39,7 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
 
 /// The columns a read selects, in this order.
 pub(super) const COLUMNS: &str =
-    "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at";
+    "position, tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, decisions";
 
 pub(super) fn read(
     conn: &Connection,
@@ -113,6 +114,7 @@ pub(super) fn event_from_row(row: &rusqlite::Row<'_>, first: usize) -> Result<Ru
         time: row.get(column(7)).map_err(backend)?,
         pending: row.get(column(8)).map_err(backend)?,
         expires_at: row.get(column(9)).map_err(backend)?,
+        decisions: row.get(column(10)).map_err(backend)?,
     }
     .into_event()
 }

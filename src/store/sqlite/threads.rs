@@ -89,6 +89,7 @@ pub(super) fn delete(conn: &Connection, tenant: &str, thread_id: &str) -> Result
         "run_events",
         "webhook_deliveries",
         "a2a_push_configs",
+        "grants",
     ] {
         conn.prepare_cached(&format!(
             "DELETE FROM {table} WHERE run_id IN \

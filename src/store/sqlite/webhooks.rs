@@ -48,6 +48,12 @@ pub(in crate::store::sqlite) enum LedgerWrite {
         run_id: RunId,
         id: String,
     },
+    /// A grant stored (`grants.rs`).
+    PutGrant(crate::domain::Grant),
+    DeleteGrant {
+        tenant: String,
+        id: String,
+    },
 }
 
 /// Applies one ledger write inside the writer's transaction.
@@ -87,6 +93,10 @@ pub(super) fn apply(conn: &Connection, write: &LedgerWrite) -> Applied {
         LedgerWrite::PutPushConfig(config) => push_configs::put(conn, config).map(|()| Reply::Done),
         LedgerWrite::DeletePushConfig { run_id, id } => {
             push_configs::delete(conn, *run_id, id).map(Reply::Changed)
+        }
+        LedgerWrite::PutGrant(grant) => super::grants::put(conn, grant).map(|()| Reply::Done),
+        LedgerWrite::DeleteGrant { tenant, id } => {
+            super::grants::delete(conn, tenant, id).map(Reply::Changed)
         }
     };
     match reply {

@@ -179,6 +179,7 @@ async fn tenants_can_take_keys_from_their_own_files() {
             id: "initech".into(),
             api_keys_env: None,
             api_keys_file: Some(file),
+            api_key_name: None,
         }];
     })
     .await;

@@ -207,6 +207,7 @@ impl Gen {
                 approved: self.rng.bool(),
                 reason: self.string(),
                 edited_args: self.rng.bool().then(|| self.fields(3)),
+                ..Default::default()
             }),
         })
     }

@@ -155,6 +155,45 @@ async fn mutual_tls_requires_a_client_certificate_from_the_client_ca() {
 }
 
 #[tokio::test]
+async fn without_a_key_the_client_certificate_s_subject_decides() {
+    let server_ca = Authority::new("agentd server CA");
+    let client_ca = Authority::new("agentd client CA");
+    let server = tls_server(&server_ca, Some(&client_ca), None).await;
+    let client = client_ca.sign(&["billing-service"], ExtendedKeyUsagePurpose::ClientAuth);
+    let with_cert = trusting(&server_ca).identity(Identity::from_pem(&client.cert, &client.key));
+    let mut client = AgentServiceClient::new(list_agents(https(&server, with_cert)).await.expect("mTLS"));
+    let asked = collect(
+        client
+            .stream_agent(pb::StreamAgentRequest {
+                prompt: "Help me pick a plan".into(),
+                ..Default::default()
+            })
+            .await
+            .expect("StreamAgent")
+            .into_inner(),
+    )
+    .await
+    .expect("the stream");
+    let run_id = asked[0].run_id.clone();
+    let answer = pb::ResumeRequest {
+        run_id: run_id.clone(),
+        answer: Some(pb::resume_request::Answer::Text("Pro".into())),
+        ..Default::default()
+    };
+    collect(client.resume(answer).await.expect("Resume").into_inner())
+        .await
+        .expect("the continuation");
+    let run = client
+        .get_run(pb::GetRunRequest { run_id })
+        .await
+        .expect("GetRun")
+        .into_inner();
+    assert_eq!(run.decisions.len(), 1, "{:?}", run.decisions);
+    assert_eq!(run.decisions[0].decided_by, "CN=billing-service");
+    assert_eq!(run.decisions[0].source(), pb::DecisionSource::Grpc);
+}
+
+#[tokio::test]
 async fn tls_and_api_keys_together() {
     let ca = Authority::new("agentd test CA");
     let server = tls_server(&ca, None, Some(&format!("acme:{ACME_KEY}\n"))).await;

@@ -41,7 +41,12 @@ async fn free_text_is_the_answer() {
     let chunks = answer(&server, "free", &run, "Ada Lovelace").await;
     assert_eq!(tool_results(&chunks)[0].content, "User answered: Ada Lovelace");
     assert_eq!(text(&chunks), "Thanks! You answered: Ada Lovelace.");
-    assert_eq!(status_of(&server.get_run(&run).await), pb::RunStatus::Completed);
+    let stored = server.get_run(&run).await;
+    assert_eq!(status_of(&stored), pb::RunStatus::Completed);
+    // Decided through the thread, by the caller (an open server: no name).
+    assert_eq!(stored.decisions.len(), 1);
+    assert_eq!(stored.decisions[0].source(), pb::DecisionSource::Thread);
+    assert_eq!(stored.decisions[0].outcome(), pb::DecisionOutcome::Answered);
 }
 
 #[tokio::test]

@@ -263,3 +263,37 @@ async fn plain_http_is_answered_in_http() {
         .expect("an HTTP/1.1 answer");
     assert_eq!(json.status(), 400);
 }
+
+/// The source of the decisions of a run answered with `answer` over
+/// gRPC-Web.
+async fn answered_through(client: &mut WebClient, answer: tonic::Request<pb::ResumeRequest>) -> pb::Run {
+    let run_id = answer.get_ref().run_id.clone();
+    let continued = client.resume(answer).await.expect("Resume");
+    collect(continued.into_inner()).await.expect("the continuation");
+    client
+        .get_run(pb::GetRunRequest { run_id })
+        .await
+        .expect("GetRun")
+        .into_inner()
+}
+
+#[tokio::test]
+async fn answers_over_grpc_web_are_grpc_web_and_the_inbox_s_are_the_inbox_s() {
+    let server = SecureServer::start(|_, _| {}).await;
+    let mut client = web_client(server.addr, Http::One, None);
+
+    let plain = run_id(&stream(&mut client, prompt("Help me pick a plan")).await);
+    let run = answered_through(&mut client, tonic::Request::new(answer(&plain, "Pro"))).await;
+    assert_eq!(run.decisions.len(), 1, "{:?}", run.decisions);
+    assert_eq!(run.decisions[0].source(), pb::DecisionSource::GrpcWeb);
+    // An open server without mutual TLS knows no name.
+    assert_eq!(run.decisions[0].decided_by, "");
+
+    let inbox = run_id(&stream(&mut client, prompt("Help me pick a plan")).await);
+    let mut marked = tonic::Request::new(answer(&inbox, "Pro"));
+    marked
+        .metadata_mut()
+        .insert("x-agentd-client", "inbox".parse().unwrap());
+    let run = answered_through(&mut client, marked).await;
+    assert_eq!(run.decisions[0].source(), pb::DecisionSource::Inbox);
+}

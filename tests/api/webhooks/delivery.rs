@@ -134,6 +134,20 @@ async fn every_event_arrives_signed_in_order_with_the_question() {
     assert_eq!(same.id, suspended.id);
     assert_eq!(same.body, suspended.body);
 
+    // The resumption carries the decision it was made of.
+    let resumed = received
+        .iter()
+        .find(|r| r.path == "all" && r.event_type() == "run.resumed")
+        .expect("the resumption");
+    let decisions = &resumed.json()["data"]["decisions"];
+    assert_eq!(decisions.as_array().map(Vec::len), Some(1), "{decisions}");
+    assert_eq!(decisions[0]["outcome"], "DECISION_OUTCOME_ANSWERED");
+    assert_eq!(decisions[0]["source"], "DECISION_SOURCE_GRPC");
+    assert_eq!(
+        decisions[0]["toolCallId"], data["pending"][0]["toolCallId"],
+        "the call the suspension waited on"
+    );
+
     let text = wait_for_metric(
         &server,
         "agentd_webhook_deliveries_total{outcome=\"delivered\",webhook=\"all\"}",

@@ -75,6 +75,11 @@ type AgentServiceClient interface {
 	// live, on any replica, without a gap or a duplicate. The stream does not
 	// end by itself; pass the last event's cursor to continue after it.
 	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (AgentService_WatchRunsClient, error)
+	// Ends a grant (see Approval.remember) of the caller's tenant: calls
+	// that start waiting from now on are asked about again. Another
+	// tenant's grant, or one that does not exist (or was revoked), is
+	// NOT_FOUND.
+	RevokeGrant(ctx context.Context, in *RevokeGrantRequest, opts ...grpc.CallOption) (*RevokeGrantResponse, error)
 }
 
 type agentServiceClient struct {
@@ -285,6 +290,15 @@ func (x *agentServiceWatchRunsClient) Recv() (*RunEvent, error) {
 	return m, nil
 }
 
+func (c *agentServiceClient) RevokeGrant(ctx context.Context, in *RevokeGrantRequest, opts ...grpc.CallOption) (*RevokeGrantResponse, error) {
+	out := new(RevokeGrantResponse)
+	err := c.cc.Invoke(ctx, "/agentd.v1.AgentService/RevokeGrant", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility
@@ -347,6 +361,11 @@ type AgentServiceServer interface {
 	// live, on any replica, without a gap or a duplicate. The stream does not
 	// end by itself; pass the last event's cursor to continue after it.
 	WatchRuns(*WatchRunsRequest, AgentService_WatchRunsServer) error
+	// Ends a grant (see Approval.remember) of the caller's tenant: calls
+	// that start waiting from now on are asked about again. Another
+	// tenant's grant, or one that does not exist (or was revoked), is
+	// NOT_FOUND.
+	RevokeGrant(context.Context, *RevokeGrantRequest) (*RevokeGrantResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -389,6 +408,9 @@ func (UnimplementedAgentServiceServer) DeleteThread(context.Context, *DeleteThre
 }
 func (UnimplementedAgentServiceServer) WatchRuns(*WatchRunsRequest, AgentService_WatchRunsServer) error {
 	return status.Errorf(codes.Unimplemented, "method WatchRuns not implemented")
+}
+func (UnimplementedAgentServiceServer) RevokeGrant(context.Context, *RevokeGrantRequest) (*RevokeGrantResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RevokeGrant not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 
@@ -631,6 +653,24 @@ func (x *agentServiceWatchRunsServer) Send(m *RunEvent) error {
 	return x.ServerStream.SendMsg(m)
 }
 
+func _AgentService_RevokeGrant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeGrantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).RevokeGrant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/agentd.v1.AgentService/RevokeGrant",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).RevokeGrant(ctx, req.(*RevokeGrantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _AgentService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "agentd.v1.AgentService",
 	HandlerType: (*AgentServiceServer)(nil),
@@ -666,6 +706,10 @@ var _AgentService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteThread",
 			Handler:    _AgentService_DeleteThread_Handler,
+		},
+		{
+			MethodName: "RevokeGrant",
+			Handler:    _AgentService_RevokeGrant_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

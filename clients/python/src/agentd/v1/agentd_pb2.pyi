@@ -33,6 +33,7 @@ Conventions used throughout:
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -133,6 +134,30 @@ ELICITATION_ACTION_CANCEL: ElicitationAction.ValueType  # 3
 """Dismissed the request without choosing."""
 Global___ElicitationAction: _TypeAlias = ElicitationAction  # noqa: Y015
 
+class _GrantScope:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _GrantScopeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_GrantScope.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    GRANT_SCOPE_UNSPECIFIED: _GrantScope.ValueType  # 0
+    """Not set: nothing is remembered."""
+    GRANT_SCOPE_RUN: _GrantScope.ValueType  # 1
+    """The run whose call was approved."""
+    GRANT_SCOPE_THREAD: _GrantScope.ValueType  # 2
+    """Every run of that run's thread, later ones too."""
+
+class GrantScope(_GrantScope, metaclass=_GrantScopeEnumTypeWrapper):
+    """Where a grant holds."""
+
+GRANT_SCOPE_UNSPECIFIED: GrantScope.ValueType  # 0
+"""Not set: nothing is remembered."""
+GRANT_SCOPE_RUN: GrantScope.ValueType  # 1
+"""The run whose call was approved."""
+GRANT_SCOPE_THREAD: GrantScope.ValueType  # 2
+"""Every run of that run's thread, later ones too."""
+Global___GrantScope: _TypeAlias = GrantScope  # noqa: Y015
+
 class _RunEventKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -194,6 +219,120 @@ ANSWER_SOURCE_RESUME: AnswerSource.ValueType  # 1
 ANSWER_SOURCE_AUTO_RESUME: AnswerSource.ValueType  # 2
 """A StreamAgent on the thread with auto_resume."""
 Global___AnswerSource: _TypeAlias = AnswerSource  # noqa: Y015
+
+class _DecisionOutcome:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DecisionOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DecisionOutcome.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DECISION_OUTCOME_UNSPECIFIED: _DecisionOutcome.ValueType  # 0
+    """Not set; never sent."""
+    DECISION_OUTCOME_ANSWERED: _DecisionOutcome.ValueType  # 1
+    """A question was answered (text, selections, data, an elicitation's
+    accept).
+    """
+    DECISION_OUTCOME_APPROVED: _DecisionOutcome.ValueType  # 2
+    """A call waiting for approval (or decided by a rule or a grant) runs."""
+    DECISION_OUTCOME_DECLINED: _DecisionOutcome.ValueType  # 3
+    """The call was declined: an approval with `approved = false`, a rule's
+    `decline`, or a person declining to answer (an elicitation's decline
+    or cancel).
+    """
+    DECISION_OUTCOME_CANCELLED: _DecisionOutcome.ValueType  # 4
+    """CancelRun closed the run while the call was waiting."""
+    DECISION_OUTCOME_EXPIRED: _DecisionOutcome.ValueType  # 5
+    """Nobody answered before the run's time to live passed."""
+
+class DecisionOutcome(_DecisionOutcome, metaclass=_DecisionOutcomeEnumTypeWrapper):
+    """What a decision did with a call."""
+
+DECISION_OUTCOME_UNSPECIFIED: DecisionOutcome.ValueType  # 0
+"""Not set; never sent."""
+DECISION_OUTCOME_ANSWERED: DecisionOutcome.ValueType  # 1
+"""A question was answered (text, selections, data, an elicitation's
+accept).
+"""
+DECISION_OUTCOME_APPROVED: DecisionOutcome.ValueType  # 2
+"""A call waiting for approval (or decided by a rule or a grant) runs."""
+DECISION_OUTCOME_DECLINED: DecisionOutcome.ValueType  # 3
+"""The call was declined: an approval with `approved = false`, a rule's
+`decline`, or a person declining to answer (an elicitation's decline
+or cancel).
+"""
+DECISION_OUTCOME_CANCELLED: DecisionOutcome.ValueType  # 4
+"""CancelRun closed the run while the call was waiting."""
+DECISION_OUTCOME_EXPIRED: DecisionOutcome.ValueType  # 5
+"""Nobody answered before the run's time to live passed."""
+Global___DecisionOutcome: _TypeAlias = DecisionOutcome  # noqa: Y015
+
+class _DecisionSource:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DecisionSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DecisionSource.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DECISION_SOURCE_UNSPECIFIED: _DecisionSource.ValueType  # 0
+    """Not set; never sent."""
+    DECISION_SOURCE_GRPC: _DecisionSource.ValueType  # 1
+    """agentd.v1 over gRPC (Resume, CancelRun)."""
+    DECISION_SOURCE_GRPC_WEB: _DecisionSource.ValueType  # 2
+    """agentd.v1 over gRPC-Web, from a caller other than the inbox."""
+    DECISION_SOURCE_INBOX: _DecisionSource.ValueType  # 3
+    """The inbox: its gRPC-Web calls carry the header
+    `x-agentd-client: inbox`.
+    """
+    DECISION_SOURCE_A2A: _DecisionSource.ValueType  # 4
+    """A2A (gRPC, JSON-RPC or HTTP+JSON): a message to the task, or
+    CancelTask.
+    """
+    DECISION_SOURCE_MCP: _DecisionSource.ValueType  # 5
+    """MCP: the client's answer to an elicitation."""
+    DECISION_SOURCE_AG_UI: _DecisionSource.ValueType  # 6
+    """AG-UI: a run that resumes interrupts."""
+    DECISION_SOURCE_THREAD: _DecisionSource.ValueType  # 7
+    """A StreamAgent on the run's thread with `auto_resume`: its message
+    answered the question.
+    """
+    DECISION_SOURCE_RULE: _DecisionSource.ValueType  # 8
+    """An approval rule of the tool (`approval_rules`)."""
+    DECISION_SOURCE_GRANT: _DecisionSource.ValueType  # 9
+    """A grant a person made by approving with `remember`."""
+    DECISION_SOURCE_DEADLINE: _DecisionSource.ValueType  # 10
+    """The run's time to live passed."""
+
+class DecisionSource(_DecisionSource, metaclass=_DecisionSourceEnumTypeWrapper):
+    """The surface a decision came through."""
+
+DECISION_SOURCE_UNSPECIFIED: DecisionSource.ValueType  # 0
+"""Not set; never sent."""
+DECISION_SOURCE_GRPC: DecisionSource.ValueType  # 1
+"""agentd.v1 over gRPC (Resume, CancelRun)."""
+DECISION_SOURCE_GRPC_WEB: DecisionSource.ValueType  # 2
+"""agentd.v1 over gRPC-Web, from a caller other than the inbox."""
+DECISION_SOURCE_INBOX: DecisionSource.ValueType  # 3
+"""The inbox: its gRPC-Web calls carry the header
+`x-agentd-client: inbox`.
+"""
+DECISION_SOURCE_A2A: DecisionSource.ValueType  # 4
+"""A2A (gRPC, JSON-RPC or HTTP+JSON): a message to the task, or
+CancelTask.
+"""
+DECISION_SOURCE_MCP: DecisionSource.ValueType  # 5
+"""MCP: the client's answer to an elicitation."""
+DECISION_SOURCE_AG_UI: DecisionSource.ValueType  # 6
+"""AG-UI: a run that resumes interrupts."""
+DECISION_SOURCE_THREAD: DecisionSource.ValueType  # 7
+"""A StreamAgent on the run's thread with `auto_resume`: its message
+answered the question.
+"""
+DECISION_SOURCE_RULE: DecisionSource.ValueType  # 8
+"""An approval rule of the tool (`approval_rules`)."""
+DECISION_SOURCE_GRANT: DecisionSource.ValueType  # 9
+"""A grant a person made by approving with `remember`."""
+DECISION_SOURCE_DEADLINE: DecisionSource.ValueType  # 10
+"""The run's time to live passed."""
+Global___DecisionSource: _TypeAlias = DecisionSource  # noqa: Y015
 
 class _RunStatus:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -755,10 +894,22 @@ class Approval(_message.Message):
     APPROVED_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     EDITED_ARGS_FIELD_NUMBER: _builtins.int
+    REMEMBER_FIELD_NUMBER: _builtins.int
+    REMEMBER_FOR_FIELD_NUMBER: _builtins.int
     approved: _builtins.bool
     """Whether the tool may run."""
     reason: _builtins.str
     """Why; shown to the model when the call is declined."""
+    remember: Global___GrantScope.ValueType
+    """With `approved = true`: also approve, from now on, the later calls of
+    the same tool in this scope (a grant, listed in Run.grants or
+    Thread.grants): GRANT_SCOPE_RUN this run, GRANT_SCOPE_THREAD every run
+    of its thread (INVALID_ARGUMENT for a run outside a thread). A call
+    that would wait for approval after the grant is made is approved by
+    it instead (a decision with DECISION_SOURCE_GRANT); calls already
+    waiting still need their own answers. Unset: nothing is remembered.
+    With `approved = false` it is INVALID_ARGUMENT.
+    """
     @_builtins.property
     def edited_args(self) -> _struct_pb2.Struct:
         """With `approved = true`: the arguments the tool runs with instead of
@@ -774,20 +925,106 @@ class Approval(_message.Message):
         run.
         """
 
+    @_builtins.property
+    def remember_for(self) -> _duration_pb2.Duration:
+        """With `remember`: how long the grant holds, from now (positive, whole
+        seconds or more). Unset: as long as its scope lives.
+        """
+
     def __init__(
         self,
         *,
         approved: _builtins.bool = ...,
         reason: _builtins.str = ...,
         edited_args: _struct_pb2.Struct | None = ...,
+        remember: Global___GrantScope.ValueType = ...,
+        remember_for: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["edited_args", b"edited_args"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["edited_args", b"edited_args", "remember_for", b"remember_for"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "edited_args", b"edited_args", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approved", b"approved", "edited_args", b"edited_args", "reason", b"reason", "remember", b"remember", "remember_for", b"remember_for"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Approval: _TypeAlias = Approval  # noqa: Y015
+
+@_typing.final
+class Grant(_message.Message):
+    """A person's approval remembered for a tool in a scope."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GRANT_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    GRANTED_BY_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    grant_id: _builtins.str
+    """Pass it to RevokeGrant."""
+    tool_name: _builtins.str
+    """The tool whose calls it approves."""
+    scope: Global___GrantScope.ValueType
+    granted_by: _builtins.str
+    """Who approved (as Decision.decided_by names a person)."""
+    @_builtins.property
+    def expires_at(self) -> _timestamp_pb2.Timestamp:
+        """When it ends; unset: when its scope does."""
+
+    def __init__(
+        self,
+        *,
+        grant_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        scope: Global___GrantScope.ValueType = ...,
+        granted_by: _builtins.str = ...,
+        expires_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "grant_id", b"grant_id", "granted_by", b"granted_by", "scope", b"scope", "tool_name", b"tool_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Grant: _TypeAlias = Grant  # noqa: Y015
+
+@_typing.final
+class RevokeGrantRequest(_message.Message):
+    """Ends a grant."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GRANT_ID_FIELD_NUMBER: _builtins.int
+    grant_id: _builtins.str
+    """A Grant.grant_id."""
+    def __init__(
+        self,
+        *,
+        grant_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["grant_id", b"grant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeGrantRequest: _TypeAlias = RevokeGrantRequest  # noqa: Y015
+
+@_typing.final
+class RevokeGrantResponse(_message.Message):
+    """A revoked grant."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeGrantResponse: _TypeAlias = RevokeGrantResponse  # noqa: Y015
 
 @_typing.final
 class SubscribeRunRequest(_message.Message):
@@ -864,6 +1101,7 @@ class RunEvent(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     PENDING_FIELD_NUMBER: _builtins.int
+    DECISIONS_FIELD_NUMBER: _builtins.int
     cursor: _builtins.str
     """Where the event stands in the caller's feed: opaque, and greater than
     the cursor of every event before it. Pass it as
@@ -884,6 +1122,14 @@ class RunEvent(_message.Message):
     def pending(self) -> _containers.RepeatedCompositeFieldContainer[Global___PendingToolCall]:
         """The calls the run waits on, with their questions: set on SUSPENDED."""
 
+    @_builtins.property
+    def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Decision]:
+        """The decisions this change was made of: on RESUMED, the answers that
+        continued the run; on CANCELLED and EXPIRED of a suspended run, the
+        calls that were waiting (CancelRun's caller, or the deadline). Empty
+        on the other kinds.
+        """
+
     def __init__(
         self,
         *,
@@ -895,10 +1141,11 @@ class RunEvent(_message.Message):
         thread_id: _builtins.str = ...,
         status: Global___RunStatus.ValueType = ...,
         pending: _abc.Iterable[Global___PendingToolCall] | None = ...,
+        decisions: _abc.Iterable[Global___Decision] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cursor", b"cursor", "kind", b"kind", "pending", b"pending", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id", "time", b"time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cursor", b"cursor", "decisions", b"decisions", "kind", b"kind", "pending", b"pending", "run_id", b"run_id", "status", b"status", "thread_id", b"thread_id", "time", b"time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1282,6 +1529,7 @@ class Thread(_message.Message):
     RUN_IDS_FIELD_NUMBER: _builtins.int
     LATEST_RUN_ID_FIELD_NUMBER: _builtins.int
     LATEST_RUN_STATUS_FIELD_NUMBER: _builtins.int
+    GRANTS_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.str
     """The thread's id, as the client chose it."""
     latest_run_id: _builtins.str
@@ -1306,6 +1554,12 @@ class Thread(_message.Message):
     def run_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Its runs, oldest first. Empty in ListThreads."""
 
+    @_builtins.property
+    def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___Grant]:
+        """The grants of scope GRANT_SCOPE_THREAD in force in the thread, oldest
+        first. Empty in ListThreads.
+        """
+
     def __init__(
         self,
         *,
@@ -1316,10 +1570,11 @@ class Thread(_message.Message):
         run_ids: _abc.Iterable[_builtins.str] | None = ...,
         latest_run_id: _builtins.str = ...,
         latest_run_status: Global___RunStatus.ValueType = ...,
+        grants: _abc.Iterable[Global___Grant] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "updated_at", b"updated_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "latest_run_id", b"latest_run_id", "latest_run_status", b"latest_run_status", "messages", b"messages", "run_ids", b"run_ids", "thread_id", b"thread_id", "updated_at", b"updated_at"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "grants", b"grants", "latest_run_id", b"latest_run_id", "latest_run_status", b"latest_run_status", "messages", b"messages", "run_ids", b"run_ids", "thread_id", b"thread_id", "updated_at", b"updated_at"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1466,6 +1721,8 @@ class Run(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     EDITED_CALLS_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
+    DECISIONS_FIELD_NUMBER: _builtins.int
+    GRANTS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run's id (UUIDv7)."""
     agent_id: _builtins.str
@@ -1527,6 +1784,21 @@ class Run(_message.Message):
         its answer. Set by GetRun only; empty in ListRuns and CancelRun.
         """
 
+    @_builtins.property
+    def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Decision]:
+        """Who decided each of the run's tool calls that a person, a rule, a
+        grant or the deadline decided, in the order decided: every answer,
+        approval and decline, each call a CancelRun closed, each call an
+        approval rule approved or declined, and each call the deadline
+        expired. Set by GetRun only; empty in ListRuns and CancelRun.
+        """
+
+    @_builtins.property
+    def grants(self) -> _containers.RepeatedCompositeFieldContainer[Global___Grant]:
+        """The grants of scope GRANT_SCOPE_RUN in force in the run, oldest first
+        (its thread's are in Thread.grants). Set by GetRun only.
+        """
+
     def __init__(
         self,
         *,
@@ -1547,14 +1819,69 @@ class Run(_message.Message):
         thread_id: _builtins.str = ...,
         edited_calls: _abc.Iterable[Global___ToolCall] | None = ...,
         messages: _abc.Iterable[Global___ThreadMessage] | None = ...,
+        decisions: _abc.Iterable[Global___Decision] | None = ...,
+        grants: _abc.Iterable[Global___Grant] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "error", b"error", "expires_at", b"expires_at", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "last_seq", b"last_seq", "messages", b"messages", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cancel_reason", b"cancel_reason", "created_at", b"created_at", "decisions", b"decisions", "edited_calls", b"edited_calls", "error", b"error", "expires_at", b"expires_at", "final_text", b"final_text", "grants", b"grants", "last_seq", b"last_seq", "messages", b"messages", "metadata", b"metadata", "pending", b"pending", "run_id", b"run_id", "status", b"status", "steps", b"steps", "thread_id", b"thread_id", "updated_at", b"updated_at", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Run: _TypeAlias = Run  # noqa: Y015
+
+@_typing.final
+class Decision(_message.Message):
+    """A decision on one tool call of a run: what was decided, by whom, and
+    through which surface.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    DECIDED_BY_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    RULE_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    tool_call_id: _builtins.str
+    """The call decided."""
+    outcome: Global___DecisionOutcome.ValueType
+    decided_by: _builtins.str
+    """Who decided. A person: the name of the API key that called (a key's
+    name from the keys file or `[[tenants]]`; a key without one is
+    `sha256:` and the first 8 hex digits of the SHA-256 of the key,
+    never the key), or, with mutual TLS and no API key, the subject of
+    the client certificate; empty when the caller presented neither (an
+    open server without mutual TLS). DECISION_SOURCE_RULE: the rule's
+    place, `AGENT/TOOL/rules[N]` (N from 0). DECISION_SOURCE_GRANT: the
+    grant's `granted_by`. DECISION_SOURCE_DEADLINE: `deadline`.
+    """
+    source: Global___DecisionSource.ValueType
+    """Through what the decision came."""
+    rule: _builtins.str
+    """DECISION_SOURCE_RULE: the rule's `when` expression. Empty otherwise."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """When it was decided."""
+
+    def __init__(
+        self,
+        *,
+        tool_call_id: _builtins.str = ...,
+        outcome: Global___DecisionOutcome.ValueType = ...,
+        decided_by: _builtins.str = ...,
+        source: Global___DecisionSource.ValueType = ...,
+        rule: _builtins.str = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decided_by", b"decided_by", "outcome", b"outcome", "rule", b"rule", "source", b"source", "time", b"time", "tool_call_id", b"tool_call_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Decision: _TypeAlias = Decision  # noqa: Y015
 
 @_typing.final
 class PendingToolCall(_message.Message):

@@ -97,6 +97,11 @@ class AgentServiceStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.WatchRunsRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.RunEvent.FromString,
                 _registered_method=True)
+        self.RevokeGrant = channel.unary_unary(
+                '/agentd.v1.AgentService/RevokeGrant',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeGrantRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeGrantResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -223,6 +228,16 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevokeGrant(self, request, context):
+        """Ends a grant (see Approval.remember) of the caller's tenant: calls
+        that start waiting from now on are asked about again. Another
+        tenant's grant, or one that does not exist (or was revoked), is
+        NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -285,6 +300,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.WatchRuns,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.WatchRunsRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.RunEvent.SerializeToString,
+            ),
+            'RevokeGrant': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeGrant,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeGrantRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeGrantResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -614,6 +634,33 @@ class AgentService:
             '/agentd.v1.AgentService/WatchRuns',
             agentd_dot_v1_dot_agentd__pb2.WatchRunsRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.RunEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeGrant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/RevokeGrant',
+            agentd_dot_v1_dot_agentd__pb2.RevokeGrantRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.RevokeGrantResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -132,6 +132,12 @@ class AgentServiceStub:
     live, on any replica, without a gap or a duplicate. The stream does not
     end by itself; pass the last event's cursor to continue after it.
     """
+    RevokeGrant: _grpc.UnaryUnaryMultiCallable[_agentd_pb2.RevokeGrantRequest, _agentd_pb2.RevokeGrantResponse]
+    """Ends a grant (see Approval.remember) of the caller's tenant: calls
+    that start waiting from now on are asked about again. Another
+    tenant's grant, or one that does not exist (or was revoked), is
+    NOT_FOUND.
+    """
 
 @_typing.type_check_only
 class AgentServiceAsyncStub(AgentServiceStub):
@@ -208,6 +214,12 @@ class AgentServiceAsyncStub(AgentServiceStub):
     expired), replayed from the store after `after_cursor`, then followed
     live, on any replica, without a gap or a duplicate. The stream does not
     end by itself; pass the last event's cursor to continue after it.
+    """
+    RevokeGrant: _aio.UnaryUnaryMultiCallable[_agentd_pb2.RevokeGrantRequest, _agentd_pb2.RevokeGrantResponse]  # type: ignore[assignment]
+    """Ends a grant (see Approval.remember) of the caller's tenant: calls
+    that start waiting from now on are asked about again. Another
+    tenant's grant, or one that does not exist (or was revoked), is
+    NOT_FOUND.
     """
 
 class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -354,6 +366,18 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         expired), replayed from the store after `after_cursor`, then followed
         live, on any replica, without a gap or a duplicate. The stream does not
         end by itself; pass the last event's cursor to continue after it.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeGrant(
+        self,
+        request: _agentd_pb2.RevokeGrantRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agentd_pb2.RevokeGrantResponse, _abc.Awaitable[_agentd_pb2.RevokeGrantResponse]]:
+        """Ends a grant (see Approval.remember) of the caller's tenant: calls
+        that start waiting from now on are asked about again. Another
+        tenant's grant, or one that does not exist (or was revoked), is
+        NOT_FOUND.
         """
 
 def add_AgentServiceServicer_to_server(servicer: AgentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -33,15 +33,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentd/v1/agentd.proto.
  */
 export const file_agentd_v1_agentd: GenFile = /*@__PURE__*/
-  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLAAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCRImCgdhbnN3ZXJzGAkgAygLMhUuYWdlbnRkLnYxLlRvb2xBbnN3ZXJCCAoGYW5zd2VyIvEBCgpUb29sQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIOCgR0ZXh0GAIgASgJSAASKwoKc2VsZWN0aW9ucxgDIAEoCzIVLmFnZW50ZC52MS5TZWxlY3Rpb25zSAASJgoEZGF0YRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEicKCGFwcHJvdmFsGAUgASgLMhMuYWdlbnRkLnYxLkFwcHJvdmFsSAASNQoLZWxpY2l0YXRpb24YBiABKAsyHi5hZ2VudGQudjEuRWxpY2l0YXRpb25SZXNwb25zZUgAQggKBmFuc3dlciJtChNFbGljaXRhdGlvblJlc3BvbnNlEiwKBmFjdGlvbhgBIAEoDjIcLmFnZW50ZC52MS5FbGljaXRhdGlvbkFjdGlvbhIoCgdjb250ZW50GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSJaCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSLAoLZWRpdGVkX2FyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjgKE1N1YnNjcmliZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhEKCWFmdGVyX3NlcRgCIAEoBCJiChBXYXRjaFJ1bnNSZXF1ZXN0EhQKDGFmdGVyX2N1cnNvchgBIAEoCRImCgVraW5kcxgCIAMoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSEAoIYWdlbnRfaWQYAyABKAki8wEKCFJ1bkV2ZW50Eg4KBmN1cnNvchgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAMgASgOMhcuYWdlbnRkLnYxLlJ1bkV2ZW50S2luZBIOCgZydW5faWQYBCABKAkSEAoIYWdlbnRfaWQYBSABKAkSEQoJdGhyZWFkX2lkGAYgASgJEiQKBnN0YXR1cxgHIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSKwoHcGVuZGluZxgIIAMoCzIaLmFnZW50ZC52MS5QZW5kaW5nVG9vbENhbGwiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkicAoPTGlzdFJ1bnNSZXF1ZXN0EiQKBnN0YXR1cxgBIAEoDjIULmFnZW50ZC52MS5SdW5TdGF0dXMSEAoIYWdlbnRfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSQoQTGlzdFJ1bnNSZXNwb25zZRIcCgRydW5zGAEgAygLMg4uYWdlbnRkLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IkYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudGQudjEuQWdlbnQSDgoGdGVuYW50GAIgASgJImAKEkV4ZWN1dGVUb29sUmVxdWVzdBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIYWdlbnRfaWQYAyABKAkiOAoTRXhlY3V0ZVRvb2xSZXNwb25zZRIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIIiUKEEdldFRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKA0SEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5hZ2VudGQudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIoChNEZWxldGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCSJCChREZWxldGVUaHJlYWRSZXNwb25zZRIRCgl0aHJlYWRfaWQYASABKAkSFwoPZGVsZXRlZF9ydW5faWRzGAIgAygJIoACCgZUaHJlYWQSEQoJdGhyZWFkX2lkGAEgASgJEi4KCmNyZWF0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKCG1lc3NhZ2VzGAQgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2USDwoHcnVuX2lkcxgFIAMoCRIVCg1sYXRlc3RfcnVuX2lkGAYgASgJEi8KEWxhdGVzdF9ydW5fc3RhdHVzGAcgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cyLNAQoNVGhyZWFkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8uYWdlbnRkLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRInCgp0b29sX2NhbGxzGAMgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKC3Rvb2xfcmVzdWx0GAQgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHQSDgoGcnVuX2lkGAUgASgJEicKBmFuc3dlchgGIAEoCzIXLmFnZW50ZC52MS5UaHJlYWRBbnN3ZXIioQEKDFRocmVhZEFuc3dlchIUCgx0b29sX2NhbGxfaWQYASABKAkSDAoEdGV4dBgCIAEoCRITCgthbnN3ZXJlZF9ieRgDIAEoCRInCgZzb3VyY2UYBCABKA4yFy5hZ2VudGQudjEuQW5zd2VyU291cmNlEi8KC2Fuc3dlcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLmBAoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgZzdGF0dXMYAyABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYBCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlEhIKCmZpbmFsX3RleHQYBiABKAkSDQoFc3RlcHMYByABKA0SEAoIbGFzdF9zZXEYCCABKAQSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFZXJyb3IYDCABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3ISLgoIbWV0YWRhdGEYDSADKAsyHC5hZ2VudGQudjEuUnVuLk1ldGFkYXRhRW50cnkSFQoNY2FuY2VsX3JlYXNvbhgOIAEoCRIRCgl0aHJlYWRfaWQYDyABKAkSKQoMZWRpdGVkX2NhbGxzGBAgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKCG1lc3NhZ2VzGBEgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2UaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAisQEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNEicKBWluYm94GAcgASgLMhguYWdlbnRkLnYxLkluYm94U2V0dGluZ3MiQAoNSW5ib3hTZXR0aW5ncxIWCg5tZXRhZGF0YV9maXJzdBgBIAMoCRIXCg9tZXRhZGF0YV9oaWRkZW4YAiADKAkitgEKCFRvb2xJbmZvEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIOCgZzb3VyY2UYBCABKAkSGAoQcmVxdWlyZV9hcHByb3ZhbBgFIAEoCBIuCg1yZXN1bWVfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCKuBAoKQWdlbnRDaHVuaxIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgEEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBXN0YXJ0GAogASgLMhUuYWdlbnRkLnYxLlJ1blN0YXJ0ZWRIABIsCgpzdGVwX3N0YXJ0GAsgASgLMhYuYWdlbnRkLnYxLlN0ZXBTdGFydGVkSAASKgoKdGV4dF9kZWx0YRgMIAEoCzIULmFnZW50ZC52MS5UZXh0RGVsdGFIABIoCgl0b29sX2NhbGwYDSABKAsyEy5hZ2VudGQudjEuVG9vbENhbGxIABIsCgt0b29sX3Jlc3VsdBgOIAEoCzIVLmFnZW50ZC52MS5Ub29sUmVzdWx0SAASOwoTdG9vbF9jYWxsX3N1c3BlbmRlZBgPIAEoCzIcLmFnZW50ZC52MS5Ub29sQ2FsbFN1c3BlbmRlZEgAEjkKEnRvb2xfY2FsbF9hcHByb3ZhbBgQIAEoCzIbLmFnZW50ZC52MS5Ub29sQ2FsbEFwcHJvdmFsSAASLgoLc3RlcF9maW5pc2gYESABKAsyFy5hZ2VudGQudjEuU3RlcEZpbmlzaGVkSAASKAoGZmluaXNoGBIgASgLMhYuYWdlbnRkLnYxLlJ1bkZpbmlzaGVkSAASJAoFZXJyb3IYEyABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3JIAEIHCgVjaHVuayIvCgpSdW5TdGFydGVkEhAKCGFnZW50X2lkGAEgASgJEg8KB3Jlc3VtZWQYAiABKAgiGwoLU3RlcFN0YXJ0ZWQSDAoEc3RlcBgBIAEoDSIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSKKAQoIVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vcmlnaW5hbF9hcmdzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJYCgpUb29sUmVzdWx0EhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDwoHY29udGVudBgDIAEoCRIQCghpc19lcnJvchgEIAEoCCLHAQoRVG9vbENhbGxTdXNwZW5kZWQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYgoQVG9vbENhbGxBcHByb3ZhbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KDFN0ZXBGaW5pc2hlZBIMCgRzdGVwGAEgASgNEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlImUKC1J1bkZpbmlzaGVkEicKBnJlYXNvbhgBIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2USDAoEdGV4dBgDIAEoCSIpCghSdW5FcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAki0wEKDlN1c3BlbmRQYXlsb2FkEi0KCGFza191c2VyGAEgASgLMhkuYWdlbnRkLnYxLkFza1VzZXJQYXlsb2FkSAASKQoGY3VzdG9tGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEjAKC2NsaWVudF90b29sGAMgASgLMhkuYWdlbnRkLnYxLkNsaWVudFRvb2xDYWxsSAASLQoLZWxpY2l0YXRpb24YBCABKAsyFi5hZ2VudGQudjEuRWxpY2l0YXRpb25IAEIGCgRraW5kIpgBCgtFbGljaXRhdGlvbhIOCgZzZXJ2ZXIYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIxChByZXF1ZXN0ZWRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgRtb2RlGAQgASgOMhouYWdlbnRkLnYxLkVsaWNpdGF0aW9uTW9kZRILCgN1cmwYBSABKAkifwoOQXNrVXNlclBheWxvYWQSEAoIcXVlc3Rpb24YASABKAkSKQoHb3B0aW9ucxgCIAMoCzIYLmFnZW50ZC52MS5Bc2tVc2VyT3B0aW9uEjAKDnNlbGVjdGlvbl9tb2RlGAMgASgOMhguYWdlbnRkLnYxLlNlbGVjdGlvbk1vZGUiMwoNQXNrVXNlck9wdGlvbhINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJKCg5DbGllbnRUb29sQ2FsbBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnMKEERpc2Nvbm5lY3RQb2xpY3kSIQodRElTQ09OTkVDVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpESVNDT05ORUNUX1BPTElDWV9DT05USU5VRRABEhwKGERJU0NPTk5FQ1RfUE9MSUNZX0NBTkNFTBACKpUBChFFbGljaXRhdGlvbkFjdGlvbhIiCh5FTElDSVRBVElPTl9BQ1RJT05fVU5TUEVDSUZJRUQQABIdChlFTElDSVRBVElPTl9BQ1RJT05fQUNDRVBUEAESHgoaRUxJQ0lUQVRJT05fQUNUSU9OX0RFQ0xJTkUQAhIdChlFTElDSVRBVElPTl9BQ1RJT05fQ0FOQ0VMEAMq9wEKDFJ1bkV2ZW50S2luZBIeChpSVU5fRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEhoKFlJVTl9FVkVOVF9LSU5EX1NUQVJURUQQARIcChhSVU5fRVZFTlRfS0lORF9TVVNQRU5ERUQQAhIaChZSVU5fRVZFTlRfS0lORF9SRVNVTUVEEAMSHAoYUlVOX0VWRU5UX0tJTkRfQ09NUExFVEVEEAQSGQoVUlVOX0VWRU5UX0tJTkRfRkFJTEVEEAUSHAoYUlVOX0VWRU5UX0tJTkRfQ0FOQ0VMTEVEEAYSGgoWUlVOX0VWRU5UX0tJTkRfRVhQSVJFRBAHKmYKDEFuc3dlclNvdXJjZRIdChlBTlNXRVJfU09VUkNFX1VOU1BFQ0lGSUVEEAASGAoUQU5TV0VSX1NPVVJDRV9SRVNVTUUQARIdChlBTlNXRVJfU09VUkNFX0FVVE9fUkVTVU1FEAIqvAEKCVJ1blN0YXR1cxIaChZSVU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSUlVOX1NUQVRVU19SVU5OSU5HEAESGAoUUlVOX1NUQVRVU19TVVNQRU5ERUQQAhIYChRSVU5fU1RBVFVTX0NPTVBMRVRFRBADEhUKEVJVTl9TVEFUVVNfRkFJTEVEEAQSGAoUUlVOX1NUQVRVU19DQU5DRUxMRUQQBRIWChJSVU5fU1RBVFVTX0VYUElSRUQQBiq1AQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIbChdGSU5JU0hfUkVBU09OX1NVU1BFTkRFRBACEhsKF0ZJTklTSF9SRUFTT05fTUFYX1NURVBTEAMSGwoXRklOSVNIX1JFQVNPTl9DQU5DRUxMRUQQBBIXChNGSU5JU0hfUkVBU09OX0VSUk9SEAUqaAoPRWxpY2l0YXRpb25Nb2RlEiAKHEVMSUNJVEFUSU9OX01PREVfVU5TUEVDSUZJRUQQABIZChVFTElDSVRBVElPTl9NT0RFX0ZPUk0QARIYChRFTElDSVRBVElPTl9NT0RFX1VSTBACKnIKDVNlbGVjdGlvbk1vZGUSHgoaU0VMRUNUSU9OX01PREVfVU5TUEVDSUZJRUQQABIgChxTRUxFQ1RJT05fTU9ERV9TSU5HTEVfU0VMRUNUEAESHwobU0VMRUNUSU9OX01PREVfTVVMVElfU0VMRUNUEAIyxAYKDEFnZW50U2VydmljZRJFCgtTdHJlYW1BZ2VudBIdLmFnZW50ZC52MS5TdHJlYW1BZ2VudFJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEjsKBlJlc3VtZRIYLmFnZW50ZC52MS5SZXN1bWVSZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARJHCgxTdWJzY3JpYmVSdW4SHi5hZ2VudGQudjEuU3Vic2NyaWJlUnVuUmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESMgoGR2V0UnVuEhguYWdlbnRkLnYxLkdldFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkMKCExpc3RSdW5zEhouYWdlbnRkLnYxLkxpc3RSdW5zUmVxdWVzdBobLmFnZW50ZC52MS5MaXN0UnVuc1Jlc3BvbnNlEjgKCUNhbmNlbFJ1bhIbLmFnZW50ZC52MS5DYW5jZWxSdW5SZXF1ZXN0Gg4uYWdlbnRkLnYxLlJ1bhJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJMCgtFeGVjdXRlVG9vbBIdLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlcXVlc3QaHi5hZ2VudGQudjEuRXhlY3V0ZVRvb2xSZXNwb25zZRI7CglHZXRUaHJlYWQSGy5hZ2VudGQudjEuR2V0VGhyZWFkUmVxdWVzdBoRLmFnZW50ZC52MS5UaHJlYWQSTAoLTGlzdFRocmVhZHMSHS5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXF1ZXN0Gh4uYWdlbnRkLnYxLkxpc3RUaHJlYWRzUmVzcG9uc2USTwoMRGVsZXRlVGhyZWFkEh4uYWdlbnRkLnYxLkRlbGV0ZVRocmVhZFJlcXVlc3QaHy5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVzcG9uc2USPwoJV2F0Y2hSdW5zEhsuYWdlbnRkLnYxLldhdGNoUnVuc1JlcXVlc3QaEy5hZ2VudGQudjEuUnVuRXZlbnQwAUJBCg1kZXYuYWdlbnRkLnYxWiRhZ2VudGQvY2xpZW50cy9nby9hZ2VudGQvdjE7YWdlbnRkdjGqAglBZ2VudGQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChZhZ2VudGQvdjEvYWdlbnRkLnByb3RvEglhZ2VudGQudjEi2gIKElN0cmVhbUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSJAoIbWVzc2FnZXMYAyADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgdvcHRpb25zGAQgASgLMhUuYWdlbnRkLnYxLlJ1bk9wdGlvbnMSPQoIbWV0YWRhdGEYBSADKAsyKy5hZ2VudGQudjEuU3RyZWFtQWdlbnRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSEgoKcmVxdWVzdF9pZBgGIAEoCRIoCgV0b29scxgHIAMoCzIZLmFnZW50ZC52MS5Ub29sRGVmaW5pdGlvbhIRCgl0aHJlYWRfaWQYCCABKAkSEwoLYXV0b19yZXN1bWUYCSABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInwKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChByZXF1aXJlX2FwcHJvdmFsGAQgASgIIjkKB01lc3NhZ2USHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEg8KB2NvbnRlbnQYAiABKAkijwEKClJ1bk9wdGlvbnMSEQoJbWF4X3N0ZXBzGAEgASgNEh0KFXJlcXVpcmVfdG9vbF9hcHByb3ZhbBgCIAEoCBIyCg1vbl9kaXNjb25uZWN0GAMgASgOMhsuYWdlbnRkLnYxLkRpc2Nvbm5lY3RQb2xpY3kSGwoTc3VzcGVuZF90dGxfc2Vjb25kcxgEIAEoBCLAAgoNUmVzdW1lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEg4KBHRleHQYAyABKAlIABIrCgpzZWxlY3Rpb25zGAQgASgLMhUuYWdlbnRkLnYxLlNlbGVjdGlvbnNIABImCgRkYXRhGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlSAASJwoIYXBwcm92YWwYBiABKAsyEy5hZ2VudGQudjEuQXBwcm92YWxIABI1CgtlbGljaXRhdGlvbhgIIAEoCzIeLmFnZW50ZC52MS5FbGljaXRhdGlvblJlc3BvbnNlSAASEgoKcmVxdWVzdF9pZBgHIAEoCRImCgdhbnN3ZXJzGAkgAygLMhUuYWdlbnRkLnYxLlRvb2xBbnN3ZXJCCAoGYW5zd2VyIvEBCgpUb29sQW5zd2VyEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIOCgR0ZXh0GAIgASgJSAASKwoKc2VsZWN0aW9ucxgDIAEoCzIVLmFnZW50ZC52MS5TZWxlY3Rpb25zSAASJgoEZGF0YRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUgAEicKCGFwcHJvdmFsGAUgASgLMhMuYWdlbnRkLnYxLkFwcHJvdmFsSAASNQoLZWxpY2l0YXRpb24YBiABKAsyHi5hZ2VudGQudjEuRWxpY2l0YXRpb25SZXNwb25zZUgAQggKBmFuc3dlciJtChNFbGljaXRhdGlvblJlc3BvbnNlEiwKBmFjdGlvbhgBIAEoDjIcLmFnZW50ZC52MS5FbGljaXRhdGlvbkFjdGlvbhIoCgdjb250ZW50GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIcCgpTZWxlY3Rpb25zEg4KBmxhYmVscxgBIAMoCSK0AQoIQXBwcm92YWwSEAoIYXBwcm92ZWQYASABKAgSDgoGcmVhc29uGAIgASgJEiwKC2VkaXRlZF9hcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCghyZW1lbWJlchgEIAEoDjIVLmFnZW50ZC52MS5HcmFudFNjb3BlEi8KDHJlbWVtYmVyX2ZvchgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKWAQoFR3JhbnQSEAoIZ3JhbnRfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiQKBXNjb3BlGAMgASgOMhUuYWdlbnRkLnYxLkdyYW50U2NvcGUSEgoKZ3JhbnRlZF9ieRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCImChJSZXZva2VHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiFQoTUmV2b2tlR3JhbnRSZXNwb25zZSI4ChNTdWJzY3JpYmVSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIRCglhZnRlcl9zZXEYAiABKAQiYgoQV2F0Y2hSdW5zUmVxdWVzdBIUCgxhZnRlcl9jdXJzb3IYASABKAkSJgoFa2luZHMYAiADKA4yFy5hZ2VudGQudjEuUnVuRXZlbnRLaW5kEhAKCGFnZW50X2lkGAMgASgJIpsCCghSdW5FdmVudBIOCgZjdXJzb3IYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgDIAEoDjIXLmFnZW50ZC52MS5SdW5FdmVudEtpbmQSDgoGcnVuX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhEKCXRocmVhZF9pZBgGIAEoCRIkCgZzdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYCCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEiYKCWRlY2lzaW9ucxgJIAMoCzITLmFnZW50ZC52MS5EZWNpc2lvbiIfCg1HZXRSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSJAoGc3RhdHVzGAEgASgOMhQuYWdlbnRkLnYxLlJ1blN0YXR1cxIQCghhZ2VudF9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSJJChBMaXN0UnVuc1Jlc3BvbnNlEhwKBHJ1bnMYASADKAsyDi5hZ2VudGQudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIyChBDYW5jZWxSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiEwoRTGlzdEFnZW50c1JlcXVlc3QiRgoSTGlzdEFnZW50c1Jlc3BvbnNlEiAKBmFnZW50cxgBIAMoCzIQLmFnZW50ZC52MS5BZ2VudBIOCgZ0ZW5hbnQYAiABKAkiYAoSRXhlY3V0ZVRvb2xSZXF1ZXN0EhEKCXRvb2xfbmFtZRgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghhZ2VudF9pZBgDIAEoCSI4ChNFeGVjdXRlVG9vbFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgiJQoQR2V0VGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiOwoSTGlzdFRocmVhZHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJIlIKE0xpc3RUaHJlYWRzUmVzcG9uc2USIgoHdGhyZWFkcxgBIAMoCzIRLmFnZW50ZC52MS5UaHJlYWQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZVRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIkIKFERlbGV0ZVRocmVhZFJlc3BvbnNlEhEKCXRocmVhZF9pZBgBIAEoCRIXCg9kZWxldGVkX3J1bl9pZHMYAiADKAkiogIKBlRocmVhZBIRCgl0aHJlYWRfaWQYASABKAkSLgoKY3JlYXRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoIbWVzc2FnZXMYBCADKAsyGC5hZ2VudGQudjEuVGhyZWFkTWVzc2FnZRIPCgdydW5faWRzGAUgAygJEhUKDWxhdGVzdF9ydW5faWQYBiABKAkSLwoRbGF0ZXN0X3J1bl9zdGF0dXMYByABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEiAKBmdyYW50cxgIIAMoCzIQLmFnZW50ZC52MS5HcmFudCLNAQoNVGhyZWFkTWVzc2FnZRIdCgRyb2xlGAEgASgOMg8uYWdlbnRkLnYxLlJvbGUSDwoHY29udGVudBgCIAEoCRInCgp0b29sX2NhbGxzGAMgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKC3Rvb2xfcmVzdWx0GAQgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bHQSDgoGcnVuX2lkGAUgASgJEicKBmFuc3dlchgGIAEoCzIXLmFnZW50ZC52MS5UaHJlYWRBbnN3ZXIioQEKDFRocmVhZEFuc3dlchIUCgx0b29sX2NhbGxfaWQYASABKAkSDAoEdGV4dBgCIAEoCRITCgthbnN3ZXJlZF9ieRgDIAEoCRInCgZzb3VyY2UYBCABKA4yFy5hZ2VudGQudjEuQW5zd2VyU291cmNlEi8KC2Fuc3dlcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKwBQoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIkCgZzdGF0dXMYAyABKA4yFC5hZ2VudGQudjEuUnVuU3RhdHVzEisKB3BlbmRpbmcYBCADKAsyGi5hZ2VudGQudjEuUGVuZGluZ1Rvb2xDYWxsEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlEhIKCmZpbmFsX3RleHQYBiABKAkSDQoFc3RlcHMYByABKA0SEAoIbGFzdF9zZXEYCCABKAQSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoFZXJyb3IYDCABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3ISLgoIbWV0YWRhdGEYDSADKAsyHC5hZ2VudGQudjEuUnVuLk1ldGFkYXRhRW50cnkSFQoNY2FuY2VsX3JlYXNvbhgOIAEoCRIRCgl0aHJlYWRfaWQYDyABKAkSKQoMZWRpdGVkX2NhbGxzGBAgAygLMhMuYWdlbnRkLnYxLlRvb2xDYWxsEioKCG1lc3NhZ2VzGBEgAygLMhguYWdlbnRkLnYxLlRocmVhZE1lc3NhZ2USJgoJZGVjaXNpb25zGBIgAygLMhMuYWdlbnRkLnYxLkRlY2lzaW9uEiAKBmdyYW50cxgTIAMoCzIQLmFnZW50ZC52MS5HcmFudBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEixAEKCERlY2lzaW9uEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIrCgdvdXRjb21lGAIgASgOMhouYWdlbnRkLnYxLkRlY2lzaW9uT3V0Y29tZRISCgpkZWNpZGVkX2J5GAMgASgJEikKBnNvdXJjZRgEIAEoDjIZLmFnZW50ZC52MS5EZWNpc2lvblNvdXJjZRIMCgRydWxlGAUgASgJEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIuABCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSGQoRYXdhaXRpbmdfYXBwcm92YWwYBSABKAgSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAisQEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBW1vZGVsGAMgASgJEiIKBXRvb2xzGAQgAygLMhMuYWdlbnRkLnYxLlRvb2xJbmZvEhIKCmlzX2RlZmF1bHQYBSABKAgSEQoJbWF4X3N0ZXBzGAYgASgNEicKBWluYm94GAcgASgLMhguYWdlbnRkLnYxLkluYm94U2V0dGluZ3MiQAoNSW5ib3hTZXR0aW5ncxIWCg5tZXRhZGF0YV9maXJzdBgBIAMoCRIXCg9tZXRhZGF0YV9oaWRkZW4YAiADKAkitgEKCFRvb2xJbmZvEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIOCgZzb3VyY2UYBCABKAkSGAoQcmVxdWlyZV9hcHByb3ZhbBgFIAEoCBIuCg1yZXN1bWVfc2NoZW1hGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCKuBAoKQWdlbnRDaHVuaxIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgEEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBXN0YXJ0GAogASgLMhUuYWdlbnRkLnYxLlJ1blN0YXJ0ZWRIABIsCgpzdGVwX3N0YXJ0GAsgASgLMhYuYWdlbnRkLnYxLlN0ZXBTdGFydGVkSAASKgoKdGV4dF9kZWx0YRgMIAEoCzIULmFnZW50ZC52MS5UZXh0RGVsdGFIABIoCgl0b29sX2NhbGwYDSABKAsyEy5hZ2VudGQudjEuVG9vbENhbGxIABIsCgt0b29sX3Jlc3VsdBgOIAEoCzIVLmFnZW50ZC52MS5Ub29sUmVzdWx0SAASOwoTdG9vbF9jYWxsX3N1c3BlbmRlZBgPIAEoCzIcLmFnZW50ZC52MS5Ub29sQ2FsbFN1c3BlbmRlZEgAEjkKEnRvb2xfY2FsbF9hcHByb3ZhbBgQIAEoCzIbLmFnZW50ZC52MS5Ub29sQ2FsbEFwcHJvdmFsSAASLgoLc3RlcF9maW5pc2gYESABKAsyFy5hZ2VudGQudjEuU3RlcEZpbmlzaGVkSAASKAoGZmluaXNoGBIgASgLMhYuYWdlbnRkLnYxLlJ1bkZpbmlzaGVkSAASJAoFZXJyb3IYEyABKAsyEy5hZ2VudGQudjEuUnVuRXJyb3JIAEIHCgVjaHVuayIvCgpSdW5TdGFydGVkEhAKCGFnZW50X2lkGAEgASgJEg8KB3Jlc3VtZWQYAiABKAgiGwoLU3RlcFN0YXJ0ZWQSDAoEc3RlcBgBIAEoDSIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSKKAQoIVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCg1vcmlnaW5hbF9hcmdzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJYCgpUb29sUmVzdWx0EhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDwoHY29udGVudBgDIAEoCRIQCghpc19lcnJvchgEIAEoCCLHAQoRVG9vbENhbGxTdXNwZW5kZWQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCg9zdXNwZW5kX3BheWxvYWQYBCABKAsyGS5hZ2VudGQudjEuU3VzcGVuZFBheWxvYWQSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYgoQVG9vbENhbGxBcHByb3ZhbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBGFyZ3MYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KDFN0ZXBGaW5pc2hlZBIMCgRzdGVwGAEgASgNEh8KBXVzYWdlGAIgASgLMhAuYWdlbnRkLnYxLlVzYWdlImUKC1J1bkZpbmlzaGVkEicKBnJlYXNvbhgBIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SHwoFdXNhZ2UYAiABKAsyEC5hZ2VudGQudjEuVXNhZ2USDAoEdGV4dBgDIAEoCSIpCghSdW5FcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAki0wEKDlN1c3BlbmRQYXlsb2FkEi0KCGFza191c2VyGAEgASgLMhkuYWdlbnRkLnYxLkFza1VzZXJQYXlsb2FkSAASKQoGY3VzdG9tGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAEjAKC2NsaWVudF90b29sGAMgASgLMhkuYWdlbnRkLnYxLkNsaWVudFRvb2xDYWxsSAASLQoLZWxpY2l0YXRpb24YBCABKAsyFi5hZ2VudGQudjEuRWxpY2l0YXRpb25IAEIGCgRraW5kIpgBCgtFbGljaXRhdGlvbhIOCgZzZXJ2ZXIYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIxChByZXF1ZXN0ZWRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIoCgRtb2RlGAQgASgOMhouYWdlbnRkLnYxLkVsaWNpdGF0aW9uTW9kZRILCgN1cmwYBSABKAkifwoOQXNrVXNlclBheWxvYWQSEAoIcXVlc3Rpb24YASABKAkSKQoHb3B0aW9ucxgCIAMoCzIYLmFnZW50ZC52MS5Bc2tVc2VyT3B0aW9uEjAKDnNlbGVjdGlvbl9tb2RlGAMgASgOMhguYWdlbnRkLnYxLlNlbGVjdGlvbk1vZGUiMwoNQXNrVXNlck9wdGlvbhINCgVsYWJlbBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSJKCg5DbGllbnRUb29sQ2FsbBIRCgl0b29sX25hbWUYASABKAkSJQoEYXJncxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqXwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARINCglST0xFX1VTRVIQAhISCg5ST0xFX0FTU0lTVEFOVBADEg0KCVJPTEVfVE9PTBAEKnMKEERpc2Nvbm5lY3RQb2xpY3kSIQodRElTQ09OTkVDVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpESVNDT05ORUNUX1BPTElDWV9DT05USU5VRRABEhwKGERJU0NPTk5FQ1RfUE9MSUNZX0NBTkNFTBACKpUBChFFbGljaXRhdGlvbkFjdGlvbhIiCh5FTElDSVRBVElPTl9BQ1RJT05fVU5TUEVDSUZJRUQQABIdChlFTElDSVRBVElPTl9BQ1RJT05fQUNDRVBUEAESHgoaRUxJQ0lUQVRJT05fQUNUSU9OX0RFQ0xJTkUQAhIdChlFTElDSVRBVElPTl9BQ1RJT05fQ0FOQ0VMEAMqVgoKR3JhbnRTY29wZRIbChdHUkFOVF9TQ09QRV9VTlNQRUNJRklFRBAAEhMKD0dSQU5UX1NDT1BFX1JVThABEhYKEkdSQU5UX1NDT1BFX1RIUkVBRBACKvcBCgxSdW5FdmVudEtpbmQSHgoaUlVOX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIaChZSVU5fRVZFTlRfS0lORF9TVEFSVEVEEAESHAoYUlVOX0VWRU5UX0tJTkRfU1VTUEVOREVEEAISGgoWUlVOX0VWRU5UX0tJTkRfUkVTVU1FRBADEhwKGFJVTl9FVkVOVF9LSU5EX0NPTVBMRVRFRBAEEhkKFVJVTl9FVkVOVF9LSU5EX0ZBSUxFRBAFEhwKGFJVTl9FVkVOVF9LSU5EX0NBTkNFTExFRBAGEhoKFlJVTl9FVkVOVF9LSU5EX0VYUElSRUQQBypmCgxBbnN3ZXJTb3VyY2USHQoZQU5TV0VSX1NPVVJDRV9VTlNQRUNJRklFRBAAEhgKFEFOU1dFUl9TT1VSQ0VfUkVTVU1FEAESHQoZQU5TV0VSX1NPVVJDRV9BVVRPX1JFU1VNRRACKs4BCg9EZWNpc2lvbk91dGNvbWUSIAocREVDSVNJT05fT1VUQ09NRV9VTlNQRUNJRklFRBAAEh0KGURFQ0lTSU9OX09VVENPTUVfQU5TV0VSRUQQARIdChlERUNJU0lPTl9PVVRDT01FX0FQUFJPVkVEEAISHQoZREVDSVNJT05fT1VUQ09NRV9ERUNMSU5FRBADEh4KGkRFQ0lTSU9OX09VVENPTUVfQ0FOQ0VMTEVEEAQSHAoYREVDSVNJT05fT1VUQ09NRV9FWFBJUkVEEAUqwAIKDkRlY2lzaW9uU291cmNlEh8KG0RFQ0lTSU9OX1NPVVJDRV9VTlNQRUNJRklFRBAAEhgKFERFQ0lTSU9OX1NPVVJDRV9HUlBDEAESHAoYREVDSVNJT05fU09VUkNFX0dSUENfV0VCEAISGQoVREVDSVNJT05fU09VUkNFX0lOQk9YEAMSFwoTREVDSVNJT05fU09VUkNFX0EyQRAEEhcKE0RFQ0lTSU9OX1NPVVJDRV9NQ1AQBRIZChVERUNJU0lPTl9TT1VSQ0VfQUdfVUkQBhIaChZERUNJU0lPTl9TT1VSQ0VfVEhSRUFEEAcSGAoUREVDSVNJT05fU09VUkNFX1JVTEUQCBIZChVERUNJU0lPTl9TT1VSQ0VfR1JBTlQQCRIcChhERUNJU0lPTl9TT1VSQ0VfREVBRExJTkUQCiq8AQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBACEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAMSFQoRUlVOX1NUQVRVU19GQUlMRUQQBBIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAFEhYKElJVTl9TVEFUVVNfRVhQSVJFRBAGKrUBCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhsKF0ZJTklTSF9SRUFTT05fU1VTUEVOREVEEAISGwoXRklOSVNIX1JFQVNPTl9NQVhfU1RFUFMQAxIbChdGSU5JU0hfUkVBU09OX0NBTkNFTExFRBAEEhcKE0ZJTklTSF9SRUFTT05fRVJST1IQBSpoCg9FbGljaXRhdGlvbk1vZGUSIAocRUxJQ0lUQVRJT05fTU9ERV9VTlNQRUNJRklFRBAAEhkKFUVMSUNJVEFUSU9OX01PREVfRk9STRABEhgKFEVMSUNJVEFUSU9OX01PREVfVVJMEAIqcgoNU2VsZWN0aW9uTW9kZRIeChpTRUxFQ1RJT05fTU9ERV9VTlNQRUNJRklFRBAAEiAKHFNFTEVDVElPTl9NT0RFX1NJTkdMRV9TRUxFQ1QQARIfChtTRUxFQ1RJT05fTU9ERV9NVUxUSV9TRUxFQ1QQAjKSBwoMQWdlbnRTZXJ2aWNlEkUKC1N0cmVhbUFnZW50Eh0uYWdlbnRkLnYxLlN0cmVhbUFnZW50UmVxdWVzdBoVLmFnZW50ZC52MS5BZ2VudENodW5rMAESOwoGUmVzdW1lEhguYWdlbnRkLnYxLlJlc3VtZVJlcXVlc3QaFS5hZ2VudGQudjEuQWdlbnRDaHVuazABEkcKDFN1YnNjcmliZVJ1bhIeLmFnZW50ZC52MS5TdWJzY3JpYmVSdW5SZXF1ZXN0GhUuYWdlbnRkLnYxLkFnZW50Q2h1bmswARIyCgZHZXRSdW4SGC5hZ2VudGQudjEuR2V0UnVuUmVxdWVzdBoOLmFnZW50ZC52MS5SdW4SQwoITGlzdFJ1bnMSGi5hZ2VudGQudjEuTGlzdFJ1bnNSZXF1ZXN0GhsuYWdlbnRkLnYxLkxpc3RSdW5zUmVzcG9uc2USOAoJQ2FuY2VsUnVuEhsuYWdlbnRkLnYxLkNhbmNlbFJ1blJlcXVlc3QaDi5hZ2VudGQudjEuUnVuEkkKCkxpc3RBZ2VudHMSHC5hZ2VudGQudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5hZ2VudGQudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkwKC0V4ZWN1dGVUb29sEh0uYWdlbnRkLnYxLkV4ZWN1dGVUb29sUmVxdWVzdBoeLmFnZW50ZC52MS5FeGVjdXRlVG9vbFJlc3BvbnNlEjsKCUdldFRocmVhZBIbLmFnZW50ZC52MS5HZXRUaHJlYWRSZXF1ZXN0GhEuYWdlbnRkLnYxLlRocmVhZBJMCgtMaXN0VGhyZWFkcxIdLmFnZW50ZC52MS5MaXN0VGhyZWFkc1JlcXVlc3QaHi5hZ2VudGQudjEuTGlzdFRocmVhZHNSZXNwb25zZRJPCgxEZWxldGVUaHJlYWQSHi5hZ2VudGQudjEuRGVsZXRlVGhyZWFkUmVxdWVzdBofLmFnZW50ZC52MS5EZWxldGVUaHJlYWRSZXNwb25zZRI/CglXYXRjaFJ1bnMSGy5hZ2VudGQudjEuV2F0Y2hSdW5zUmVxdWVzdBoTLmFnZW50ZC52MS5SdW5FdmVudDABEkwKC1Jldm9rZUdyYW50Eh0uYWdlbnRkLnYxLlJldm9rZUdyYW50UmVxdWVzdBoeLmFnZW50ZC52MS5SZXZva2VHcmFudFJlc3BvbnNlQkEKDWRldi5hZ2VudGQudjFaJGFnZW50ZC9jbGllbnRzL2dvL2FnZW50ZC92MTthZ2VudGR2MaoCCUFnZW50ZC5WMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Starts a run. Exactly one of `prompt` and `messages` must be given.
@@ -537,6 +537,28 @@ export type Approval = Message$1<"agentd.v1.Approval"> & {
    * @generated from field: google.protobuf.Struct edited_args = 3;
    */
   editedArgs?: JsonObject | undefined;
+
+  /**
+   * With `approved = true`: also approve, from now on, the later calls of
+   * the same tool in this scope (a grant, listed in Run.grants or
+   * Thread.grants): GRANT_SCOPE_RUN this run, GRANT_SCOPE_THREAD every run
+   * of its thread (INVALID_ARGUMENT for a run outside a thread). A call
+   * that would wait for approval after the grant is made is approved by
+   * it instead (a decision with DECISION_SOURCE_GRANT); calls already
+   * waiting still need their own answers. Unset: nothing is remembered.
+   * With `approved = false` it is INVALID_ARGUMENT.
+   *
+   * @generated from field: agentd.v1.GrantScope remember = 4;
+   */
+  remember: GrantScope;
+
+  /**
+   * With `remember`: how long the grant holds, from now (positive, whole
+   * seconds or more). Unset: as long as its scope lives.
+   *
+   * @generated from field: google.protobuf.Duration remember_for = 5;
+   */
+  rememberFor?: Duration | undefined;
 };
 
 /**
@@ -545,6 +567,89 @@ export type Approval = Message$1<"agentd.v1.Approval"> & {
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agentd, 8);
+
+/**
+ * A person's approval remembered for a tool in a scope.
+ *
+ * @generated from message agentd.v1.Grant
+ */
+export type Grant = Message$1<"agentd.v1.Grant"> & {
+  /**
+   * Pass it to RevokeGrant.
+   *
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+
+  /**
+   * The tool whose calls it approves.
+   *
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * @generated from field: agentd.v1.GrantScope scope = 3;
+   */
+  scope: GrantScope;
+
+  /**
+   * Who approved (as Decision.decided_by names a person).
+   *
+   * @generated from field: string granted_by = 4;
+   */
+  grantedBy: string;
+
+  /**
+   * When it ends; unset: when its scope does.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Grant.
+ * Use `create(GrantSchema)` to create a new message.
+ */
+export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 9);
+
+/**
+ * Ends a grant.
+ *
+ * @generated from message agentd.v1.RevokeGrantRequest
+ */
+export type RevokeGrantRequest = Message$1<"agentd.v1.RevokeGrantRequest"> & {
+  /**
+   * A Grant.grant_id.
+   *
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+};
+
+/**
+ * Describes the message agentd.v1.RevokeGrantRequest.
+ * Use `create(RevokeGrantRequestSchema)` to create a new message.
+ */
+export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 10);
+
+/**
+ * A revoked grant.
+ *
+ * @generated from message agentd.v1.RevokeGrantResponse
+ */
+export type RevokeGrantResponse = Message$1<"agentd.v1.RevokeGrantResponse"> & {
+};
+
+/**
+ * Describes the message agentd.v1.RevokeGrantResponse.
+ * Use `create(RevokeGrantResponseSchema)` to create a new message.
+ */
+export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 11);
 
 /**
  * Follows a run's chunks.
@@ -572,7 +677,7 @@ export type SubscribeRunRequest = Message$1<"agentd.v1.SubscribeRunRequest"> & {
  * Use `create(SubscribeRunRequestSchema)` to create a new message.
  */
 export const SubscribeRunRequestSchema: GenMessage<SubscribeRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 9);
+  messageDesc(file_agentd_v1_agentd, 12);
 
 /**
  * Follows the caller's run events.
@@ -609,7 +714,7 @@ export type WatchRunsRequest = Message$1<"agentd.v1.WatchRunsRequest"> & {
  * Use `create(WatchRunsRequestSchema)` to create a new message.
  */
 export const WatchRunsRequestSchema: GenMessage<WatchRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 10);
+  messageDesc(file_agentd_v1_agentd, 13);
 
 /**
  * A change of a run's status.
@@ -668,6 +773,16 @@ export type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
    * @generated from field: repeated agentd.v1.PendingToolCall pending = 8;
    */
   pending: PendingToolCall[];
+
+  /**
+   * The decisions this change was made of: on RESUMED, the answers that
+   * continued the run; on CANCELLED and EXPIRED of a suspended run, the
+   * calls that were waiting (CancelRun's caller, or the deadline). Empty
+   * on the other kinds.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 9;
+   */
+  decisions: Decision[];
 };
 
 /**
@@ -675,7 +790,7 @@ export type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 11);
+  messageDesc(file_agentd_v1_agentd, 14);
 
 /**
  * Reads one run.
@@ -696,7 +811,7 @@ export type GetRunRequest = Message$1<"agentd.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 12);
+  messageDesc(file_agentd_v1_agentd, 15);
 
 /**
  * Lists runs, newest first (run ids are UUIDv7, so id order is creation
@@ -747,7 +862,7 @@ export type ListRunsRequest = Message$1<"agentd.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 13);
+  messageDesc(file_agentd_v1_agentd, 16);
 
 /**
  * A page of runs.
@@ -775,7 +890,7 @@ export type ListRunsResponse = Message$1<"agentd.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 14);
+  messageDesc(file_agentd_v1_agentd, 17);
 
 /**
  * Stops a run.
@@ -803,7 +918,7 @@ export type CancelRunRequest = Message$1<"agentd.v1.CancelRunRequest"> & {
  * Use `create(CancelRunRequestSchema)` to create a new message.
  */
 export const CancelRunRequestSchema: GenMessage<CancelRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 15);
+  messageDesc(file_agentd_v1_agentd, 18);
 
 /**
  * Lists the agents this server hosts.
@@ -818,7 +933,7 @@ export type ListAgentsRequest = Message$1<"agentd.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 16);
+  messageDesc(file_agentd_v1_agentd, 19);
 
 /**
  * The agents this server hosts.
@@ -847,7 +962,7 @@ export type ListAgentsResponse = Message$1<"agentd.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 17);
+  messageDesc(file_agentd_v1_agentd, 20);
 
 /**
  * Runs one tool outside of any run.
@@ -882,7 +997,7 @@ export type ExecuteToolRequest = Message$1<"agentd.v1.ExecuteToolRequest"> & {
  * Use `create(ExecuteToolRequestSchema)` to create a new message.
  */
 export const ExecuteToolRequestSchema: GenMessage<ExecuteToolRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 18);
+  messageDesc(file_agentd_v1_agentd, 21);
 
 /**
  * The result of a tool run outside of any run.
@@ -910,7 +1025,7 @@ export type ExecuteToolResponse = Message$1<"agentd.v1.ExecuteToolResponse"> & {
  * Use `create(ExecuteToolResponseSchema)` to create a new message.
  */
 export const ExecuteToolResponseSchema: GenMessage<ExecuteToolResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 19);
+  messageDesc(file_agentd_v1_agentd, 22);
 
 /**
  * Reads one thread.
@@ -931,7 +1046,7 @@ export type GetThreadRequest = Message$1<"agentd.v1.GetThreadRequest"> & {
  * Use `create(GetThreadRequestSchema)` to create a new message.
  */
 export const GetThreadRequestSchema: GenMessage<GetThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 20);
+  messageDesc(file_agentd_v1_agentd, 23);
 
 /**
  * Lists threads, newest first (by creation time, then thread id). Pages
@@ -962,7 +1077,7 @@ export type ListThreadsRequest = Message$1<"agentd.v1.ListThreadsRequest"> & {
  * Use `create(ListThreadsRequestSchema)` to create a new message.
  */
 export const ListThreadsRequestSchema: GenMessage<ListThreadsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 21);
+  messageDesc(file_agentd_v1_agentd, 24);
 
 /**
  * A page of threads.
@@ -990,7 +1105,7 @@ export type ListThreadsResponse = Message$1<"agentd.v1.ListThreadsResponse"> & {
  * Use `create(ListThreadsResponseSchema)` to create a new message.
  */
 export const ListThreadsResponseSchema: GenMessage<ListThreadsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 22);
+  messageDesc(file_agentd_v1_agentd, 25);
 
 /**
  * Deletes one thread.
@@ -1011,7 +1126,7 @@ export type DeleteThreadRequest = Message$1<"agentd.v1.DeleteThreadRequest"> & {
  * Use `create(DeleteThreadRequestSchema)` to create a new message.
  */
 export const DeleteThreadRequestSchema: GenMessage<DeleteThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 23);
+  messageDesc(file_agentd_v1_agentd, 26);
 
 /**
  * What DeleteThread deleted.
@@ -1039,7 +1154,7 @@ export type DeleteThreadResponse = Message$1<"agentd.v1.DeleteThreadResponse"> &
  * Use `create(DeleteThreadResponseSchema)` to create a new message.
  */
 export const DeleteThreadResponseSchema: GenMessage<DeleteThreadResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 24);
+  messageDesc(file_agentd_v1_agentd, 27);
 
 /**
  * A conversation thread: the runs started with one thread_id, in order.
@@ -1096,6 +1211,14 @@ export type Thread = Message$1<"agentd.v1.Thread"> & {
    * @generated from field: agentd.v1.RunStatus latest_run_status = 7;
    */
   latestRunStatus: RunStatus;
+
+  /**
+   * The grants of scope GRANT_SCOPE_THREAD in force in the thread, oldest
+   * first. Empty in ListThreads.
+   *
+   * @generated from field: repeated agentd.v1.Grant grants = 8;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -1103,7 +1226,7 @@ export type Thread = Message$1<"agentd.v1.Thread"> & {
  * Use `create(ThreadSchema)` to create a new message.
  */
 export const ThreadSchema: GenMessage<Thread> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 25);
+  messageDesc(file_agentd_v1_agentd, 28);
 
 /**
  * One message of a thread.
@@ -1160,7 +1283,7 @@ export type ThreadMessage = Message$1<"agentd.v1.ThreadMessage"> & {
  * Use `create(ThreadMessageSchema)` to create a new message.
  */
 export const ThreadMessageSchema: GenMessage<ThreadMessage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 26);
+  messageDesc(file_agentd_v1_agentd, 29);
 
 /**
  * An answer given to a suspended tool call.
@@ -1211,7 +1334,7 @@ export type ThreadAnswer = Message$1<"agentd.v1.ThreadAnswer"> & {
  * Use `create(ThreadAnswerSchema)` to create a new message.
  */
 export const ThreadAnswerSchema: GenMessage<ThreadAnswer> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 27);
+  messageDesc(file_agentd_v1_agentd, 30);
 
 /**
  * A run of an agent.
@@ -1343,6 +1466,25 @@ export type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: repeated agentd.v1.ThreadMessage messages = 17;
    */
   messages: ThreadMessage[];
+
+  /**
+   * Who decided each of the run's tool calls that a person, a rule, a
+   * grant or the deadline decided, in the order decided: every answer,
+   * approval and decline, each call a CancelRun closed, each call an
+   * approval rule approved or declined, and each call the deadline
+   * expired. Set by GetRun only; empty in ListRuns and CancelRun.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 18;
+   */
+  decisions: Decision[];
+
+  /**
+   * The grants of scope GRANT_SCOPE_RUN in force in the run, oldest first
+   * (its thread's are in Thread.grants). Set by GetRun only.
+   *
+   * @generated from field: repeated agentd.v1.Grant grants = 19;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -1350,7 +1492,69 @@ export type Run = Message$1<"agentd.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 28);
+  messageDesc(file_agentd_v1_agentd, 31);
+
+/**
+ * A decision on one tool call of a run: what was decided, by whom, and
+ * through which surface.
+ *
+ * @generated from message agentd.v1.Decision
+ */
+export type Decision = Message$1<"agentd.v1.Decision"> & {
+  /**
+   * The call decided.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * @generated from field: agentd.v1.DecisionOutcome outcome = 2;
+   */
+  outcome: DecisionOutcome;
+
+  /**
+   * Who decided. A person: the name of the API key that called (a key's
+   * name from the keys file or `[[tenants]]`; a key without one is
+   * `sha256:` and the first 8 hex digits of the SHA-256 of the key,
+   * never the key), or, with mutual TLS and no API key, the subject of
+   * the client certificate; empty when the caller presented neither (an
+   * open server without mutual TLS). DECISION_SOURCE_RULE: the rule's
+   * place, `AGENT/TOOL/rules[N]` (N from 0). DECISION_SOURCE_GRANT: the
+   * grant's `granted_by`. DECISION_SOURCE_DEADLINE: `deadline`.
+   *
+   * @generated from field: string decided_by = 3;
+   */
+  decidedBy: string;
+
+  /**
+   * Through what the decision came.
+   *
+   * @generated from field: agentd.v1.DecisionSource source = 4;
+   */
+  source: DecisionSource;
+
+  /**
+   * DECISION_SOURCE_RULE: the rule's `when` expression. Empty otherwise.
+   *
+   * @generated from field: string rule = 5;
+   */
+  rule: string;
+
+  /**
+   * When it was decided.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Decision.
+ * Use `create(DecisionSchema)` to create a new message.
+ */
+export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agentd, 32);
 
 /**
  * A tool call that waits for Resume.
@@ -1406,7 +1610,7 @@ export type PendingToolCall = Message$1<"agentd.v1.PendingToolCall"> & {
  * Use `create(PendingToolCallSchema)` to create a new message.
  */
 export const PendingToolCallSchema: GenMessage<PendingToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 29);
+  messageDesc(file_agentd_v1_agentd, 33);
 
 /**
  * An agent hosted by this server.
@@ -1470,7 +1674,7 @@ export type Agent = Message$1<"agentd.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 30);
+  messageDesc(file_agentd_v1_agentd, 34);
 
 /**
  * How an inbox shows an agent's runs.
@@ -1499,7 +1703,7 @@ export type InboxSettings = Message$1<"agentd.v1.InboxSettings"> & {
  * Use `create(InboxSettingsSchema)` to create a new message.
  */
 export const InboxSettingsSchema: GenMessage<InboxSettings> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 31);
+  messageDesc(file_agentd_v1_agentd, 35);
 
 /**
  * A tool an agent may call.
@@ -1558,7 +1762,7 @@ export type ToolInfo = Message$1<"agentd.v1.ToolInfo"> & {
  * Use `create(ToolInfoSchema)` to create a new message.
  */
 export const ToolInfoSchema: GenMessage<ToolInfo> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 32);
+  messageDesc(file_agentd_v1_agentd, 36);
 
 /**
  * Token counts.
@@ -1586,7 +1790,7 @@ export type Usage = Message$1<"agentd.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 33);
+  messageDesc(file_agentd_v1_agentd, 37);
 
 /**
  * One event of a run. `seq` starts at 1 and rises by exactly 1 across the
@@ -1710,7 +1914,7 @@ export type AgentChunk = Message$1<"agentd.v1.AgentChunk"> & {
  * Use `create(AgentChunkSchema)` to create a new message.
  */
 export const AgentChunkSchema: GenMessage<AgentChunk> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 34);
+  messageDesc(file_agentd_v1_agentd, 38);
 
 /**
  * The first chunk of every stream.
@@ -1738,7 +1942,7 @@ export type RunStarted = Message$1<"agentd.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 35);
+  messageDesc(file_agentd_v1_agentd, 39);
 
 /**
  * A model step begins.
@@ -1759,7 +1963,7 @@ export type StepStarted = Message$1<"agentd.v1.StepStarted"> & {
  * Use `create(StepStartedSchema)` to create a new message.
  */
 export const StepStartedSchema: GenMessage<StepStarted> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 36);
+  messageDesc(file_agentd_v1_agentd, 40);
 
 /**
  * A piece of model text.
@@ -1780,7 +1984,7 @@ export type TextDelta = Message$1<"agentd.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 37);
+  messageDesc(file_agentd_v1_agentd, 41);
 
 /**
  * The model calls a tool.
@@ -1827,7 +2031,7 @@ export type ToolCall = Message$1<"agentd.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 38);
+  messageDesc(file_agentd_v1_agentd, 42);
 
 /**
  * The result of a tool call, as the model sees it.
@@ -1869,7 +2073,7 @@ export type ToolResult = Message$1<"agentd.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 39);
+  messageDesc(file_agentd_v1_agentd, 43);
 
 /**
  * A tool call suspended the run. Sent only once the suspension is stored.
@@ -1918,7 +2122,7 @@ export type ToolCallSuspended = Message$1<"agentd.v1.ToolCallSuspended"> & {
  * Use `create(ToolCallSuspendedSchema)` to create a new message.
  */
 export const ToolCallSuspendedSchema: GenMessage<ToolCallSuspended> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 40);
+  messageDesc(file_agentd_v1_agentd, 44);
 
 /**
  * A tool call waits for approval before the tool runs.
@@ -1953,7 +2157,7 @@ export type ToolCallApproval = Message$1<"agentd.v1.ToolCallApproval"> & {
  * Use `create(ToolCallApprovalSchema)` to create a new message.
  */
 export const ToolCallApprovalSchema: GenMessage<ToolCallApproval> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 41);
+  messageDesc(file_agentd_v1_agentd, 45);
 
 /**
  * A model step ended.
@@ -1981,7 +2185,7 @@ export type StepFinished = Message$1<"agentd.v1.StepFinished"> & {
  * Use `create(StepFinishedSchema)` to create a new message.
  */
 export const StepFinishedSchema: GenMessage<StepFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 42);
+  messageDesc(file_agentd_v1_agentd, 46);
 
 /**
  * The last chunk of every stream.
@@ -2016,7 +2220,7 @@ export type RunFinished = Message$1<"agentd.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 43);
+  messageDesc(file_agentd_v1_agentd, 47);
 
 /**
  * A failure inside a run.
@@ -2055,7 +2259,7 @@ export type RunError = Message$1<"agentd.v1.RunError"> & {
  * Use `create(RunErrorSchema)` to create a new message.
  */
 export const RunErrorSchema: GenMessage<RunError> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 44);
+  messageDesc(file_agentd_v1_agentd, 48);
 
 /**
  * What a suspended tool call asks for.
@@ -2111,7 +2315,7 @@ export type SuspendPayload = Message$1<"agentd.v1.SuspendPayload"> & {
  * Use `create(SuspendPayloadSchema)` to create a new message.
  */
 export const SuspendPayloadSchema: GenMessage<SuspendPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 45);
+  messageDesc(file_agentd_v1_agentd, 49);
 
 /**
  * An MCP server's request for input, made during a call of one of its
@@ -2164,7 +2368,7 @@ export type Elicitation = Message$1<"agentd.v1.Elicitation"> & {
  * Use `create(ElicitationSchema)` to create a new message.
  */
 export const ElicitationSchema: GenMessage<Elicitation> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 46);
+  messageDesc(file_agentd_v1_agentd, 50);
 
 /**
  * A question for the user.
@@ -2199,7 +2403,7 @@ export type AskUserPayload = Message$1<"agentd.v1.AskUserPayload"> & {
  * Use `create(AskUserPayloadSchema)` to create a new message.
  */
 export const AskUserPayloadSchema: GenMessage<AskUserPayload> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 47);
+  messageDesc(file_agentd_v1_agentd, 51);
 
 /**
  * One option of a question.
@@ -2227,7 +2431,7 @@ export type AskUserOption = Message$1<"agentd.v1.AskUserOption"> & {
  * Use `create(AskUserOptionSchema)` to create a new message.
  */
 export const AskUserOptionSchema: GenMessage<AskUserOption> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 48);
+  messageDesc(file_agentd_v1_agentd, 52);
 
 /**
  * A tool that the caller executes: the run waits for its result. Resume
@@ -2257,7 +2461,7 @@ export type ClientToolCall = Message$1<"agentd.v1.ClientToolCall"> & {
  * Use `create(ClientToolCallSchema)` to create a new message.
  */
 export const ClientToolCallSchema: GenMessage<ClientToolCall> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agentd, 49);
+  messageDesc(file_agentd_v1_agentd, 53);
 
 /**
  * The author of a message.
@@ -2383,6 +2587,40 @@ export const ElicitationActionSchema: GenEnum<ElicitationAction> = /*@__PURE__*/
   enumDesc(file_agentd_v1_agentd, 2);
 
 /**
+ * Where a grant holds.
+ *
+ * @generated from enum agentd.v1.GrantScope
+ */
+export enum GrantScope {
+  /**
+   * Not set: nothing is remembered.
+   *
+   * @generated from enum value: GRANT_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The run whose call was approved.
+   *
+   * @generated from enum value: GRANT_SCOPE_RUN = 1;
+   */
+  RUN = 1,
+
+  /**
+   * Every run of that run's thread, later ones too.
+   *
+   * @generated from enum value: GRANT_SCOPE_THREAD = 2;
+   */
+  THREAD = 2,
+}
+
+/**
+ * Describes the enum agentd.v1.GrantScope.
+ */
+export const GrantScopeSchema: GenEnum<GrantScope> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 3);
+
+/**
  * What changed in a run.
  *
  * @generated from enum agentd.v1.RunEventKind
@@ -2443,7 +2681,7 @@ export enum RunEventKind {
  * Describes the enum agentd.v1.RunEventKind.
  */
 export const RunEventKindSchema: GenEnum<RunEventKind> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 3);
+  enumDesc(file_agentd_v1_agentd, 4);
 
 /**
  * How an answer reached a suspended call.
@@ -2477,7 +2715,158 @@ export enum AnswerSource {
  * Describes the enum agentd.v1.AnswerSource.
  */
 export const AnswerSourceSchema: GenEnum<AnswerSource> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 4);
+  enumDesc(file_agentd_v1_agentd, 5);
+
+/**
+ * What a decision did with a call.
+ *
+ * @generated from enum agentd.v1.DecisionOutcome
+ */
+export enum DecisionOutcome {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A question was answered (text, selections, data, an elicitation's
+   * accept).
+   *
+   * @generated from enum value: DECISION_OUTCOME_ANSWERED = 1;
+   */
+  ANSWERED = 1,
+
+  /**
+   * A call waiting for approval (or decided by a rule or a grant) runs.
+   *
+   * @generated from enum value: DECISION_OUTCOME_APPROVED = 2;
+   */
+  APPROVED = 2,
+
+  /**
+   * The call was declined: an approval with `approved = false`, a rule's
+   * `decline`, or a person declining to answer (an elicitation's decline
+   * or cancel).
+   *
+   * @generated from enum value: DECISION_OUTCOME_DECLINED = 3;
+   */
+  DECLINED = 3,
+
+  /**
+   * CancelRun closed the run while the call was waiting.
+   *
+   * @generated from enum value: DECISION_OUTCOME_CANCELLED = 4;
+   */
+  CANCELLED = 4,
+
+  /**
+   * Nobody answered before the run's time to live passed.
+   *
+   * @generated from enum value: DECISION_OUTCOME_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionOutcome.
+ */
+export const DecisionOutcomeSchema: GenEnum<DecisionOutcome> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 6);
+
+/**
+ * The surface a decision came through.
+ *
+ * @generated from enum agentd.v1.DecisionSource
+ */
+export enum DecisionSource {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * agentd.v1 over gRPC (Resume, CancelRun).
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC = 1;
+   */
+  GRPC = 1,
+
+  /**
+   * agentd.v1 over gRPC-Web, from a caller other than the inbox.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC_WEB = 2;
+   */
+  GRPC_WEB = 2,
+
+  /**
+   * The inbox: its gRPC-Web calls carry the header
+   * `x-agentd-client: inbox`.
+   *
+   * @generated from enum value: DECISION_SOURCE_INBOX = 3;
+   */
+  INBOX = 3,
+
+  /**
+   * A2A (gRPC, JSON-RPC or HTTP+JSON): a message to the task, or
+   * CancelTask.
+   *
+   * @generated from enum value: DECISION_SOURCE_A2A = 4;
+   */
+  A2A = 4,
+
+  /**
+   * MCP: the client's answer to an elicitation.
+   *
+   * @generated from enum value: DECISION_SOURCE_MCP = 5;
+   */
+  MCP = 5,
+
+  /**
+   * AG-UI: a run that resumes interrupts.
+   *
+   * @generated from enum value: DECISION_SOURCE_AG_UI = 6;
+   */
+  AG_UI = 6,
+
+  /**
+   * A StreamAgent on the run's thread with `auto_resume`: its message
+   * answered the question.
+   *
+   * @generated from enum value: DECISION_SOURCE_THREAD = 7;
+   */
+  THREAD = 7,
+
+  /**
+   * An approval rule of the tool (`approval_rules`).
+   *
+   * @generated from enum value: DECISION_SOURCE_RULE = 8;
+   */
+  RULE = 8,
+
+  /**
+   * A grant a person made by approving with `remember`.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRANT = 9;
+   */
+  GRANT = 9,
+
+  /**
+   * The run's time to live passed.
+   *
+   * @generated from enum value: DECISION_SOURCE_DEADLINE = 10;
+   */
+  DEADLINE = 10,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionSource.
+ */
+export const DecisionSourceSchema: GenEnum<DecisionSource> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agentd, 7);
 
 /**
  * Where a run is in its life.
@@ -2539,7 +2928,7 @@ export enum RunStatus {
  * Describes the enum agentd.v1.RunStatus.
  */
 export const RunStatusSchema: GenEnum<RunStatus> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 5);
+  enumDesc(file_agentd_v1_agentd, 8);
 
 /**
  * Why a stream ended.
@@ -2594,7 +2983,7 @@ export enum FinishReason {
  * Describes the enum agentd.v1.FinishReason.
  */
 export const FinishReasonSchema: GenEnum<FinishReason> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 6);
+  enumDesc(file_agentd_v1_agentd, 9);
 
 /**
  * How an MCP server's request for input is answered.
@@ -2628,7 +3017,7 @@ export enum ElicitationMode {
  * Describes the enum agentd.v1.ElicitationMode.
  */
 export const ElicitationModeSchema: GenEnum<ElicitationMode> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 7);
+  enumDesc(file_agentd_v1_agentd, 10);
 
 /**
  * How a question is answered.
@@ -2662,7 +3051,7 @@ export enum SelectionMode {
  * Describes the enum agentd.v1.SelectionMode.
  */
 export const SelectionModeSchema: GenEnum<SelectionMode> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agentd, 8);
+  enumDesc(file_agentd_v1_agentd, 11);
 
 /**
  * AgentService runs agents, streams their output, and resumes runs that a
@@ -2825,6 +3214,19 @@ export const AgentService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRunsRequestSchema;
     output: typeof RunEventSchema;
+  },
+  /**
+   * Ends a grant (see Approval.remember) of the caller's tenant: calls
+   * that start waiting from now on are asked about again. Another
+   * tenant's grant, or one that does not exist (or was revoked), is
+   * NOT_FOUND.
+   *
+   * @generated from rpc agentd.v1.AgentService.RevokeGrant
+   */
+  revokeGrant: {
+    methodKind: "unary";
+    input: typeof RevokeGrantRequestSchema;
+    output: typeof RevokeGrantResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentd_v1_agentd, 0);

@@ -33,7 +33,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
-import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file agentd/v1/agentd.proto.
@@ -526,6 +526,28 @@ export declare type Approval = Message$1<"agentd.v1.Approval"> & {
    * @generated from field: google.protobuf.Struct edited_args = 3;
    */
   editedArgs?: JsonObject | undefined;
+
+  /**
+   * With `approved = true`: also approve, from now on, the later calls of
+   * the same tool in this scope (a grant, listed in Run.grants or
+   * Thread.grants): GRANT_SCOPE_RUN this run, GRANT_SCOPE_THREAD every run
+   * of its thread (INVALID_ARGUMENT for a run outside a thread). A call
+   * that would wait for approval after the grant is made is approved by
+   * it instead (a decision with DECISION_SOURCE_GRANT); calls already
+   * waiting still need their own answers. Unset: nothing is remembered.
+   * With `approved = false` it is INVALID_ARGUMENT.
+   *
+   * @generated from field: agentd.v1.GrantScope remember = 4;
+   */
+  remember: GrantScope;
+
+  /**
+   * With `remember`: how long the grant holds, from now (positive, whole
+   * seconds or more). Unset: as long as its scope lives.
+   *
+   * @generated from field: google.protobuf.Duration remember_for = 5;
+   */
+  rememberFor?: Duration | undefined;
 };
 
 /**
@@ -533,6 +555,86 @@ export declare type Approval = Message$1<"agentd.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export declare const ApprovalSchema: GenMessage<Approval>;
+
+/**
+ * A person's approval remembered for a tool in a scope.
+ *
+ * @generated from message agentd.v1.Grant
+ */
+export declare type Grant = Message$1<"agentd.v1.Grant"> & {
+  /**
+   * Pass it to RevokeGrant.
+   *
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+
+  /**
+   * The tool whose calls it approves.
+   *
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * @generated from field: agentd.v1.GrantScope scope = 3;
+   */
+  scope: GrantScope;
+
+  /**
+   * Who approved (as Decision.decided_by names a person).
+   *
+   * @generated from field: string granted_by = 4;
+   */
+  grantedBy: string;
+
+  /**
+   * When it ends; unset: when its scope does.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Grant.
+ * Use `create(GrantSchema)` to create a new message.
+ */
+export declare const GrantSchema: GenMessage<Grant>;
+
+/**
+ * Ends a grant.
+ *
+ * @generated from message agentd.v1.RevokeGrantRequest
+ */
+export declare type RevokeGrantRequest = Message$1<"agentd.v1.RevokeGrantRequest"> & {
+  /**
+   * A Grant.grant_id.
+   *
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+};
+
+/**
+ * Describes the message agentd.v1.RevokeGrantRequest.
+ * Use `create(RevokeGrantRequestSchema)` to create a new message.
+ */
+export declare const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest>;
+
+/**
+ * A revoked grant.
+ *
+ * @generated from message agentd.v1.RevokeGrantResponse
+ */
+export declare type RevokeGrantResponse = Message$1<"agentd.v1.RevokeGrantResponse"> & {
+};
+
+/**
+ * Describes the message agentd.v1.RevokeGrantResponse.
+ * Use `create(RevokeGrantResponseSchema)` to create a new message.
+ */
+export declare const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse>;
 
 /**
  * Follows a run's chunks.
@@ -654,6 +756,16 @@ export declare type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
    * @generated from field: repeated agentd.v1.PendingToolCall pending = 8;
    */
   pending: PendingToolCall[];
+
+  /**
+   * The decisions this change was made of: on RESUMED, the answers that
+   * continued the run; on CANCELLED and EXPIRED of a suspended run, the
+   * calls that were waiting (CancelRun's caller, or the deadline). Empty
+   * on the other kinds.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 9;
+   */
+  decisions: Decision[];
 };
 
 /**
@@ -1068,6 +1180,14 @@ export declare type Thread = Message$1<"agentd.v1.Thread"> & {
    * @generated from field: agentd.v1.RunStatus latest_run_status = 7;
    */
   latestRunStatus: RunStatus;
+
+  /**
+   * The grants of scope GRANT_SCOPE_THREAD in force in the thread, oldest
+   * first. Empty in ListThreads.
+   *
+   * @generated from field: repeated agentd.v1.Grant grants = 8;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -1312,6 +1432,25 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
    * @generated from field: repeated agentd.v1.ThreadMessage messages = 17;
    */
   messages: ThreadMessage[];
+
+  /**
+   * Who decided each of the run's tool calls that a person, a rule, a
+   * grant or the deadline decided, in the order decided: every answer,
+   * approval and decline, each call a CancelRun closed, each call an
+   * approval rule approved or declined, and each call the deadline
+   * expired. Set by GetRun only; empty in ListRuns and CancelRun.
+   *
+   * @generated from field: repeated agentd.v1.Decision decisions = 18;
+   */
+  decisions: Decision[];
+
+  /**
+   * The grants of scope GRANT_SCOPE_RUN in force in the run, oldest first
+   * (its thread's are in Thread.grants). Set by GetRun only.
+   *
+   * @generated from field: repeated agentd.v1.Grant grants = 19;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -1319,6 +1458,67 @@ export declare type Run = Message$1<"agentd.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export declare const RunSchema: GenMessage<Run>;
+
+/**
+ * A decision on one tool call of a run: what was decided, by whom, and
+ * through which surface.
+ *
+ * @generated from message agentd.v1.Decision
+ */
+export declare type Decision = Message$1<"agentd.v1.Decision"> & {
+  /**
+   * The call decided.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * @generated from field: agentd.v1.DecisionOutcome outcome = 2;
+   */
+  outcome: DecisionOutcome;
+
+  /**
+   * Who decided. A person: the name of the API key that called (a key's
+   * name from the keys file or `[[tenants]]`; a key without one is
+   * `sha256:` and the first 8 hex digits of the SHA-256 of the key,
+   * never the key), or, with mutual TLS and no API key, the subject of
+   * the client certificate; empty when the caller presented neither (an
+   * open server without mutual TLS). DECISION_SOURCE_RULE: the rule's
+   * place, `AGENT/TOOL/rules[N]` (N from 0). DECISION_SOURCE_GRANT: the
+   * grant's `granted_by`. DECISION_SOURCE_DEADLINE: `deadline`.
+   *
+   * @generated from field: string decided_by = 3;
+   */
+  decidedBy: string;
+
+  /**
+   * Through what the decision came.
+   *
+   * @generated from field: agentd.v1.DecisionSource source = 4;
+   */
+  source: DecisionSource;
+
+  /**
+   * DECISION_SOURCE_RULE: the rule's `when` expression. Empty otherwise.
+   *
+   * @generated from field: string rule = 5;
+   */
+  rule: string;
+
+  /**
+   * When it was decided.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Decision.
+ * Use `create(DecisionSchema)` to create a new message.
+ */
+export declare const DecisionSchema: GenMessage<Decision>;
 
 /**
  * A tool call that waits for Resume.
@@ -2327,6 +2527,39 @@ export enum ElicitationAction {
 export declare const ElicitationActionSchema: GenEnum<ElicitationAction>;
 
 /**
+ * Where a grant holds.
+ *
+ * @generated from enum agentd.v1.GrantScope
+ */
+export enum GrantScope {
+  /**
+   * Not set: nothing is remembered.
+   *
+   * @generated from enum value: GRANT_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The run whose call was approved.
+   *
+   * @generated from enum value: GRANT_SCOPE_RUN = 1;
+   */
+  RUN = 1,
+
+  /**
+   * Every run of that run's thread, later ones too.
+   *
+   * @generated from enum value: GRANT_SCOPE_THREAD = 2;
+   */
+  THREAD = 2,
+}
+
+/**
+ * Describes the enum agentd.v1.GrantScope.
+ */
+export declare const GrantScopeSchema: GenEnum<GrantScope>;
+
+/**
  * What changed in a run.
  *
  * @generated from enum agentd.v1.RunEventKind
@@ -2420,6 +2653,155 @@ export enum AnswerSource {
  * Describes the enum agentd.v1.AnswerSource.
  */
 export declare const AnswerSourceSchema: GenEnum<AnswerSource>;
+
+/**
+ * What a decision did with a call.
+ *
+ * @generated from enum agentd.v1.DecisionOutcome
+ */
+export enum DecisionOutcome {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A question was answered (text, selections, data, an elicitation's
+   * accept).
+   *
+   * @generated from enum value: DECISION_OUTCOME_ANSWERED = 1;
+   */
+  ANSWERED = 1,
+
+  /**
+   * A call waiting for approval (or decided by a rule or a grant) runs.
+   *
+   * @generated from enum value: DECISION_OUTCOME_APPROVED = 2;
+   */
+  APPROVED = 2,
+
+  /**
+   * The call was declined: an approval with `approved = false`, a rule's
+   * `decline`, or a person declining to answer (an elicitation's decline
+   * or cancel).
+   *
+   * @generated from enum value: DECISION_OUTCOME_DECLINED = 3;
+   */
+  DECLINED = 3,
+
+  /**
+   * CancelRun closed the run while the call was waiting.
+   *
+   * @generated from enum value: DECISION_OUTCOME_CANCELLED = 4;
+   */
+  CANCELLED = 4,
+
+  /**
+   * Nobody answered before the run's time to live passed.
+   *
+   * @generated from enum value: DECISION_OUTCOME_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionOutcome.
+ */
+export declare const DecisionOutcomeSchema: GenEnum<DecisionOutcome>;
+
+/**
+ * The surface a decision came through.
+ *
+ * @generated from enum agentd.v1.DecisionSource
+ */
+export enum DecisionSource {
+  /**
+   * Not set; never sent.
+   *
+   * @generated from enum value: DECISION_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * agentd.v1 over gRPC (Resume, CancelRun).
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC = 1;
+   */
+  GRPC = 1,
+
+  /**
+   * agentd.v1 over gRPC-Web, from a caller other than the inbox.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRPC_WEB = 2;
+   */
+  GRPC_WEB = 2,
+
+  /**
+   * The inbox: its gRPC-Web calls carry the header
+   * `x-agentd-client: inbox`.
+   *
+   * @generated from enum value: DECISION_SOURCE_INBOX = 3;
+   */
+  INBOX = 3,
+
+  /**
+   * A2A (gRPC, JSON-RPC or HTTP+JSON): a message to the task, or
+   * CancelTask.
+   *
+   * @generated from enum value: DECISION_SOURCE_A2A = 4;
+   */
+  A2A = 4,
+
+  /**
+   * MCP: the client's answer to an elicitation.
+   *
+   * @generated from enum value: DECISION_SOURCE_MCP = 5;
+   */
+  MCP = 5,
+
+  /**
+   * AG-UI: a run that resumes interrupts.
+   *
+   * @generated from enum value: DECISION_SOURCE_AG_UI = 6;
+   */
+  AG_UI = 6,
+
+  /**
+   * A StreamAgent on the run's thread with `auto_resume`: its message
+   * answered the question.
+   *
+   * @generated from enum value: DECISION_SOURCE_THREAD = 7;
+   */
+  THREAD = 7,
+
+  /**
+   * An approval rule of the tool (`approval_rules`).
+   *
+   * @generated from enum value: DECISION_SOURCE_RULE = 8;
+   */
+  RULE = 8,
+
+  /**
+   * A grant a person made by approving with `remember`.
+   *
+   * @generated from enum value: DECISION_SOURCE_GRANT = 9;
+   */
+  GRANT = 9,
+
+  /**
+   * The run's time to live passed.
+   *
+   * @generated from enum value: DECISION_SOURCE_DEADLINE = 10;
+   */
+  DEADLINE = 10,
+}
+
+/**
+ * Describes the enum agentd.v1.DecisionSource.
+ */
+export declare const DecisionSourceSchema: GenEnum<DecisionSource>;
 
 /**
  * Where a run is in its life.
@@ -2763,6 +3145,19 @@ export declare const AgentService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRunsRequestSchema;
     output: typeof RunEventSchema;
+  },
+  /**
+   * Ends a grant (see Approval.remember) of the caller's tenant: calls
+   * that start waiting from now on are asked about again. Another
+   * tenant's grant, or one that does not exist (or was revoked), is
+   * NOT_FOUND.
+   *
+   * @generated from rpc agentd.v1.AgentService.RevokeGrant
+   */
+  revokeGrant: {
+    methodKind: "unary";
+    input: typeof RevokeGrantRequestSchema;
+    output: typeof RevokeGrantResponseSchema;
   },
 }>;
 

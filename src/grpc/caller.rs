@@ -1,0 +1,120 @@
+//! Who a call comes from, as the runtime records it on the decisions the
+//! call makes ([`Decider`]): the name of the caller's API key (see
+//! `auth::ApiKeys`), or, with mutual TLS and no key, the subject of the
+//! client certificate; and the surface. A gRPC call's surface is gRPC, or
+//! gRPC-Web when `server/web.rs` marked it so ([`Transport`]), or the inbox
+//! when that gRPC-Web call carries [`CLIENT_HEADER`]` = inbox`. The other
+//! surfaces (A2A, MCP, AG-UI) name their own and take the name from here.
+
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+use tonic::Request;
+
+use crate::domain::{Decider, DecisionSource};
+
+/// The header a gRPC-Web caller names itself with; the inbox's calls send
+/// `x-agentd-client: inbox`.
+pub const CLIENT_HEADER: &str = "x-agentd-client";
+
+/// [`CLIENT_HEADER`]'s value on the inbox's calls.
+pub const INBOX: &str = "inbox";
+
+/// How a gRPC call reached the server, when not as plain gRPC: put in the
+/// request's extensions in front of gRPC-Web's translation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    GrpcWeb,
+    /// gRPC-Web from the inbox (see [`CLIENT_HEADER`]).
+    Inbox,
+}
+
+impl Transport {
+    /// The transport of an HTTP request with these headers: gRPC-Web by
+    /// its content type, the inbox's by [`CLIENT_HEADER`]; `None` for
+    /// anything else.
+    pub fn of(headers: &tonic::codegen::http::HeaderMap) -> Option<Self> {
+        let grpc_web = headers
+            .get(tonic::codegen::http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("application/grpc-web"));
+        if !grpc_web {
+            return None;
+        }
+        let inbox = headers
+            .get(CLIENT_HEADER)
+            .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(INBOX.as_bytes()));
+        Some(if inbox {
+            Transport::Inbox
+        } else {
+            Transport::GrpcWeb
+        })
+    }
+}
+
+/// The name of the API key a call was authenticated with (put in its
+/// extensions by the authenticating interceptor).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallerName(pub String);
+
+/// Who makes an agentd.v1 call, through gRPC, gRPC-Web or the inbox.
+pub fn decider_of<T>(request: &Request<T>) -> Decider {
+    let source = match request.extensions().get::<Transport>() {
+        None => DecisionSource::Grpc,
+        Some(Transport::GrpcWeb) => DecisionSource::GrpcWeb,
+        Some(Transport::Inbox) => DecisionSource::Inbox,
+    };
+    Decider::new(caller_name(request.extensions()), source)
+}
+
+/// The caller's name, from a gRPC request's extensions: its API key's
+/// name, or the subject of its client certificate; empty without either.
+pub fn caller_name(extensions: &tonic::codegen::http::Extensions) -> String {
+    if let Some(CallerName(name)) = extensions.get::<CallerName>() {
+        return name.clone();
+    }
+    client_subject(extensions).unwrap_or_default()
+}
+
+/// The name of the caller of an HTTP request (A2A's JSON bindings, MCP,
+/// AG-UI) that presented `credential`, like [`caller_name`].
+pub fn name_of(
+    credential: Option<&crate::auth::Credential>,
+    extensions: &tonic::codegen::http::Extensions,
+) -> String {
+    match credential {
+        Some(credential) => credential.name.clone(),
+        None => client_subject(extensions).unwrap_or_default(),
+    }
+}
+
+/// The subject of the client certificate of a mutual TLS connection.
+fn client_subject(extensions: &tonic::codegen::http::Extensions) -> Option<String> {
+    let certs = extensions
+        .get::<TlsConnectInfo<TcpConnectInfo>>()
+        .and_then(TlsConnectInfo::peer_certs)?;
+    let first = certs.first()?;
+    let (_, certificate) = x509_parser::parse_x509_certificate(first.as_ref()).ok()?;
+    Some(certificate.subject().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_web_and_the_inbox_are_told_apart() {
+        let mut headers = tonic::codegen::http::HeaderMap::new();
+        assert_eq!(Transport::of(&headers), None);
+        headers.insert(
+            tonic::codegen::http::header::CONTENT_TYPE,
+            "application/grpc".parse().unwrap(),
+        );
+        assert_eq!(Transport::of(&headers), None);
+        headers.insert(
+            tonic::codegen::http::header::CONTENT_TYPE,
+            "application/grpc-web+proto".parse().unwrap(),
+        );
+        assert_eq!(Transport::of(&headers), Some(Transport::GrpcWeb));
+        headers.insert(CLIENT_HEADER, "inbox".parse().unwrap());
+        assert_eq!(Transport::of(&headers), Some(Transport::Inbox));
+    }
+}
