@@ -219,6 +219,7 @@ impl Emitter {
     /// (see [`Opening`]). `feed` is the execution's own client, which gets
     /// the chunks of each write straight from here; other clients follow
     /// the run.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start(
         store: Arc<dyn Store>,
         recent: Arc<RecentSuspensions>,
