@@ -54,15 +54,22 @@ pub(crate) fn suspended(run: &RunRecord, pending: &[PendingCall]) {
 }
 
 /// A Resume's answer to `tool_call_id` was stored; the run goes on.
-pub(crate) fn resumed(run: &RunRecord, tool_call_id: &str) {
-    tracing::info!(
-        run_id = %run.id,
-        agent = %run.agent_id,
-        tenant = %run.tenant,
-        thread_id = thread(run),
-        tool_call_id,
-        "run resumed"
-    );
+pub(crate) fn resumed(run: &RunRecord) {
+    // One line per answer, with who decided it: the answers' decisions
+    // need no lines of their own.
+    for decision in run.state.change_decisions() {
+        tracing::info!(
+            run_id = %run.id,
+            agent = %run.agent_id,
+            tenant = %run.tenant,
+            thread_id = thread(run),
+            tool_call_id = %decision.tool_call_id,
+            outcome = decision.outcome.as_str(),
+            decided_by = %decision.decided_by,
+            source = decision.source.as_str(),
+            "run resumed"
+        );
+    }
 }
 
 /// Calls of a run were decided: one line each, with who decided, through

@@ -216,6 +216,8 @@ async fn a_runs_lifecycle_is_logged_at_info_one_json_line_per_step() {
     assert_eq!(suspended["fields"]["tool_call_id"], call.as_str(), "{suspended}");
     let resumed = lifecycle_line(&lines, "run resumed", &run);
     assert_eq!(resumed["fields"]["tool_call_id"], call.as_str(), "{resumed}");
+    assert_eq!(resumed["fields"]["outcome"], "answered", "{resumed}");
+    assert_eq!(resumed["fields"]["source"], "grpc", "{resumed}");
     let finished = lifecycle_line(&lines, "run finished", &run);
     assert_eq!(finished["fields"]["reason"], "stop", "{finished}");
     assert_eq!(finished["fields"]["steps"], 2, "{finished}");

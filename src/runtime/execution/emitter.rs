@@ -196,10 +196,7 @@ impl FirstWrite {
             }
             Begin::Claim { since, .. } => {
                 metrics.run_resumed(&run.agent_id, since);
-                if let Some(answer) = run.state.answers.last() {
-                    lifecycle_log::resumed(run, &answer.tool_call_id);
-                }
-                lifecycle_log::decided(run, run.state.change_decisions());
+                lifecycle_log::resumed(run);
             }
         }
         // The caller may have gone (its client left); the run goes on.
