@@ -53,22 +53,11 @@ pub(crate) fn suspended(run: &RunRecord, pending: &[PendingCall]) {
     }
 }
 
-/// A Resume's answer to `tool_call_id` was stored; the run goes on.
+/// A Resume's answers were stored; the run goes on: one line per answer,
+/// with who decided it (the answers' decisions need no lines of their own).
 pub(crate) fn resumed(run: &RunRecord) {
-    // One line per answer, with who decided it: the answers' decisions
-    // need no lines of their own.
     for decision in run.state.change_decisions() {
-        tracing::info!(
-            run_id = %run.id,
-            agent = %run.agent_id,
-            tenant = %run.tenant,
-            thread_id = thread(run),
-            tool_call_id = %decision.tool_call_id,
-            outcome = decision.outcome.as_str(),
-            decided_by = %decision.decided_by,
-            source = decision.source.as_str(),
-            "run resumed"
-        );
+        decision_line(run, decision, "run resumed");
     }
 }
 
@@ -76,19 +65,25 @@ pub(crate) fn resumed(run: &RunRecord) {
 /// what, and the rule's expression for a rule.
 pub(crate) fn decided(run: &RunRecord, decisions: &[Decision]) {
     for decision in decisions {
-        tracing::info!(
-            run_id = %run.id,
-            agent = %run.agent_id,
-            tenant = %run.tenant,
-            thread_id = thread(run),
-            tool_call_id = %decision.tool_call_id,
-            outcome = decision.outcome.as_str(),
-            decided_by = %decision.decided_by,
-            source = decision.source.as_str(),
-            rule = (!decision.rule.is_empty()).then_some(decision.rule.as_str()),
-            "call decided"
-        );
+        decision_line(run, decision, "call decided");
     }
+}
+
+/// One line of `decision` in `run`, with `message`.
+fn decision_line(run: &RunRecord, decision: &Decision, message: &'static str) {
+    let rule = (!decision.rule.is_empty()).then_some(decision.rule.as_str());
+    tracing::info!(
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id = thread(run),
+        tool_call_id = %decision.tool_call_id,
+        outcome = decision.outcome.as_str(),
+        decided_by = %decision.decided_by,
+        source = decision.source.as_str(),
+        rule,
+        message
+    );
 }
 
 /// A run finished for good (not a suspension).
