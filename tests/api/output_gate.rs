@@ -163,9 +163,11 @@ async fn a_tool_with_side_effects_runs_only_once_its_run_is_stored() {
 }
 
 #[tokio::test]
-async fn a_run_that_suspends_at_once_is_written_only_then() {
-    // With the deadline far away, a start that suspends is stored once,
-    // suspended, and a client that reads it can answer it at once.
+async fn a_run_that_suspends_before_its_deadline_is_stored_suspended_and_answered_once() {
+    // With the deadline far away, the suspension is the start's only
+    // durable point (that it is one write is counted in `metrics.rs`): the
+    // run is stored suspended, a client that read it answers it at once,
+    // and a second answer is refused with the run as it was.
     let temp = tempfile::tempdir().expect("temp dir");
     let mut settings = settings_in(temp.path());
     settings.server.first_write_deadline = Duration::from_secs(3600);
