@@ -438,6 +438,7 @@ pub fn check_resume_answer(data: &[u8]) {
     let pending = PendingCall {
         call,
         waiting: waiting.clone(),
+        since: None,
     };
     let resolved = agent.resolve(&pending, &answer);
     if let Err(error) = &resolved {
@@ -703,6 +704,7 @@ pub fn check_resume_request(data: &[u8]) {
                 waiting: Waiting::Suspended {
                     payload: SuspendPayload::AskUser(question.clone()),
                 },
+                since: None,
             };
             let resolved = agent().resolve(&pending, &answer.answer);
             assert_eq!(

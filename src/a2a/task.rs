@@ -269,6 +269,7 @@ impl Updates {
                     waiting: Waiting::Suspended {
                         payload: payload.clone(),
                     },
+                    since: None,
                 });
                 Vec::new()
             }
@@ -276,6 +277,7 @@ impl Updates {
                 self.pending.push(PendingCall {
                     call: call.clone(),
                     waiting: Waiting::Approval,
+                    since: None,
                 });
                 Vec::new()
             }

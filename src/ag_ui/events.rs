@@ -190,12 +190,14 @@ impl Events {
                     waiting: Waiting::Suspended {
                         payload: payload.clone(),
                     },
+                    since: None,
                 });
                 self.expires_at = (*expires_at).or(self.expires_at);
             }
             Chunk::ToolCallApproval { call } => self.pending.push(PendingCall {
                 call: call.clone(),
                 waiting: Waiting::Approval,
+                since: None,
             }),
             Chunk::StepFinish { step, .. } => {
                 self.close_text(at, &mut out);

@@ -246,6 +246,7 @@ mod tests {
                     selection_mode: mode,
                 }),
             },
+            since: None,
         }
     }
 
@@ -282,6 +283,7 @@ mod tests {
                     continuation: json!(null),
                 }),
             },
+            since: None,
         };
         let asked = interrupt(&pending, None, None);
         assert_eq!(asked["reason"], "elicitation");

@@ -79,6 +79,7 @@ async fn suspended(
     if let Some(Phase::Suspended {
         pending: now,
         expires_at: at,
+        ..
     }) = stored.as_ref().map(RunRecord::phase)
     {
         expires_at = Some(*at);

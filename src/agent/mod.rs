@@ -23,7 +23,8 @@ pub use tool_entry::{ToolEntry, ToolTable};
 pub(crate) use window::{compose, HistoryWindow};
 
 use crate::domain::{
-    Answer, AnswerError, PendingCall, Resolution, SuspendPayload, ToolCall, ToolOutput, ToolSpec, Waiting,
+    Answer, AnswerError, PendingCall, Resolution, SuspendPayload, ToolCall, ToolOutput, ToolSpec,
+    WaitPolicies, Waiting,
 };
 use crate::model::LanguageModel;
 use crate::tools::{AskUser, Resumed, Tool, ToolContext, ToolOutcome, ToolSet};
@@ -46,6 +47,9 @@ pub struct Agent {
     /// The `approval_rules` of the tools that have some, by tool name:
     /// consulted before `approval_required`.
     pub approval_rules: ToolRules,
+    /// What time does to its tools' waiting calls: reminders, and the
+    /// deadline's decision (`remind_after`, `on_expiry`).
+    pub waits: WaitPolicies,
     /// How much of the conversation the model is sent.
     pub history: HistoryWindow,
     /// Which metadata keys the inbox shows first, and which it hides.
@@ -69,6 +73,7 @@ impl Agent {
             suspend_ttl: None,
             approval_required: HashSet::new(),
             approval_rules: ToolRules::new(),
+            waits: WaitPolicies::default(),
             history: HistoryWindow::default(),
             inbox_metadata: InboxMetadata::default(),
             model,

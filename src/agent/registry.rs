@@ -132,6 +132,12 @@ pub enum RegistryError {
         index: usize,
         message: String,
     },
+    #[error(
+        "agent {agent}: tool {tool}: on_expiry = \"approve\" is for calls that wait for approval: \
+         set require_approval = true or give it an approval rule with then = \"ask\", or choose \
+         on_expiry = \"decline\""
+    )]
+    ApproveWithoutApproval { agent: String, tool: String },
     #[error("agent {agent}: tool {tool:?} is listed twice")]
     DuplicateTool { agent: String, tool: String },
     #[error("agent {agent}: max_steps must be at least 1")]
@@ -250,6 +256,7 @@ fn build_agent(
     let mut agent = Agent::new(&spec.id, &spec.description, model, tools.tools);
     agent.approval_required = tools.approval_required;
     agent.approval_rules = tools.rules;
+    agent.waits = tools.waits;
     agent.instructions.clone_from(&spec.instructions);
     agent.max_steps = spec.max_steps;
     agent.suspend_ttl = crate::config::settings::renamed_key(

@@ -152,6 +152,7 @@ impl Agent {
                 pending.push(PendingCall {
                     call,
                     waiting: Waiting::Approval,
+                    since: None,
                 });
                 continue;
             }
@@ -209,6 +210,7 @@ impl Agent {
             ToolOutcome::Suspend(payload) => Some(PendingCall {
                 call,
                 waiting: Waiting::Suspended { payload },
+                since: None,
             }),
         }
     }

@@ -1,13 +1,18 @@
 //! One entry of an agent's `tools` list in `agentd.toml`: a plain tool name
 //! (`"ask_user"`) or a table that also says whether every call of the tool
 //! waits for approval (`{ name = "human_review", require_approval = true }`)
-//! and which rules decide its calls (`approval_rules`).
+//! and which rules decide its calls (`approval_rules`), when its waiting
+//! calls remind (`remind_after`) and what their deadline does
+//! (`on_expiry`).
 //! Only the configuration's shape lives here; which names exist is the
 //! registry's business.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
-use super::approval_rules::ApprovalRuleSpec;
+use super::approval_rules::{ApprovalRuleSpec, RuleDecision};
+use crate::domain::{OnExpiry, WaitPolicy};
 
 /// A tool an agent uses, as configured.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +24,7 @@ pub enum ToolEntry {
 }
 
 /// The table form of a [`ToolEntry`].
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ToolTable {
     pub name: String,
@@ -30,6 +35,15 @@ pub struct ToolTable {
     /// `require_approval` is consulted: the first that holds decides.
     #[serde(default)]
     pub approval_rules: Vec<ApprovalRuleSpec>,
+    /// When a run waiting on a call of this tool reminds (a `reminded` run
+    /// event), counted from when the call started waiting:
+    /// `["10m", "1h"]`. Default: never.
+    #[serde(default, deserialize_with = "crate::config::duration::deserialize_list")]
+    pub remind_after: Vec<Duration>,
+    /// What the run's deadline does to a call of this tool still waiting:
+    /// `expire` (the default), `decline` or `approve` (approvals only).
+    #[serde(default)]
+    pub on_expiry: OnExpiry,
 }
 
 impl ToolEntry {
@@ -44,6 +58,8 @@ impl ToolEntry {
             name: name.into(),
             require_approval: true,
             approval_rules: Vec::new(),
+            remind_after: Vec::new(),
+            on_expiry: OnExpiry::Expire,
         })
     }
 
@@ -58,6 +74,32 @@ impl ToolEntry {
             ToolEntry::Name(_) => false,
             ToolEntry::Table(table) => table.require_approval,
         }
+    }
+
+    /// The entry's `remind_after` and `on_expiry`, unless both are the
+    /// defaults.
+    pub fn wait_policy(&self) -> Option<WaitPolicy> {
+        match self {
+            ToolEntry::Table(table)
+                if !table.remind_after.is_empty() || table.on_expiry != OnExpiry::Expire =>
+            {
+                Some(WaitPolicy {
+                    remind_after: table.remind_after.clone(),
+                    on_expiry: table.on_expiry,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether calls of this tool may wait for approval as configured:
+    /// every call does, or a rule may ask.
+    pub fn may_wait_for_approval(&self) -> bool {
+        self.require_approval()
+            || self
+                .approval_rules()
+                .iter()
+                .any(|rule| rule.then == RuleDecision::Ask)
     }
 
     /// The entry's `approval_rules`, as written.
@@ -132,6 +174,42 @@ mod tests {
     }
 
     #[test]
+    fn tables_take_reminders_and_what_the_deadline_does() {
+        let agent: Agent = toml::from_str(
+            r#"tools = [
+                { name = "deploy", require_approval = true, remind_after = ["10m", "1h30m"], on_expiry = "approve" },
+                { name = "ask_user", on_expiry = "decline" },
+                "human_review",
+            ]"#,
+        )
+        .unwrap();
+        let deploy = agent.tools[0].wait_policy().expect("a policy");
+        assert_eq!(
+            deploy.remind_after,
+            [Duration::from_secs(600), Duration::from_secs(5400)]
+        );
+        assert_eq!(deploy.on_expiry, OnExpiry::Approve);
+        assert_eq!(
+            agent.tools[1].wait_policy().expect("a policy").on_expiry,
+            OnExpiry::Decline
+        );
+        assert_eq!(agent.tools[2].wait_policy(), None);
+        for (bad, says) in [
+            (
+                r#"on_expiry = "later""#,
+                "unknown variant `later`, expected one of `expire`, `decline`, `approve`",
+            ),
+            (r#"remind_after = ["soon"]"#, "invalid duration \"soon\""),
+            (r#"remind_after = ["0s"]"#, "it must be more than zero"),
+        ] {
+            let error = toml::from_str::<Agent>(&format!(r#"tools = [{{ name = "a", {bad} }}]"#))
+                .err()
+                .expect("an error");
+            assert!(error.to_string().contains(says), "{error}");
+        }
+    }
+
+    #[test]
     fn names_and_tables_mix() {
         let agent: Agent = toml::from_str(
             r#"tools = ["ask_user", { name = "human_review", require_approval = true }, { name = "x" }]"#,
@@ -146,6 +224,8 @@ mod tests {
                     name: "x".into(),
                     require_approval: false,
                     approval_rules: Vec::new(),
+                    remind_after: Vec::new(),
+                    on_expiry: OnExpiry::Expire,
                 }),
             ]
         );

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::approval_rules::{ApprovalRule, ToolRules};
 use super::{AgentSpec, RegistryError};
+use crate::domain::{OnExpiry, WaitPolicies};
 use crate::tools::{mcp_reference, AskUser, HumanReview, RegisteredTool, Tool, ToolCatalog, ToolSet};
 
 /// An agent's tools as its entries configure them.
@@ -17,6 +18,8 @@ pub(super) struct AgentTools {
     pub approval_required: HashSet<String>,
     /// The compiled `approval_rules` of the tools that have some.
     pub rules: ToolRules,
+    /// The `remind_after` and `on_expiry` of the tools that set them.
+    pub waits: WaitPolicies,
 }
 
 /// The agent's tools, those whose every call waits for approval, and their
@@ -25,7 +28,18 @@ pub(super) fn agent_tools(spec: &AgentSpec, catalog: &ToolCatalog) -> Result<Age
     let mut tools: Vec<RegisteredTool> = Vec::with_capacity(spec.tools.len());
     let mut approval_required = HashSet::new();
     let mut rules = ToolRules::new();
+    let mut waits = WaitPolicies::default();
     for entry in &spec.tools {
+        let wait_policy = entry.wait_policy();
+        if wait_policy
+            .as_ref()
+            .is_some_and(|policy| policy.on_expiry == OnExpiry::Approve && !entry.may_wait_for_approval())
+        {
+            return Err(RegistryError::ApproveWithoutApproval {
+                agent: spec.id.clone(),
+                tool: entry.tool_name().to_owned(),
+            });
+        }
         let compiled = entry
             .approval_rules()
             .iter()
@@ -50,6 +64,9 @@ pub(super) fn agent_tools(spec: &AgentSpec, catalog: &ToolCatalog) -> Result<Age
             if entry.require_approval() {
                 approval_required.insert(name.clone());
             }
+            if let Some(policy) = &wait_policy {
+                waits.insert(name.clone(), policy.clone());
+            }
             if !compiled.is_empty() {
                 rules.insert(name, Arc::clone(&compiled));
             }
@@ -60,6 +77,7 @@ pub(super) fn agent_tools(spec: &AgentSpec, catalog: &ToolCatalog) -> Result<Age
         tools: ToolSet::new(tools),
         approval_required,
         rules,
+        waits,
     })
 }
 

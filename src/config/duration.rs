@@ -34,6 +34,17 @@ pub fn deserialize_option<'de, D: serde::Deserializer<'de>>(
     parse(&text).map(Some).map_err(serde::de::Error::custom)
 }
 
+/// `deserialize_with` for a list of durations written as strings, each
+/// more than zero (`remind_after = ["10m", "1h"]`).
+pub fn deserialize_list<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<Duration>, D::Error> {
+    Vec::<String>::deserialize(deserializer)?
+        .iter()
+        .map(|text| parse_positive(text).map_err(serde::de::Error::custom))
+        .collect()
+}
+
 /// The shortest exact spelling of `duration` in one unit (`1d`, `90m`,
 /// `250ms`), for messages that tell a person what to write.
 pub fn short(duration: Duration) -> String {

@@ -21,6 +21,7 @@ mod thread;
 mod time;
 mod tool;
 mod trace;
+mod waiting;
 
 pub use args::Args;
 pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
@@ -49,3 +50,4 @@ pub use trace::{
     InvalidTraceparent, InvalidTracestate, SpanId, TraceContext, TraceId, TraceState, MAX_TRACESTATE_LEN,
     MAX_TRACESTATE_MEMBERS,
 };
+pub use waiting::{OnExpiry, WaitPolicies, WaitPolicy, NOT_ANSWERED_IN_TIME};

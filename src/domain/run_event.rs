@@ -22,10 +22,12 @@ pub enum RunEventKind {
     Failed,
     Cancelled,
     Expired,
+    /// A suspended run's reminder: it still waits (no change of status).
+    Reminded,
 }
 
 impl RunEventKind {
-    pub const ALL: [RunEventKind; 7] = [
+    pub const ALL: [RunEventKind; 8] = [
         RunEventKind::Started,
         RunEventKind::Suspended,
         RunEventKind::Resumed,
@@ -33,7 +35,13 @@ impl RunEventKind {
         RunEventKind::Failed,
         RunEventKind::Cancelled,
         RunEventKind::Expired,
+        RunEventKind::Reminded,
     ];
+
+    /// Whether events of this kind list the calls the run waits on.
+    pub fn lists_pending(self) -> bool {
+        matches!(self, RunEventKind::Suspended | RunEventKind::Reminded)
+    }
 
     /// The lowercase name used in the store.
     pub fn as_str(self) -> &'static str {
@@ -45,6 +53,7 @@ impl RunEventKind {
             RunEventKind::Failed => "failed",
             RunEventKind::Cancelled => "cancelled",
             RunEventKind::Expired => "expired",
+            RunEventKind::Reminded => "reminded",
         }
     }
 
@@ -70,7 +79,7 @@ impl RunEventKind {
     pub fn status(self) -> RunStatus {
         match self {
             RunEventKind::Started | RunEventKind::Resumed => RunStatus::Running,
-            RunEventKind::Suspended => RunStatus::Suspended,
+            RunEventKind::Suspended | RunEventKind::Reminded => RunStatus::Suspended,
             RunEventKind::Completed => RunStatus::Completed,
             RunEventKind::Failed => RunStatus::Failed,
             RunEventKind::Cancelled => RunStatus::Cancelled,
@@ -152,7 +161,7 @@ pub struct RunEvent {
     pub thread_id: Option<ThreadId>,
     pub status: RunStatus,
     /// The calls the run waits on, and until when: set on
-    /// [`RunEventKind::Suspended`] only.
+    /// [`RunEventKind::Suspended`] and [`RunEventKind::Reminded`] only.
     pub pending: Vec<PendingCall>,
     pub expires_at: Option<Timestamp>,
     /// The decisions the change was made of: set on
@@ -167,13 +176,17 @@ impl RunEvent {
     /// [`RunEventKind::of_write`]); the store assigns its position.
     pub fn of(run: &RunRecord, kind: RunEventKind) -> Self {
         let (pending, expires_at) = match kind {
-            RunEventKind::Suspended => (run.pending().to_vec(), run.expires_at()),
+            _ if kind.lists_pending() => (run.pending().to_vec(), run.expires_at()),
             _ => (Vec::new(), None),
+        };
+        let time = match kind {
+            RunEventKind::Reminded => run.reminded_at().unwrap_or(run.updated_at),
+            _ => run.updated_at,
         };
         let decisions = kind.decisions(run.state.change_decisions());
         Self {
             position: EventPosition::default(),
-            time: run.updated_at,
+            time,
             kind,
             tenant: run.tenant.clone(),
             run_id: run.id,
@@ -281,7 +294,8 @@ mod tests {
         assert_eq!(Kind::of_write(None, Cancelled), [Kind::Cancelled]);
         assert_eq!(Kind::of_write(None, Running), []);
         for kind in RunEventKind::ALL {
-            assert_eq!(Kind::entering(kind.status()) == kind, kind != Kind::Started);
+            let entered = !matches!(kind, Kind::Started | Kind::Reminded);
+            assert_eq!(Kind::entering(kind.status()) == kind, entered);
         }
     }
 

@@ -68,6 +68,7 @@ struct Families {
     runs_failed: IntCounterVec,
     runs_cancelled: IntCounterVec,
     runs_expired: IntCounterVec,
+    reminders: IntCounterVec,
     takeovers: IntCounterVec,
     resume_rejections: IntCounterVec,
     suspended_runs: counted::CountedGauge,
@@ -150,7 +151,8 @@ impl Metrics {
             runs_resumed: counter(
                 &r,
                 "agentd_runs_resumed_total",
-                "Accepted Resumes (a suspended call answered).",
+                "Suspensions answered and continued: accepted Resumes, and deadlines whose on_expiry \
+                 declined or approved the calls.",
                 "agent",
             ),
             runs_completed: counter(&r, "agentd_runs_completed_total", "Runs completed.", "agent"),
@@ -160,6 +162,12 @@ impl Metrics {
                 &r,
                 "agentd_runs_expired_total",
                 "Suspended runs that expired unanswered.",
+                "agent",
+            ),
+            reminders: counter(
+                &r,
+                "agentd_reminders_total",
+                "Reminders of suspended runs still waiting (run events of kind reminded).",
                 "agent",
             ),
             takeovers: counter(
@@ -257,6 +265,7 @@ impl Metrics {
             &families.runs_failed,
             &families.runs_cancelled,
             &families.runs_expired,
+            &families.reminders,
         ] {
             counter.with_label_values(&[agent]);
         }
@@ -300,6 +309,11 @@ impl Metrics {
     pub fn run_expired(&self, agent: &str, since: Timestamp) {
         self.families.runs_expired.with_label_values(&[agent]).inc();
         self.left_suspension(agent, since);
+    }
+
+    /// A suspended run's reminder was stored.
+    pub fn reminder_sent(&self, agent: &str) {
+        self.families.reminders.with_label_values(&[agent]).inc();
     }
 
     /// This replica took over a run whose previous holder was `holder`

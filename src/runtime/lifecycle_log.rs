@@ -1,6 +1,6 @@
 //! The run lifecycle at INFO: one line when a run starts, suspends (each
-//! call it waits on, with its tool), is resumed, finishes (why, after how
-//! many steps, how long after it started) or expires, and one for each
+//! call it waits on, with its tool), is reminded, is resumed, finishes
+//! (why, after how many steps, how long after it started) or expires, and one for each
 //! decision on a call (who decided, through what). Every line names the
 //! run, its agent, tenant and thread (when it has one) in its own fields,
 //! wherever it is logged from. It only logs; it never changes a run.
@@ -97,6 +97,20 @@ pub(crate) fn finished(run: &RunRecord, why: FinishReason) {
         steps = run.state.steps,
         duration_ms = millis_since(run.created_at),
         "run finished"
+    );
+}
+
+/// A suspended run's reminder was stored: the calls it still waits on,
+/// `suspended_since` after it suspended.
+pub(crate) fn reminded(run: &RunRecord, suspended_since: Timestamp) {
+    tracing::info!(
+        run_id = %run.id,
+        agent = %run.agent_id,
+        tenant = %run.tenant,
+        thread_id = thread(run),
+        pending = run.pending().len(),
+        suspended_ms = millis_since(suspended_since),
+        "run reminded"
     );
 }
 

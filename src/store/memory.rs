@@ -334,7 +334,7 @@ impl RunQueries for MemoryStore {
             .lock()
             .values()
             .filter(|(run, _)| run.status() == RunStatus::Suspended)
-            .filter_map(|(run, _)| run.expires_at().filter(|at| *at <= now).map(|at| (at, run.id)))
+            .filter_map(|(run, _)| run.wakes_at().filter(|at| *at <= now).map(|at| (at, run.id)))
             .collect();
         due.sort_unstable();
         Ok(due.into_iter().take(limit).map(|(_, id)| id).collect())

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::{corrupt, StoreError};
 use crate::domain::{
     AnswerRecord, Event, LatestRun, Lease, Message, PendingCall, PendingCalls, Phase, Position, ResumeRecord,
-    RunFailure, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Tenant, ThreadId, ThreadLink,
-    ThreadRecord, Timestamp, ToolDefinition, Usage,
+    RunEventKind, RunFailure, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Tenant, ThreadId,
+    ThreadLink, ThreadRecord, Timestamp, ToolDefinition, Usage,
 };
 
 /// The layout of the records this build writes: `{"format": 2, "run":
@@ -202,6 +202,8 @@ impl TryFrom<Layout1> for RunRecord {
                     .ok_or_else(|| corrupt("a suspended run waits on no call"))?,
                 // Stored without an expiry: it never expires.
                 expires_at: old.expires_at.unwrap_or(Timestamp(i64::MAX)),
+                reminders: Vec::new(),
+                reminded_at: None,
             },
             RunStatus::Completed => Phase::Completed {
                 final_text: state.final_text,
@@ -319,6 +321,15 @@ pub(crate) fn event_decisions(run: &RunRecord, plain: bool) -> Result<Option<Vec
     Ok(Some(encoded))
 }
 
+/// The time of the run events of a write that leaves `run` as it is: a
+/// reminder's when it was sent, any other change's the run's `updated_at`.
+pub(crate) fn run_event_time(run: &RunRecord, run_events: &[RunEventKind]) -> Timestamp {
+    match run_events {
+        [RunEventKind::Reminded] => run.reminded_at().unwrap_or(run.updated_at),
+        _ => run.updated_at,
+    }
+}
+
 /// The row of a write's events: the chunks it stored, encoded together,
 /// keyed by the run and the last seq.
 pub(crate) struct EventBatch {
@@ -395,7 +406,10 @@ mod tests {
         let run = decode_run(LAYOUT1_SUSPENDED.as_bytes()).expect("layout 1");
         assert_eq!(run.tenant.as_str(), "acme");
         assert_eq!((run.version(), run.last_seq()), (3, 6));
-        let Phase::Suspended { pending, expires_at } = &run.phase() else {
+        let Phase::Suspended {
+            pending, expires_at, ..
+        } = &run.phase()
+        else {
             panic!("not suspended: {:?}", run.phase());
         };
         assert_eq!(*expires_at, Timestamp(1_796_671_255_000_000));

@@ -96,9 +96,10 @@ pub trait RunQueries: Send + Sync + 'static {
     /// through the runs.
     async fn count_runs_by_agent(&self, status: RunStatus) -> Result<BTreeMap<String, u64>, StoreError>;
 
-    /// Suspended runs whose `expires_at` is at or before `now`, soonest
-    /// expired first, at most `limit` of them. The caller expires each one
-    /// with a version compare-and-set.
+    /// Suspended runs that wake (`RunRecord::wakes_at`: a reminder is due,
+    /// or they expire) at or before `now`, soonest first, at most `limit`
+    /// of them. The caller reminds or expires each one with a version
+    /// compare-and-set.
     async fn due_suspensions(&self, now: Timestamp, limit: usize) -> Result<Vec<RunId>, StoreError>;
 
     /// Running runs that nobody may be executing any more: those whose

@@ -25,6 +25,7 @@ pub fn event_type(kind: RunEventKind) -> &'static str {
         RunEventKind::Failed => "run.failed",
         RunEventKind::Cancelled => "run.cancelled",
         RunEventKind::Expired => "run.expired",
+        RunEventKind::Reminded => "run.reminded",
     }
 }
 

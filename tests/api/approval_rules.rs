@@ -46,6 +46,7 @@ async fn ruled_server() -> Configured {
             rule("run.metadata.region == 'eu'", RuleDecision::Approve, ""),
             rule("run.metadata.channel == 'test'", RuleDecision::Approve, ""),
         ],
+        ..ToolTable::default()
     });
     server_with(vec![agent("support", vec!["ask_user".into(), review])]).await
 }
@@ -238,6 +239,7 @@ async fn run_rules_server() -> Configured {
                 "",
             ),
         ],
+        ..ToolTable::default()
     });
     server_with(vec![agent("ops", vec!["ask_user".into(), review])]).await
 }

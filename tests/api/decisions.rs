@@ -51,6 +51,7 @@ async fn server_on(store: Option<String>) -> SecureServer {
                     reason: "not this one".into(),
                 },
             ],
+            ..ToolTable::default()
         });
         settings.agents = vec![agent("support", vec!["ask_user".into(), review])];
     })

@@ -127,7 +127,8 @@ async fn sqlite_moves_chunks_stored_one_row_each_into_batches() {
     {
         let conn = rusqlite::Connection::open(&path).expect("open");
         conn.execute_batch(
-            "DROP INDEX runs_suspended_by_expiry;
+            "DROP INDEX runs_suspended_by_wake;
+             ALTER TABLE runs RENAME COLUMN wakes_at TO expires_at;
              DROP INDEX runs_suspended_by_agent;
              DROP INDEX runs_running_by_lease;
              CREATE INDEX runs_by_status ON runs (status, id);
@@ -1058,8 +1059,11 @@ pub fn suspended_phase(since: Timestamp) -> Phase {
             waiting: Waiting::Suspended {
                 payload: plan_question(),
             },
+            since: None,
         }),
         expires_at: Timestamp(since.0 + 7 * 24 * 3600 * 1_000_000),
+        reminders: Vec::new(),
+        reminded_at: None,
     }
 }
 

@@ -255,6 +255,37 @@ impl RunRecord {
         }
     }
 
+    /// When a suspended run next needs the sweep: its next reminder, or
+    /// its expiry; `None` in every other phase. Stores index runs by it.
+    pub fn wakes_at(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::Suspended {
+                expires_at,
+                reminders,
+                ..
+            } => Some(
+                reminders
+                    .first()
+                    .map_or(*expires_at, |next| (*next).min(*expires_at)),
+            ),
+            _ => None,
+        }
+    }
+
+    /// Whether a suspended run has a reminder due at `now`.
+    pub fn reminder_due(&self, now: Timestamp) -> bool {
+        matches!(&self.phase, Phase::Suspended { reminders, .. } if reminders.first().is_some_and(|at| *at <= now))
+    }
+
+    /// When a suspended run last reminded; `None` if it has not (or is not
+    /// suspended).
+    pub fn reminded_at(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::Suspended { reminded_at, .. } => *reminded_at,
+            _ => None,
+        }
+    }
+
     /// The lease of a running run; `None` in every other phase.
     pub fn lease(&self) -> Option<&Lease> {
         match &self.phase {

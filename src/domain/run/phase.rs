@@ -26,10 +26,17 @@ pub enum Phase {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pending: Vec<PendingCall>,
     },
-    /// Waiting for Resume on `pending` until `expires_at`.
+    /// Waiting for Resume on `pending` until `expires_at`, reminding at
+    /// `reminders` (those still to come, in order; see
+    /// [`crate::domain::WaitPolicies::reminders`]), the last time at
+    /// `reminded_at`.
     Suspended {
         pending: PendingCalls,
         expires_at: Timestamp,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reminders: Vec<Timestamp>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reminded_at: Option<Timestamp>,
     },
     /// The model stopped, or the run took its last step.
     Completed {
@@ -75,6 +82,10 @@ pub enum Waiting {
 pub struct PendingCall {
     pub call: ToolCall,
     pub waiting: Waiting,
+    /// When the call started waiting: set by the suspension that first
+    /// waits on it (kept by the later ones while it is still pending).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Timestamp>,
 }
 
 /// The calls a suspended run waits on: at least one. Reads as a slice;

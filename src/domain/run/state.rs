@@ -156,6 +156,9 @@ pub enum AnswerVia {
     Resume,
     /// A new message on the run's thread that asked for auto-resume.
     AutoResume,
+    /// Nobody answered in time: the deadline did, as the tool's
+    /// `on_expiry` says.
+    Deadline,
 }
 
 /// The thread a run belongs to, and the run before it in that thread.

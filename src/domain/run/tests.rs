@@ -7,7 +7,7 @@ use serde_json::json;
 use super::*;
 use crate::domain::{
     Answer, Args, AskUserPayload, Chunk, Event, FinishReason, Message, RunFailure, SelectionMode,
-    SuspendPayload, ToolCall, ToolOutput,
+    SuspendPayload, ToolCall, ToolOutput, WaitPolicies,
 };
 
 const NOW: Timestamp = Timestamp(1_796_066_454_000_000);
@@ -69,6 +69,7 @@ fn question(id: &str) -> PendingCall {
                 selection_mode: SelectionMode::FreeText,
             }),
         },
+        since: None,
     }
 }
 
@@ -101,8 +102,12 @@ fn calls(pending: Vec<PendingCall>) -> PendingCalls {
 
 fn suspended_on(ids: &[&str]) -> RunRecord {
     let mut run = running();
-    run.suspend(calls(ids.iter().map(|id| question(id)).collect()), NOW)
-        .expect("running");
+    run.suspend(
+        calls(ids.iter().map(|id| question(id)).collect()),
+        &WaitPolicies::default(),
+        NOW,
+    )
+    .expect("running");
     run
 }
 
@@ -112,9 +117,14 @@ fn a_suspension_announces_each_call_then_finishes() {
     let approval = PendingCall {
         call: call("b"),
         waiting: Waiting::Approval,
+        since: None,
     };
     let chunks = run
-        .suspend(calls(vec![question("a"), approval]), NOW)
+        .suspend(
+            calls(vec![question("a"), approval]),
+            &WaitPolicies::default(),
+            NOW,
+        )
         .expect("running");
     let expires_at = NOW.after(Duration::from_secs(60));
     assert!(matches!(
@@ -148,7 +158,15 @@ fn an_answer_gives_the_run_to_its_lease_and_keeps_the_other_calls_waiting() {
     assert!(matches!(&chunks[1], Chunk::ToolResult { tool_call_id, .. } if tool_call_id == "a"));
     assert_eq!(run.lease(), Some(&lease("b")));
     assert_eq!(run.expires_at(), None);
-    assert_eq!(run.pending(), &[question("b")], "the other call still waits");
+    let still = PendingCall {
+        since: Some(NOW),
+        ..question("b")
+    };
+    assert_eq!(
+        run.pending(),
+        &[still],
+        "the other call still waits, since it did"
+    );
     assert_eq!(run.state.answers, vec![answer("a")]);
     assert_eq!(
         run.state.resumes[0].first_seq, 5,
@@ -205,8 +223,10 @@ fn an_approval_returns_the_call_to_run_and_records_no_result() {
     let approval = PendingCall {
         call: call("a"),
         waiting: Waiting::Approval,
+        since: None,
     };
-    run.suspend(PendingCalls::one(approval), NOW).expect("running");
+    run.suspend(PendingCalls::one(approval), &WaitPolicies::default(), NOW)
+        .expect("running");
     let execute = Resolution::Execute { edited_args: None };
     let (chunks, approved) = run
         .answer(vec![one(0, "a", execute)], None, lease("a"))
@@ -228,9 +248,14 @@ fn an_approval_with_edited_arguments_runs_them_and_keeps_the_models() {
     let approval = |id: &str| PendingCall {
         call: call(id),
         waiting: Waiting::Approval,
+        since: None,
     };
-    run.suspend(calls(vec![approval("a"), approval("b")]), NOW)
-        .expect("running");
+    run.suspend(
+        calls(vec![approval("a"), approval("b")]),
+        &WaitPolicies::default(),
+        NOW,
+    )
+    .expect("running");
     let edited: Args = json!({"question": "Which plan, really?"}).into();
     let execute = Resolution::Execute {
         edited_args: Some(edited.clone()),
@@ -266,7 +291,15 @@ fn an_approval_with_edited_arguments_runs_them_and_keeps_the_models() {
             original_args: call("b").args,
         }]
     );
-    assert_eq!(run.pending(), &[approval("a")], "the other call still waits");
+    let still = PendingCall {
+        since: Some(NOW),
+        ..approval("a")
+    };
+    assert_eq!(
+        run.pending(),
+        &[still],
+        "the other call still waits, since it did"
+    );
 }
 
 /// Each transition, asked of every phase it does not start from, is
@@ -289,7 +322,10 @@ fn every_transition_checks_the_phase_it_starts_from() {
     let attempts: [(&str, Attempt, &[RunStatus]); 8] = [
         (
             "suspend",
-            |run| run.suspend(PendingCalls::one(question("b")), NOW).map(drop),
+            |run| {
+                run.suspend(PendingCalls::one(question("b")), &WaitPolicies::default(), NOW)
+                    .map(drop)
+            },
             &[RunStatus::Running],
         ),
         (
@@ -360,7 +396,7 @@ fn a_commit_numbers_its_chunks_after_the_stored_ones_and_moves_the_version() {
     let stored = run.position();
     assert_eq!((stored.version, stored.last_seq), (2, 4));
     let chunks = run
-        .suspend(PendingCalls::one(question("a")), NOW)
+        .suspend(PendingCalls::one(question("a")), &WaitPolicies::default(), NOW)
         .expect("running");
     let staged = run.stage(chunks);
     assert_eq!(

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::domain::{
     Chunk, Decider, DecisionOutcome, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolOutput,
+    WaitPolicies,
 };
 
 use super::{
@@ -120,14 +121,27 @@ impl RunRecord {
         }
     }
 
-    /// Suspends a running run on `pending` for its options' time to live:
-    /// a `tool_call_suspended` or `tool_call_approval` chunk per call, then
+    /// Suspends a running run on `pending` for its options' time to live,
+    /// reminding as `policies` say (each call counted from when it started
+    /// waiting: now, unless it waits still from an earlier suspension): a
+    /// `tool_call_suspended` or `tool_call_approval` chunk per call, then
     /// `finish{SUSPENDED}`.
-    pub fn suspend(&mut self, pending: PendingCalls, now: Timestamp) -> Result<Vec<Chunk>, WrongPhase> {
+    pub fn suspend(
+        &mut self,
+        pending: PendingCalls,
+        policies: &WaitPolicies,
+        now: Timestamp,
+    ) -> Result<Vec<Chunk>, WrongPhase> {
         if !matches!(self.phase, Phase::Running { .. }) {
             return Err(self.wrong("suspend"));
         }
         let expires_at = now.after(self.options.suspend_ttl);
+        let mut calls = pending.into_vec();
+        for call in &mut calls {
+            call.since.get_or_insert(now);
+        }
+        let pending = PendingCalls::new(calls).expect("the calls were pending");
+        let reminders = policies.reminders(&pending, now, expires_at);
         let mut chunks: Vec<Chunk> = pending
             .iter()
             .map(|waiting| {
@@ -144,8 +158,34 @@ impl RunRecord {
             .collect();
         chunks.push(self.finish_chunk(FinishReason::Suspended, String::new()));
         self.updated_at = now;
-        self.phase = Phase::Suspended { pending, expires_at };
+        self.phase = Phase::Suspended {
+            pending,
+            expires_at,
+            reminders,
+            reminded_at: None,
+        };
         Ok(chunks)
+    }
+
+    /// Sends the reminders of a suspended run that are due at `now` (all at
+    /// once: one reminder), if any is; whether one was. It streams nothing
+    /// and leaves the run waiting as it was.
+    pub fn remind(&mut self, now: Timestamp) -> Result<bool, WrongPhase> {
+        let Phase::Suspended {
+            reminders,
+            reminded_at,
+            ..
+        } = &mut self.phase
+        else {
+            return Err(self.wrong("remind"));
+        };
+        let due = reminders.partition_point(|at| *at <= now);
+        if due == 0 {
+            return Ok(false);
+        }
+        reminders.drain(..due);
+        *reminded_at = Some(now);
+        Ok(true)
     }
 
     /// Answers pending calls of a suspended run, each (at its `index` in

@@ -17,6 +17,7 @@ pub fn kind_to_proto(kind: RunEventKind) -> pb::RunEventKind {
         RunEventKind::Failed => pb::RunEventKind::Failed,
         RunEventKind::Cancelled => pb::RunEventKind::Cancelled,
         RunEventKind::Expired => pb::RunEventKind::Expired,
+        RunEventKind::Reminded => pb::RunEventKind::Reminded,
     }
 }
 

@@ -180,6 +180,7 @@ fn answer_to_proto(answer: &AnswerRecord) -> pb::ThreadAnswer {
     let source = match answer.via {
         AnswerVia::Resume => pb::AnswerSource::Resume,
         AnswerVia::AutoResume => pb::AnswerSource::AutoResume,
+        AnswerVia::Deadline => pb::AnswerSource::Deadline,
     };
     pb::ThreadAnswer {
         tool_call_id: answer.tool_call_id.clone(),

@@ -355,7 +355,7 @@ impl Execution {
     /// Pending calls wait for Resume: the suspension is stored before any
     /// `tool_call_suspended` chunk is released.
     async fn suspend(&mut self, pending: PendingCalls) -> Result<(), Halt> {
-        let chunks = self.run.suspend(pending, Timestamp::now())?;
+        let chunks = self.run.suspend(pending, &self.agent.waits, Timestamp::now())?;
         self.commit_counted(chunks, |metrics, agent| metrics.run_suspended(agent))
             .await?;
         lifecycle_log::suspended(&self.run, self.run.pending());

@@ -802,9 +802,13 @@ mod tests {
                 args: serde_json::json!({}).into(),
             },
             waiting: crate::domain::Waiting::Approval,
+            since: None,
         };
         let pending = crate::domain::PendingCalls::one(question);
-        for chunk in run.suspend(pending, Timestamp::now()).expect("running") {
+        for chunk in run
+            .suspend(pending, &Default::default(), Timestamp::now())
+            .expect("running")
+        {
             emitter.hold(chunk);
         }
         emitter.commit(&mut run, || {}).await.expect("stored");

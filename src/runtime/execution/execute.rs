@@ -146,16 +146,19 @@ impl Runtime {
         self.inner.live.try_start_execution(run.id)
     }
 
-    /// Executes `run` here with nobody streaming it (a takeover, which
-    /// takes no slot of its tenant, and continues no request's trace).
+    /// Executes `run`, stored with its opening chunks `first`, here with
+    /// nobody streaming it (a takeover, or a deadline's continuation, which
+    /// take no slot of the tenant's, and continue no request's trace);
+    /// `live` is its entry, marked executing (see
+    /// `LiveRuns::start_execution`).
     pub(in crate::runtime) fn execute_detached(
         &self,
+        live: Arc<LiveRun>,
         agent: Arc<Agent>,
         run: RunRecord,
         first: Vec<Event>,
         work: Work,
     ) {
-        let live = self.inner.live.start_execution(run.id);
         live.release_stored(first);
         let span = execution_span(&run, &work, None);
         let execution = self.execution(live, agent, run, None, None, None);

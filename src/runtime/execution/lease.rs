@@ -172,9 +172,11 @@ mod tests {
         let approval = |id: &str| PendingCall {
             call: call(id),
             waiting: Waiting::Approval,
+            since: None,
         };
         let both = PendingCalls::new(vec![approval("b"), approval("c")]).expect("two calls");
-        run.suspend(both, Timestamp::now()).expect("running");
+        run.suspend(both, &Default::default(), Timestamp::now())
+            .expect("running");
         let approved = AnswerRecord {
             tool_call_id: "b".into(),
             answer: Answer::Approval {
@@ -197,7 +199,8 @@ mod tests {
         };
         run.answer(vec![answered], None, Lease::vacant())
             .expect("suspended");
-        assert_eq!(run.pending(), &[approval("c")]);
+        assert_eq!(run.pending().len(), 1);
+        assert_eq!(run.pending()[0].call, call("c"));
         assert_eq!(unfinished_calls(&run), vec![Continuation::Run(call("b"))]);
     }
 

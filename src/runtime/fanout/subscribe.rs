@@ -158,7 +158,7 @@ struct Plan {
 
 /// Reads the store and decides what to replay and how far to follow.
 async fn plan(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     tenant: &Tenant,
     run_id: RunId,
     wanted: Wanted,

@@ -108,7 +108,8 @@ impl Runtime {
                 grants: Vec::new(),
             }
         };
-        self.execute_detached(agent, run, first.events, work);
+        let live = self.inner.live.start_execution(run.id);
+        self.execute_detached(live, agent, run, first.events, work);
         Ok(true)
     }
 

@@ -21,8 +21,8 @@ use crate::store::StoreError;
 fn create_sql() -> String {
     format!(
         "WITH changed AS (INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, \
-         updated_at, expires_at, request_id, lease_owner, lease_expires_at, record, tenant, thread_id) \
-         VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+         updated_at, wakes_at, request_id, lease_owner, lease_expires_at, record, tenant, thread_id) \
+         VALUES ($1, $5, $6, $7, $8, $9, $10, $22, $12, $13, $14, $15, $16, $17) \
          ON CONFLICT DO NOTHING RETURNING id), \
          inserted AS ({INSERT_EVENTS}), \
          run_event AS ({run_events}) \
@@ -59,7 +59,8 @@ pub(super) async fn create(
         run_event_params(&RunEventKind::of_write(Some(RunEventKind::Started), run.status()));
     let pending = suspension_pending(run)?;
     let decisions = crate::store::record::event_decisions(run, true)?;
-    let params: [&(dyn ToSql + Sync); 21] = [
+    let wakes_at = run.wakes_at().map(|at| at.0);
+    let params: [&(dyn ToSql + Sync); 22] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -81,6 +82,7 @@ pub(super) async fn create(
         &kinds,
         &statuses,
         &decisions,
+        &wakes_at,
     ];
     if run.thread.is_some() {
         return create_in_thread(store, run, &params).await;

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_a2a_push_configs.sql"),
     include_str!("migrations/0013_run_event_decisions.sql"),
     include_str!("migrations/0014_grants.sql"),
+    include_str!("migrations/0015_wake_times.sql"),
 ];
 
 /// The migration that stores a write's events as one row.

@@ -145,8 +145,8 @@ impl<'a> Filters<'a> {
 
 /// The status is spelled out, not bound, so that the plan uses the partial
 /// index of suspended runs (see migration 0008).
-const DUE_SQL: &str = "SELECT id FROM runs WHERE status = 'suspended' AND expires_at <= $1 \
-                       ORDER BY expires_at LIMIT $2";
+const DUE_SQL: &str = "SELECT id FROM runs WHERE status = 'suspended' AND wakes_at <= $1 \
+                       ORDER BY wakes_at LIMIT $2";
 
 pub(super) async fn due_suspensions(
     client: &Client,

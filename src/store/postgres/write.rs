@@ -133,7 +133,7 @@ const LISTENED_ELSEWHERE: &str = "EXISTS (SELECT 1 FROM listeners WHERE origin <
 fn commit_sql() -> String {
     format!(
         "WITH changed AS (UPDATE runs SET status = $5, version = $6, last_seq = $7, \
-         updated_at = $8, expires_at = $9, lease_owner = $10, lease_expires_at = $11, record = $12 \
+         updated_at = $8, wakes_at = $22, lease_owner = $10, lease_expires_at = $11, record = $12 \
          WHERE id = $1 AND version = $13 AND ($2::bigint IS NULL OR last_seq < $2::bigint) RETURNING id), \
          inserted AS ({INSERT_EVENTS}), \
          run_event AS ({run_events}) \
@@ -142,7 +142,7 @@ fn commit_sql() -> String {
             tenant: 15,
             agent_id: 16,
             thread_id: 17,
-            time: 8,
+            time: 23,
             pending: 18,
             expires_at: 9,
             kinds: 14,
@@ -178,7 +178,8 @@ pub(super) fn insert_run_events(p: &RunEventParams) -> String {
         "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, expires_at, \
          decisions) \
          SELECT ${}, $1, ${}, ${}, k.kind, k.status, ${}, \
-         CASE WHEN k.kind = 'suspended' THEN ${}::bytea END, CASE WHEN k.kind = 'suspended' THEN ${}::bigint END, \
+         CASE WHEN k.kind IN ('suspended', 'reminded') THEN ${}::bytea END, \
+         CASE WHEN k.kind IN ('suspended', 'reminded') THEN ${}::bigint END, \
          CASE WHEN k.kind IN ('resumed', 'cancelled', 'expired') THEN ${}::bytea END \
          FROM unnest(${}::text[], ${}::text[]) WITH ORDINALITY AS k(kind, status, n) \
          WHERE EXISTS (SELECT 1 FROM changed) ORDER BY k.n RETURNING 1",
@@ -304,7 +305,9 @@ pub(super) async fn commit(
     let thread_id = run.thread.as_ref().map(|link| link.id.as_str());
     let pending = suspension_pending(run)?;
     let decisions = crate::store::record::event_decisions(run, true)?;
-    let params: [&(dyn ToSql + Sync); 21] = [
+    let wakes_at = run.wakes_at().map(|at| at.0);
+    let time = crate::store::record::run_event_time(run, run_events).0;
+    let params: [&(dyn ToSql + Sync); 23] = [
         &run.id.0,
         &batch.first_seq,
         &batch.last_seq,
@@ -326,6 +329,8 @@ pub(super) async fn commit(
         &store.origin,
         &statuses,
         &decisions,
+        &wakes_at,
+        &time,
     ];
     if execute(store, &commit_sql(), &params, Some(announcement)).await? {
         Ok(())

@@ -60,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_a2a_push_configs.sql"),
     include_str!("migrations/0013_run_event_decisions.sql"),
     include_str!("migrations/0014_grants.sql"),
+    include_str!("migrations/0015_wake_times.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -85,7 +86,12 @@ struct RunRow {
     last_seq: i64,
     created_at: i64,
     updated_at: i64,
+    /// A suspended run's expiry, for the event of its suspension.
     expires_at: Option<i64>,
+    /// When the sweep next looks at a suspended run (`RunRecord::wakes_at`).
+    wakes_at: Option<i64>,
+    /// When a suspended run last reminded, for the event of the reminder.
+    reminded_at: Option<i64>,
     request_id: Option<String>,
     lease_owner: Option<String>,
     lease_expires_at: Option<i64>,
@@ -156,6 +162,8 @@ impl RunRow {
             created_at: run.created_at.0,
             updated_at: run.updated_at.0,
             expires_at: run.expires_at().map(|t| t.0),
+            wakes_at: run.wakes_at().map(|t| t.0),
+            reminded_at: run.reminded_at().map(|t| t.0),
             request_id: run.request_id.clone(),
             lease_owner: run.lease().as_ref().map(|lease| lease.owner.clone()),
             lease_expires_at: run.lease().as_ref().map(|lease| lease.expires_at.0),

@@ -91,8 +91,8 @@ pub(super) fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRe
 
 /// The status is spelled out, not bound, so that SQLite can use the partial
 /// index of suspended runs (see migration 0007).
-const DUE_SQL: &str = "SELECT id FROM runs WHERE status = 'suspended' AND expires_at <= ?1 \
-                       ORDER BY expires_at LIMIT ?2";
+const DUE_SQL: &str = "SELECT id FROM runs WHERE status = 'suspended' AND wakes_at <= ?1 \
+                       ORDER BY wakes_at LIMIT ?2";
 
 pub(super) fn due_suspensions(
     conn: &Connection,
@@ -198,7 +198,7 @@ mod tests {
         let conn = migrated();
         let due = plan(&conn, DUE_SQL, vec![Value::Integer(0), Value::Integer(10)]);
         assert!(
-            due.contains("SEARCH runs USING INDEX runs_suspended_by_expiry"),
+            due.contains("SEARCH runs USING INDEX runs_suspended_by_wake"),
             "{due}"
         );
         assert!(!due.contains("TEMP B-TREE"), "{due}");

@@ -14,7 +14,11 @@ use crate::store::{corrupt, RunEventPage, StoreError};
 /// `RunEventKind::of_write`): what a suspension waits on only with
 /// `suspended`.
 pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Result<(), StoreError> {
-    let suspended = kind == RunEventKind::Suspended;
+    let suspended = kind.lists_pending();
+    let time = match kind {
+        RunEventKind::Reminded => run.reminded_at.unwrap_or(run.updated_at),
+        _ => run.updated_at,
+    };
     conn.prepare_cached(
         "INSERT INTO run_events (tenant, run_id, agent_id, thread_id, kind, status, time, pending, \
          expires_at, decisions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -27,7 +31,7 @@ pub(super) fn insert(conn: &Connection, run: &RunRow, kind: RunEventKind) -> Res
             run.thread.as_ref().map(|thread| thread.id.as_str()),
             kind.as_str(),
             kind.status().as_str(),
-            run.updated_at,
+            time,
             suspended.then_some(run.pending.as_deref()).flatten(),
             suspended.then_some(run.expires_at).flatten(),
             run.decisions.as_ref().filter(|_| kind.carries_decisions())

@@ -186,7 +186,7 @@ impl Applied {
 
 /// A commit's update of its run, under its [`Guard`].
 pub(super) const UPDATE_RUN_SQL: &str = concat!(
-    "UPDATE runs SET status = ?4, version = ?5, last_seq = ?6, updated_at = ?7, expires_at = ?8, \
+    "UPDATE runs SET status = ?4, version = ?5, last_seq = ?6, updated_at = ?7, wakes_at = ?8, \
      record = ?9, lease_owner = ?10, lease_expires_at = ?11 WHERE ",
     guard_sql!()
 );
@@ -195,7 +195,7 @@ fn insert_run(conn: &Connection, run: &RunRow) -> Result<(), StoreError> {
     let inserted = conn
         .prepare_cached(
             "INSERT INTO runs (id, agent_id, status, version, last_seq, created_at, updated_at, \
-             expires_at, request_id, record, lease_owner, lease_expires_at, tenant, thread_id) \
+             wakes_at, request_id, record, lease_owner, lease_expires_at, tenant, thread_id) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT DO NOTHING",
         )
         .and_then(|mut insert| {
@@ -207,7 +207,7 @@ fn insert_run(conn: &Connection, run: &RunRow) -> Result<(), StoreError> {
                 run.last_seq,
                 run.created_at,
                 run.updated_at,
-                run.expires_at,
+                run.wakes_at,
                 run.request_id,
                 run.record,
                 run.lease_owner,
@@ -235,7 +235,7 @@ fn update_run(conn: &Connection, run: &RunRow, guard: &Guard<'_>) -> Result<(), 
                 run.version,
                 run.last_seq,
                 run.updated_at,
-                run.expires_at,
+                run.wakes_at,
                 run.record,
                 run.lease_owner,
                 run.lease_expires_at
