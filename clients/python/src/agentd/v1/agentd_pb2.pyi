@@ -177,6 +177,11 @@ class _RunEventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunEvent
     RUN_EVENT_KIND_CANCELLED: _RunEventKind.ValueType  # 6
     RUN_EVENT_KIND_EXPIRED: _RunEventKind.ValueType  # 7
     """The run was suspended for longer than its time to live."""
+    RUN_EVENT_KIND_REMINDED: _RunEventKind.ValueType  # 8
+    """The run still waits: a reminder, as the `remind_after` of the tools it
+    waits on says. Its status stays SUSPENDED; `pending` lists the calls
+    that still wait.
+    """
 
 class RunEventKind(_RunEventKind, metaclass=_RunEventKindEnumTypeWrapper):
     """What changed in a run."""
@@ -194,6 +199,11 @@ RUN_EVENT_KIND_FAILED: RunEventKind.ValueType  # 5
 RUN_EVENT_KIND_CANCELLED: RunEventKind.ValueType  # 6
 RUN_EVENT_KIND_EXPIRED: RunEventKind.ValueType  # 7
 """The run was suspended for longer than its time to live."""
+RUN_EVENT_KIND_REMINDED: RunEventKind.ValueType  # 8
+"""The run still waits: a reminder, as the `remind_after` of the tools it
+waits on says. Its status stays SUSPENDED; `pending` lists the calls
+that still wait.
+"""
 Global___RunEventKind: _TypeAlias = RunEventKind  # noqa: Y015
 
 class _AnswerSource:
@@ -208,6 +218,10 @@ class _AnswerSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AnswerSo
     """A Resume call."""
     ANSWER_SOURCE_AUTO_RESUME: _AnswerSource.ValueType  # 2
     """A StreamAgent on the thread with auto_resume."""
+    ANSWER_SOURCE_DEADLINE: _AnswerSource.ValueType  # 3
+    """Nobody answered in time: the deadline declined or approved the call,
+    as its tool's `on_expiry` says (answered_by is the run's tenant).
+    """
 
 class AnswerSource(_AnswerSource, metaclass=_AnswerSourceEnumTypeWrapper):
     """How an answer reached a suspended call."""
@@ -218,6 +232,10 @@ ANSWER_SOURCE_RESUME: AnswerSource.ValueType  # 1
 """A Resume call."""
 ANSWER_SOURCE_AUTO_RESUME: AnswerSource.ValueType  # 2
 """A StreamAgent on the thread with auto_resume."""
+ANSWER_SOURCE_DEADLINE: AnswerSource.ValueType  # 3
+"""Nobody answered in time: the deadline declined or approved the call,
+as its tool's `on_expiry` says (answered_by is the run's tenant).
+"""
 Global___AnswerSource: _TypeAlias = AnswerSource  # noqa: Y015
 
 class _DecisionOutcome:
@@ -1120,7 +1138,9 @@ class RunEvent(_message.Message):
 
     @_builtins.property
     def pending(self) -> _containers.RepeatedCompositeFieldContainer[Global___PendingToolCall]:
-        """The calls the run waits on, with their questions: set on SUSPENDED."""
+        """The calls the run waits on, with their questions: set on SUSPENDED
+        and REMINDED.
+        """
 
     @_builtins.property
     def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Decision]:

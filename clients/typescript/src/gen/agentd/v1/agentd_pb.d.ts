@@ -751,7 +751,8 @@ export declare type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
   status: RunStatus;
 
   /**
-   * The calls the run waits on, with their questions: set on SUSPENDED.
+   * The calls the run waits on, with their questions: set on SUSPENDED
+   * and REMINDED.
    *
    * @generated from field: repeated agentd.v1.PendingToolCall pending = 8;
    */
@@ -2614,6 +2615,15 @@ export enum RunEventKind {
    * @generated from enum value: RUN_EVENT_KIND_EXPIRED = 7;
    */
   EXPIRED = 7,
+
+  /**
+   * The run still waits: a reminder, as the `remind_after` of the tools it
+   * waits on says. Its status stays SUSPENDED; `pending` lists the calls
+   * that still wait.
+   *
+   * @generated from enum value: RUN_EVENT_KIND_REMINDED = 8;
+   */
+  REMINDED = 8,
 }
 
 /**
@@ -2647,6 +2657,14 @@ export enum AnswerSource {
    * @generated from enum value: ANSWER_SOURCE_AUTO_RESUME = 2;
    */
   AUTO_RESUME = 2,
+
+  /**
+   * Nobody answered in time: the deadline declined or approved the call,
+   * as its tool's `on_expiry` says (answered_by is the run's tenant).
+   *
+   * @generated from enum value: ANSWER_SOURCE_DEADLINE = 3;
+   */
+  DEADLINE = 3,
 }
 
 /**
