@@ -2,7 +2,7 @@
 // was started with, the last thing the assistant said before asking, its
 // metadata as the agent's inbox settings order it) and its whole history,
 // both read from GetRun's conversation. It only renders.
-import { Role, type InboxSettings, type PendingToolCall, type Run, type ThreadMessage } from "./gen/agentd/v1/agentd_pb";
+import { AnswerSource, Role, type InboxSettings, type PendingToolCall, type Run, type ThreadMessage } from "./gen/agentd/v1/agentd_pb";
 import { h, pretty } from "./dom";
 import { elicitationHeadline } from "./elicitation_form";
 
@@ -85,7 +85,10 @@ export function historyList(run: Run): HTMLElement {
         break;
       case Role.TOOL: {
         const result = message.toolResult;
-        if (message.answer) add("answer", h("span", { class: "label" }, "Answer"), message.answer.text);
+        // The deadline answered for nobody (the tool's on_expiry): say so,
+        // rather than let "declined to answer" read as a person's.
+        const deadline = message.answer?.source === AnswerSource.DEADLINE;
+        if (message.answer) add("answer", h("span", { class: "label" }, deadline ? "Nobody answered in time" : "Answer"), message.answer.text);
         add(
           result?.isError ? "result error" : "result",
           h("span", { class: "label" }, `${result?.toolName ?? "tool"} ${result?.isError ? "failed" : "returned"}`),

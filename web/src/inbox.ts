@@ -12,6 +12,9 @@ import { forPerson, RunCard, type Kind, type RunSummary } from "./card";
 import { h } from "./dom";
 import { Toolbar } from "./toolbar";
 
+// RunEventKind.REMINDED is left out: a reminder changes nothing a card
+// shows (the run waits on the same calls), and onEvent would take any
+// event other than SUSPENDED for the run leaving the inbox.
 const WATCHED = [
   RunEventKind.SUSPENDED,
   RunEventKind.RESUMED,
