@@ -65,6 +65,24 @@ impl ResumeRun {
     }
 }
 
+/// Claims a Resume makes when reminders keep landing before them.
+const CLAIMS_AFTER_REMINDERS: usize = 3;
+
+/// Why a claim did not go through.
+enum Lost {
+    /// The Resume is refused: the caller gets this.
+    Refused(RuntimeError),
+    /// A reminder was stored meanwhile: the run, as it is now, still
+    /// waits on the same suspension.
+    Reminded(Box<RunRecord>),
+}
+
+impl From<RuntimeError> for Lost {
+    fn from(error: RuntimeError) -> Self {
+        Lost::Refused(error)
+    }
+}
+
 /// Which pending call an answer is for.
 fn pick_pending(pending: &[PendingCall], tool_call_id: Option<&str>) -> Result<usize, RuntimeError> {
     let ids = || pending.iter().map(|p| p.call.id.clone()).collect::<Vec<_>>();
@@ -126,11 +144,19 @@ impl Runtime {
                 return Ok(stream);
             }
         }
-        let run = match loaded {
+        let mut run = match loaded {
             Some(run) => *run,
             None => self.inner.load_run_of(tenant, request.run_id).await?,
         };
-        self.resume_from(tenant, request, run, via).await
+        for _ in 0..CLAIMS_AFTER_REMINDERS {
+            match self.resume_from(tenant, request.clone(), run, via).await {
+                Ok(stream) => return Ok(stream),
+                Err(Lost::Refused(error)) => return Err(error),
+                // Only a reminder wrote: claim the run as it is now.
+                Err(Lost::Reminded(now)) => run = *now,
+            }
+        }
+        Err(RuntimeError::ResumeConflict)
     }
 
     /// Resumes `run` as read (from the store, or as kept here): its claim
@@ -141,14 +167,14 @@ impl Runtime {
         request: ResumeRun,
         mut run: RunRecord,
         via: AnswerVia,
-    ) -> Result<RunStream, RuntimeError> {
+    ) -> Result<RunStream, Lost> {
         if let Some(earlier) = earlier_resume(&run, &request)? {
             let first_seq = earlier.first_seq;
-            return self.follow(tenant, run.id, Wanted::Segment { first_seq }).await;
+            return Ok(self.follow(tenant, run.id, Wanted::Segment { first_seq }).await?);
         }
         self.inner.expire_if_due(&mut run).await?;
         if run.status() != RunStatus::Suspended {
-            return Err(RuntimeError::NotSuspended(run.status()));
+            return Err(RuntimeError::NotSuspended(run.status()).into());
         }
         let agent = self.inner.agent_for_run(&run)?;
         let now = Timestamp::now();
@@ -166,6 +192,7 @@ impl Runtime {
             suspended: run.position(),
             since: run.updated_at,
         };
+        let suspended_seq = run.last_seq();
         // The claim makes this replica the run's executor.
         let lease = self.inner.new_lease();
         let (chunks, next) = run
@@ -188,9 +215,9 @@ impl Runtime {
                 Ok(stream)
             }
             Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
-                Err(self.lost_claim(tenant, id).await)
+                Err(self.lost_claim(tenant, id, suspended_seq).await)
             }
-            Err(other) => Err(other.into()),
+            Err(other) => Err(RuntimeError::from(other).into()),
         }
     }
 
@@ -271,13 +298,19 @@ impl Runtime {
         Ok((checked, grants))
     }
 
-    /// Why a claim lost its compare-and-set: what the run is now (resumed
-    /// by another Resume, cancelled, expired), read again.
-    async fn lost_claim(&self, tenant: &Tenant, id: RunId) -> RuntimeError {
+    /// Why a claim of the suspension whose last chunk is `suspended_seq`
+    /// lost its compare-and-set: what the run is now (resumed by another
+    /// Resume, cancelled, expired), read again; or, if it still waits on
+    /// that suspension, a reminder was stored meanwhile (the only write
+    /// that stores no chunk) and the run may be claimed again.
+    async fn lost_claim(&self, tenant: &Tenant, id: RunId, suspended_seq: u64) -> Lost {
         match self.inner.load_run_of(tenant, id).await {
-            Ok(run) if run.status() == RunStatus::Suspended => RuntimeError::ResumeConflict,
-            Ok(run) => RuntimeError::NotSuspended(run.status()),
-            Err(error) => error,
+            Ok(run) if run.status() == RunStatus::Suspended && run.last_seq() == suspended_seq => {
+                Lost::Reminded(Box::new(run))
+            }
+            Ok(run) if run.status() == RunStatus::Suspended => Lost::Refused(RuntimeError::ResumeConflict),
+            Ok(run) => Lost::Refused(RuntimeError::NotSuspended(run.status())),
+            Err(error) => Lost::Refused(error),
         }
     }
 }
