@@ -20,7 +20,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde::{Deserialize, Serialize};
 
 use crate::a2a::task;
-use crate::domain::{RunEvent, RunEventKind, RunId, RunRecord, Tenant, Timestamp};
+use crate::domain::{RunEvent, RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::timestamp;
 use crate::runtime::{
     ClaimedDelivery, Endpoint, LedgerReads, NewDelivery, PushConfig, RetrySchedule, RuntimeError,
@@ -160,7 +160,7 @@ impl Endpoint for PushEndpoint {
 
 /// The status update that `event` of `run` is.
 pub fn update(run: &RunRecord, event: &RunEvent) -> proto::StreamResponse {
-    let message = if event.kind == RunEventKind::Suspended {
+    let message = if event.kind.lists_pending() {
         Some(task::input_required_message(run, &event.pending))
     } else if run.status() == event.status {
         task::status(run).message
@@ -192,7 +192,7 @@ pub fn body(response: &proto::StreamResponse) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{EventPosition, RunStatus};
+    use crate::domain::{EventPosition, RunEventKind, RunStatus};
     use crate::store::{MemoryStore, PushConfigStore};
 
     fn config(run_id: RunId, id: &str, created_at: i64) -> PushConfig {

@@ -65,7 +65,7 @@ pub fn watch_runs_request(request: pb::WatchRunsRequest) -> Result<WatchRuns, Ru
             kind_from_proto(kind).ok_or_else(|| {
                 invalid(
                     "kinds",
-                    format!("{kind} is not a run event kind (RUN_EVENT_KIND_STARTED = 1 ... EXPIRED = 7)"),
+                    format!("{kind} is not a run event kind (RUN_EVENT_KIND_STARTED = 1 ... REMINDED = 8)"),
                 )
             })
         })
