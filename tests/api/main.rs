@@ -32,6 +32,7 @@ mod process;
 mod providers;
 mod races;
 mod readme;
+mod reminders;
 mod replicas;
 mod restart;
 mod resume_validation;
