@@ -419,11 +419,12 @@ const (
 	// A question was answered (text, selections, data, an elicitation's
 	// accept).
 	DecisionOutcome_DECISION_OUTCOME_ANSWERED DecisionOutcome = 1
-	// A call waiting for approval (or decided by a rule or a grant) runs.
+	// A call waiting for approval (or decided by a rule, a grant, or the
+	// deadline of a tool with `on_expiry = "approve"`) runs.
 	DecisionOutcome_DECISION_OUTCOME_APPROVED DecisionOutcome = 2
 	// The call was declined: an approval with `approved = false`, a rule's
-	// `decline`, or a person declining to answer (an elicitation's decline
-	// or cancel).
+	// `decline`, a person declining to answer (an elicitation's decline or
+	// cancel), or the deadline of a tool with `on_expiry = "decline"`.
 	DecisionOutcome_DECISION_OUTCOME_DECLINED DecisionOutcome = 3
 	// CancelRun closed the run while the call was waiting.
 	DecisionOutcome_DECISION_OUTCOME_CANCELLED DecisionOutcome = 4
@@ -2044,9 +2045,10 @@ type RunEvent struct {
 	// and REMINDED.
 	Pending []*PendingToolCall `protobuf:"bytes,8,rep,name=pending,proto3" json:"pending,omitempty"`
 	// The decisions this change was made of: on RESUMED, the answers that
-	// continued the run; on CANCELLED and EXPIRED of a suspended run, the
-	// calls that were waiting (CancelRun's caller, or the deadline). Empty
-	// on the other kinds.
+	// continued the run (a person's, or the deadline's where the tools'
+	// `on_expiry` declined or approved the calls); on CANCELLED and EXPIRED
+	// of a suspended run, the calls that were waiting (CancelRun's caller,
+	// or the deadline). Empty on the other kinds.
 	Decisions []*Decision `protobuf:"bytes,9,rep,name=decisions,proto3" json:"decisions,omitempty"`
 }
 

@@ -251,11 +251,13 @@ class _DecisionOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Decis
     accept).
     """
     DECISION_OUTCOME_APPROVED: _DecisionOutcome.ValueType  # 2
-    """A call waiting for approval (or decided by a rule or a grant) runs."""
+    """A call waiting for approval (or decided by a rule, a grant, or the
+    deadline of a tool with `on_expiry = "approve"`) runs.
+    """
     DECISION_OUTCOME_DECLINED: _DecisionOutcome.ValueType  # 3
     """The call was declined: an approval with `approved = false`, a rule's
-    `decline`, or a person declining to answer (an elicitation's decline
-    or cancel).
+    `decline`, a person declining to answer (an elicitation's decline or
+    cancel), or the deadline of a tool with `on_expiry = "decline"`.
     """
     DECISION_OUTCOME_CANCELLED: _DecisionOutcome.ValueType  # 4
     """CancelRun closed the run while the call was waiting."""
@@ -272,11 +274,13 @@ DECISION_OUTCOME_ANSWERED: DecisionOutcome.ValueType  # 1
 accept).
 """
 DECISION_OUTCOME_APPROVED: DecisionOutcome.ValueType  # 2
-"""A call waiting for approval (or decided by a rule or a grant) runs."""
+"""A call waiting for approval (or decided by a rule, a grant, or the
+deadline of a tool with `on_expiry = "approve"`) runs.
+"""
 DECISION_OUTCOME_DECLINED: DecisionOutcome.ValueType  # 3
 """The call was declined: an approval with `approved = false`, a rule's
-`decline`, or a person declining to answer (an elicitation's decline
-or cancel).
+`decline`, a person declining to answer (an elicitation's decline or
+cancel), or the deadline of a tool with `on_expiry = "decline"`.
 """
 DECISION_OUTCOME_CANCELLED: DecisionOutcome.ValueType  # 4
 """CancelRun closed the run while the call was waiting."""
@@ -1145,9 +1149,10 @@ class RunEvent(_message.Message):
     @_builtins.property
     def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Decision]:
         """The decisions this change was made of: on RESUMED, the answers that
-        continued the run; on CANCELLED and EXPIRED of a suspended run, the
-        calls that were waiting (CancelRun's caller, or the deadline). Empty
-        on the other kinds.
+        continued the run (a person's, or the deadline's where the tools'
+        `on_expiry` declined or approved the calls); on CANCELLED and EXPIRED
+        of a suspended run, the calls that were waiting (CancelRun's caller,
+        or the deadline). Empty on the other kinds.
         """
 
     def __init__(

@@ -777,9 +777,10 @@ export type RunEvent = Message$1<"agentd.v1.RunEvent"> & {
 
   /**
    * The decisions this change was made of: on RESUMED, the answers that
-   * continued the run; on CANCELLED and EXPIRED of a suspended run, the
-   * calls that were waiting (CancelRun's caller, or the deadline). Empty
-   * on the other kinds.
+   * continued the run (a person's, or the deadline's where the tools'
+   * `on_expiry` declined or approved the calls); on CANCELLED and EXPIRED
+   * of a suspended run, the calls that were waiting (CancelRun's caller,
+   * or the deadline). Empty on the other kinds.
    *
    * @generated from field: repeated agentd.v1.Decision decisions = 9;
    */
@@ -2757,7 +2758,8 @@ export enum DecisionOutcome {
   ANSWERED = 1,
 
   /**
-   * A call waiting for approval (or decided by a rule or a grant) runs.
+   * A call waiting for approval (or decided by a rule, a grant, or the
+   * deadline of a tool with `on_expiry = "approve"`) runs.
    *
    * @generated from enum value: DECISION_OUTCOME_APPROVED = 2;
    */
@@ -2765,8 +2767,8 @@ export enum DecisionOutcome {
 
   /**
    * The call was declined: an approval with `approved = false`, a rule's
-   * `decline`, or a person declining to answer (an elicitation's decline
-   * or cancel).
+   * `decline`, a person declining to answer (an elicitation's decline or
+   * cancel), or the deadline of a tool with `on_expiry = "decline"`.
    *
    * @generated from enum value: DECISION_OUTCOME_DECLINED = 3;
    */
