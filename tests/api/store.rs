@@ -220,7 +220,8 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
              CREATE INDEX webhook_deliveries_by_run
                  ON webhook_deliveries (run_id, webhook, event_major, event_minor);
              CREATE INDEX run_events_by_run ON run_events (run_id);
-             DROP INDEX runs_suspended_by_expiry;
+             DROP INDEX runs_suspended_by_wake;
+             ALTER TABLE runs RENAME COLUMN wakes_at TO expires_at;
              DROP INDEX runs_suspended_by_agent;
              DROP INDEX runs_running_by_lease;
              CREATE INDEX runs_by_status_agent ON runs (status, agent_id, id);
@@ -285,7 +286,7 @@ async fn postgres_moves_chunks_stored_one_row_each_into_batches() {
             "runs_pkey",
             "runs_running_by_lease",
             "runs_suspended_by_agent",
-            "runs_suspended_by_expiry"
+            "runs_suspended_by_wake"
         ]
     );
     let counted = store
