@@ -13,7 +13,7 @@ use agentd::pb::{self, FinishReason, RunStatus};
 
 use crate::configured::*;
 use crate::helpers::*;
-use crate::startup::{says, start_failing};
+use crate::startup::{says, start_failing_with_config};
 
 fn rule(when: &str, then: RuleDecision, reason: &str) -> ApprovalRuleSpec {
     ApprovalRuleSpec {
@@ -168,28 +168,9 @@ async fn a_rule_that_fails_at_run_time_does_not_match() {
 /// Starts the binary with an `agentd.toml` whose agent `support` has
 /// `human_review` with these rules, expecting it to fail; its stderr.
 async fn start_with_rules(rules: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("agentd.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[agents]]\nid = \"support\"\ntools = [\"ask_user\", {{ name = \"human_review\", approval_rules = {rules} }}]\n"
-        ),
-    )
-    .unwrap();
-    let data = dir.path().join("data");
-    start_failing(
-        &[],
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    )
+    start_failing_with_config(&format!(
+        "[[agents]]\nid = \"support\"\ntools = [\"ask_user\", {{ name = \"human_review\", approval_rules = {rules} }}]\n"
+    ))
     .await
 }
 

@@ -16,7 +16,7 @@ use tonic::transport::Channel;
 
 use crate::helpers::{collect, finish_reason, run_id};
 use crate::process::{get_run, subscribe, ServerProcess};
-use crate::startup::{says, start_failing};
+use crate::startup::{says, start_failing_with_config};
 use crate::watch_runs::{kinds_of, next_events, watch_request};
 use crate::webhooks::receiver::Receiver;
 use crate::webhooks::{metric, scrape, webhook_table, SECRET_VARIABLE};
@@ -48,6 +48,32 @@ tools = ["ask_user", { name = "human_review", require_approval = true, on_expiry
 id = "slow"
 tools = [{ name = "ask_user", remind_after = ["1500ms"], on_expiry = "decline" }]
 "#;
+
+/// The run events of a `support` run that asks a question nobody answers:
+/// two reminders, then the deadline declines it and the run goes on.
+const QUESTION_LIFE: [RunEventKind; 6] = [
+    RunEventKind::Started,
+    RunEventKind::Suspended,
+    RunEventKind::Reminded,
+    RunEventKind::Reminded,
+    RunEventKind::Resumed,
+    RunEventKind::Completed,
+];
+
+/// The run events of a `support` run whose [`REVIEW`] nobody approves nor
+/// reviews.
+const REVIEW_LIFE: [RunEventKind; 8] = [
+    RunEventKind::Started,
+    RunEventKind::Suspended,
+    RunEventKind::Reminded,
+    // Approved: human_review runs, and asks for its review.
+    RunEventKind::Resumed,
+    RunEventKind::Suspended,
+    RunEventKind::Reminded,
+    // Nobody reviewed: the review is declined.
+    RunEventKind::Resumed,
+    RunEventKind::Completed,
+];
 
 /// Writes `agentd.toml` in `dir`: [`AGENTS`] and `extra`.
 fn config(dir: &Path, extra: &str) -> PathBuf {
@@ -170,17 +196,7 @@ async fn a_question_reminds_twice_then_the_deadline_declines_it_and_the_run_goes
     let opening = start(&mut client, "support", "Help me pick a plan").await;
     let id = run_id(&opening);
     let seen = events_until(&mut events, &id, RunEventKind::Completed).await;
-    assert_eq!(
-        kinds_of(&seen),
-        [
-            RunEventKind::Started,
-            RunEventKind::Suspended,
-            RunEventKind::Reminded,
-            RunEventKind::Reminded,
-            RunEventKind::Resumed,
-            RunEventKind::Completed,
-        ]
-    );
+    assert_eq!(kinds_of(&seen), QUESTION_LIFE);
     let call = seen[1].pending[0].tool_call_id.clone();
     let suspended_at = micros(&seen[1].time);
     for (reminder, after_ms) in seen[2..4].iter().zip([300, 600]) {
@@ -262,21 +278,7 @@ async fn an_approval_is_approved_at_its_deadline_and_its_own_question_then_decli
     let opening = start(&mut client, "support", REVIEW).await;
     let id = run_id(&opening);
     let seen = events_until(&mut events, &id, RunEventKind::Completed).await;
-    assert_eq!(
-        kinds_of(&seen),
-        [
-            RunEventKind::Started,
-            RunEventKind::Suspended,
-            RunEventKind::Reminded,
-            // Approved: human_review runs, and asks for its review.
-            RunEventKind::Resumed,
-            RunEventKind::Suspended,
-            RunEventKind::Reminded,
-            // Nobody reviewed: the review is declined.
-            RunEventKind::Resumed,
-            RunEventKind::Completed,
-        ]
-    );
+    assert_eq!(kinds_of(&seen), REVIEW_LIFE);
     let call = seen[1].pending[0].tool_call_id.clone();
     assert!(seen[1].pending[0].awaiting_approval);
     assert!(!seen[4].pending[0].awaiting_approval, "its own question");
@@ -439,25 +441,9 @@ async fn two_replicas_on_postgres_remind_and_decide_each_run_once() {
     }
     for (id, prompt) in &runs {
         let expected: &[RunEventKind] = if *prompt == REVIEW {
-            &[
-                RunEventKind::Started,
-                RunEventKind::Suspended,
-                RunEventKind::Reminded,
-                RunEventKind::Resumed,
-                RunEventKind::Suspended,
-                RunEventKind::Reminded,
-                RunEventKind::Resumed,
-                RunEventKind::Completed,
-            ]
+            &REVIEW_LIFE
         } else {
-            &[
-                RunEventKind::Started,
-                RunEventKind::Suspended,
-                RunEventKind::Reminded,
-                RunEventKind::Reminded,
-                RunEventKind::Resumed,
-                RunEventKind::Completed,
-            ]
+            &QUESTION_LIFE
         };
         assert_eq!(seen[id], expected, "run {id}: each reminder and deadline once");
         let run = get_run(&mut on_a, id).await;
@@ -478,25 +464,8 @@ async fn two_replicas_on_postgres_remind_and_decide_each_run_once() {
 
 #[tokio::test]
 async fn approve_on_a_tool_that_never_waits_for_approval_stops_the_start() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("agentd.toml");
-    std::fs::write(
-        &config,
+    let stderr = start_failing_with_config(
         "[[agents]]\nid = \"support\"\ntools = [{ name = \"ask_user\", on_expiry = \"approve\" }]\n",
-    )
-    .expect("write agentd.toml");
-    let data = dir.path().join("data");
-    let stderr = start_failing(
-        &[],
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
     )
     .await;
     says(

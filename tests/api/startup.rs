@@ -54,6 +54,28 @@ pub(crate) async fn start_failing(program: &[&str], args: &[&str], envs: &[(&str
 }
 
 /// Asserts `stderr` holds `message` and does not announce a server.
+/// Starts the binary with `config` as its `agentd.toml` (its store in a
+/// folder of its own), expecting it to fail; its stderr.
+pub(crate) async fn start_failing_with_config(config: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("agentd.toml");
+    std::fs::write(&path, config).expect("write agentd.toml");
+    let data = dir.path().join("data");
+    start_failing(
+        &[],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().expect("a UTF-8 path"),
+            "--config",
+            path.to_str().expect("a UTF-8 path"),
+        ],
+        &[],
+    )
+    .await
+}
+
 pub(crate) fn says(stderr: &str, message: &str) {
     assert!(
         stderr.contains(message),
