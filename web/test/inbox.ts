@@ -7,10 +7,11 @@
 //
 // OPEN_URL is a server without keys whose default agent has ask_user and
 // human_review (its inbox_metadata shows `ticket` and `customer` first and
-// hides `trace_id`), and a second agent `reviewer`; KEYED_URL one with the
+// hides `trace_id`), and a second agent `reviewer` (whose deadlines decline
+// its questions and approve its reviews); KEYED_URL one with the
 // tenants acme and globex. With SCREENS_DIR, inbox-context.png,
-// inbox-phone.png, inbox-review-form.png, inbox-compact.png and
-// inbox-triage.png are saved there. CHROMIUM names the browser (default
+// inbox-phone.png, inbox-review-form.png, inbox-compact.png,
+// inbox-deadline.png and inbox-triage.png are saved there. CHROMIUM names the browser (default
 // /usr/bin/chromium).
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -309,6 +310,26 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await historyCard.getByRole("button", { name: "Confirm cancel" }).click();
     await historyCard.waitFor({ state: "detached", ...SOON });
     check((await statusOf(agentd, history)) === RunStatus.CANCELLED, "cancelled from the inbox");
+
+    // Nobody approved a review nor answered a question by their deadline,
+    // which approved the one and declined the other: the review asked for
+    // next shows the declined question in its history as the deadline's.
+    const lapsed = await start(agentd, {
+      prompt: `${REVIEW}; call ask_user {"question": "Which tone?"}`,
+      agentId: "reviewer",
+      options: { suspendTtlSeconds: 3n },
+    });
+    const lapsedCard = card(page, lapsed);
+    const lapsedApproval = lapsedCard.getByRole("form", { name: "Approve human_review?" });
+    await lapsedApproval.waitFor(SOON);
+    await lapsedApproval.waitFor({ state: "detached", ...SOON });
+    await lapsedCard.getByRole("button", { name: "Show history" }).click();
+    const lapsedHistory = lapsedCard.getByRole("region", { name: "History" });
+    await lapsedHistory.getByText("Nobody answered in time").waitFor(SOON);
+    if (screens) await lapsedCard.screenshot({ path: shot("inbox-deadline.png") });
+    // Nobody reviews it either: declined at its own deadline, the run ends.
+    await lapsedCard.waitFor({ state: "detached", ...SOON });
+    check((await statusOf(agentd, lapsed)) === RunStatus.COMPLETED, "the run went on past its deadlines");
 
     // The filter by agent.
     const mine = await start(agentd, { prompt: "free", agentId: "reviewer" });

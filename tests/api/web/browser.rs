@@ -3,21 +3,23 @@
 //! (each card's context and metadata, answering each kind of question,
 //! the page's own refusals, Enter to send, the status after an answer,
 //! approving with edited arguments, human_review through its form,
-//! declining, a suspension appearing live, history, cancel, search over 50
+//! declining, a suspension appearing live, history (an answer the deadline
+//! gave said as such), cancel, search over 50
 //! waiting runs, kind, agent and sort, the compact view, the shortcuts,
 //! signing in with a key and the tenant in the header), and an MCP server's
 //! requests for input (`web/test/elicitation.ts`: a form from its schema,
 //! refused then answered; a page to open, declined). Also the pages'
 //! routes themselves, which need no browser.
 
-use agentd::agent::{AgentSpec, InboxMetadata};
+use agentd::agent::{AgentSpec, InboxMetadata, ToolEntry, ToolTable};
+use agentd::domain::OnExpiry;
 
 use super::node::run_script;
 use crate::security::auth::{two_tenants, ACME_KEY, GLOBEX_KEY};
 use crate::security::server::SecureServer;
 
 /// A server whose default agent can ask and have drafts reviewed, beside a
-/// second agent for the filter.
+/// second agent for the filter, whose deadlines decide for nobody.
 async fn inbox_server() -> SecureServer {
     SecureServer::start(|_, settings| {
         settings.agents = vec![
@@ -32,9 +34,25 @@ async fn inbox_server() -> SecureServer {
             AgentSpec {
                 id: "reviewer".into(),
                 default: false,
+                // At the deadline, a question nobody answered is declined
+                // and a review nobody approved is approved.
+                tools: vec![
+                    ToolEntry::Table(ToolTable {
+                        name: "ask_user".into(),
+                        on_expiry: OnExpiry::Decline,
+                        ..ToolTable::default()
+                    }),
+                    ToolEntry::Table(ToolTable {
+                        name: "human_review".into(),
+                        require_approval: true,
+                        on_expiry: OnExpiry::Approve,
+                        ..ToolTable::default()
+                    }),
+                ],
                 ..AgentSpec::assistant()
             },
         ];
+        settings.server.sweep_interval = std::time::Duration::from_millis(50);
     })
     .await
 }
