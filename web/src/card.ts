@@ -16,7 +16,7 @@ import { codeOf, plain, violations, type Agentd } from "./api";
 import { contextGroup, historyList, openingAndLast } from "./context";
 import { h } from "./dom";
 import { pendingForm, type Answer, type Refusal, type Send } from "./forms";
-import { ago, full, until } from "./time";
+import { ago, full, micros, until } from "./time";
 import { Transcript } from "./transcript";
 
 /** What a card needs from the inbox around it. */
@@ -79,6 +79,9 @@ export class RunCard {
   busy = false;
   /** Answered here and finished: it stays until dismissed. */
   done = false;
+  /** When the run came to the state the card shows (microseconds since
+   * the epoch): a run event no newer than that is not news. */
+  shownAt = 0;
   private since: Date | null;
   private expires: Date | null = null;
   private readonly meta = h("p", { class: "meta" });
@@ -113,6 +116,7 @@ export class RunCard {
     this.agentId = summary.agentId;
     this.onThread = summary.threadId !== "";
     this.since = summary.since ? timestampDate(summary.since) : null;
+    if (summary.since) this.shownAt = micros(summary.since);
     const titleId = `run-${summary.runId}`;
     this.historyButton = h("button", { type: "button", "aria-expanded": "false", onclick: () => void this.toggleHistory() }, "Show history");
     this.cancelButton = h("button", { type: "button", class: "danger quiet", onclick: () => void this.cancel() }, "Cancel run");
@@ -161,7 +165,10 @@ export class RunCard {
   /** The calls the run waits on now: forms for new ones, the forms of
    * those still waiting kept as the person left them, the others gone. */
   setPending(pending: PendingToolCall[], since?: Timestamp): void {
-    if (since) this.since = timestampDate(since);
+    if (since) {
+      this.since = timestampDate(since);
+      this.shownAt = Math.max(this.shownAt, micros(since));
+    }
     const human = pending.filter(forPerson);
     const ids = new Set(human.map((call) => call.toolCallId));
     for (const [id, form] of this.forms) {
@@ -274,7 +281,8 @@ export class RunCard {
       this.showFooterAlert(`The continuation broke off: ${plain(error)}`);
     }
     this.pendingList.inert = false;
-    this.busy = false;
+    // Busy until the run is read again: the events of this continuation
+    // may arrive after its stream ended, and must not take the card away.
     if (finish === FinishReason.SUSPENDED || finish === null) {
       await this.refresh();
     } else {
@@ -284,6 +292,7 @@ export class RunCard {
           : `the run ended: ${FinishReason[finish].toLowerCase().replace("_", " ")}`,
       );
     }
+    this.busy = false;
   }
 
   /** Reads the run again: its pending calls if it still waits, else how it ended. */

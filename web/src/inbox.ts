@@ -4,12 +4,13 @@
 // after a broken stream, continues after the last cursor it saw, so
 // nothing is missed in between. GetRun reads each run's context. Triage:
 // search, kind, agent, sort, a compact view, and keyboard shortcuts.
-import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { RunEventKind, RunStatus, type Agent, type InboxSettings, type RunEvent, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
 import { codeOf, plain, type Agentd } from "./api";
 import { forPerson, RunCard, type Kind, type RunSummary } from "./card";
 import { h } from "./dom";
+import { micros } from "./time";
 import { Toolbar } from "./toolbar";
 
 // RunEventKind.REMINDED is left out: a reminder changes nothing a card
@@ -143,7 +144,7 @@ export class Inbox {
           listed.add(run.runId);
           const seen = this.latest.get(run.runId);
           // An event newer than this read already said where the run is.
-          if (seen && run.updatedAt && seen.time >= timestampMs(run.updatedAt)) continue;
+          if (seen && run.updatedAt && seen.time >= micros(run.updatedAt)) continue;
           this.upsert({ runId: run.runId, agentId: run.agentId, threadId: run.threadId, since: run.updatedAt }, run.pending);
         }
         pageToken = page.nextPageToken;
@@ -163,9 +164,12 @@ export class Inbox {
 
   private onEvent(event: RunEvent): void {
     this.received += 1;
-    if (event.time) this.latest.set(event.runId, { time: timestampMs(event.time), received: this.received });
+    if (event.time) this.latest.set(event.runId, { time: micros(event.time), received: this.received });
     const card = this.cards.get(event.runId);
     if (card?.busy) return;
+    // No newer than what the card shows (its own answer's events may
+    // arrive after it read the run again): nothing new.
+    if (card && event.time && micros(event.time) <= card.shownAt) return;
     if (event.kind === RunEventKind.SUSPENDED) {
       this.upsert({ runId: event.runId, agentId: event.agentId, threadId: event.threadId, since: event.time }, event.pending);
     } else if (card && !card.done) {

@@ -1,4 +1,5 @@
 // Times as a person reads them: "5 min ago", "in 6 days".
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -27,4 +28,10 @@ export function until(date: Date, now = Date.now()): string {
 /** `date` in full, for a tooltip. */
 export function full(date: Date): string {
   return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** `time` in microseconds since the epoch, the precision agentd keeps
+ * (milliseconds would make a run's consecutive states look simultaneous). */
+export function micros(time: Timestamp): number {
+  return Number(time.seconds) * 1_000_000 + Math.floor(time.nanos / 1_000);
 }
