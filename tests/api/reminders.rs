@@ -36,7 +36,7 @@ const AGENTS: &str = r#"
 [[agents]]
 id = "support"
 tools = [
-  { name = "ask_user", remind_after = ["300ms", "600ms"], on_expiry = "decline" },
+  { name = "ask_user", remind_after = ["300ms", "1s"], on_expiry = "decline" },
   { name = "human_review", require_approval = true, remind_after = ["300ms"], on_expiry = "approve" },
 ]
 
@@ -103,10 +103,11 @@ fn server(config: &Path, data: &Path, sweep: &str, args: &[&str]) -> ServerProce
     )
 }
 
-/// Starts a run of `agent` that waits at most one second; its opening
-/// chunks, which suspend.
+/// Starts a run of `agent` that waits at most two seconds (a second after
+/// the last reminder, so that a sweep slowed by a loaded machine still
+/// sends it first); its opening chunks, which suspend.
 async fn start(client: &mut Client, agent: &str, prompt: &str) -> Vec<pb::AgentChunk> {
-    start_waiting(client, agent, prompt, 1).await
+    start_waiting(client, agent, prompt, 2).await
 }
 
 /// [`start`], waiting at most `seconds`.
@@ -199,7 +200,7 @@ async fn a_question_reminds_twice_then_the_deadline_declines_it_and_the_run_goes
     assert_eq!(kinds_of(&seen), QUESTION_LIFE);
     let call = seen[1].pending[0].tool_call_id.clone();
     let suspended_at = micros(&seen[1].time);
-    for (reminder, after_ms) in seen[2..4].iter().zip([300, 600]) {
+    for (reminder, after_ms) in seen[2..4].iter().zip([300, 1_000]) {
         assert_eq!(reminder.status(), pb::RunStatus::Suspended);
         assert_eq!(reminder.pending, seen[1].pending, "what still waits");
         assert!(
