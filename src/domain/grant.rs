@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::{RunId, Tenant, ThreadId, Timestamp};
@@ -46,6 +47,43 @@ impl GrantScope {
 pub struct Remember {
     pub scope: GrantScope,
     pub duration: Option<Duration>,
+}
+
+impl Remember {
+    /// What an approval written in JSON asks to remember (the A2A, AG-UI
+    /// and MCP surfaces): `"remember": "run" | "thread"` and, with it,
+    /// `"rememberFor": "8h"` (a duration as agentd.toml writes one, or as
+    /// protobuf's JSON does, `"28800s"`). `None` without `remember`; or the
+    /// key at fault and why.
+    pub fn from_json(approval: &Map<String, Value>) -> Result<Option<Self>, (&'static str, &'static str)> {
+        let scope = match approval.get("remember") {
+            None | Some(Value::Null) => None,
+            Some(scope) => Some(
+                scope
+                    .as_str()
+                    .and_then(GrantScope::parse)
+                    .ok_or(("remember", "must be \"run\" or \"thread\""))?,
+            ),
+        };
+        let duration = match approval.get("rememberFor") {
+            None | Some(Value::Null) => None,
+            Some(duration) => Some(
+                duration
+                    .as_str()
+                    .and_then(|text| humantime::parse_duration(text.trim()).ok())
+                    .filter(|duration| !duration.is_zero())
+                    .ok_or((
+                        "rememberFor",
+                        "must be a duration more than zero, such as \"30m\" or \"8h\"",
+                    ))?,
+            ),
+        };
+        match (scope, duration) {
+            (Some(scope), duration) => Ok(Some(Self { scope, duration })),
+            (None, Some(_)) => Err(("rememberFor", "comes with remember: \"run\" or \"thread\"")),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 /// One grant.
@@ -110,6 +148,48 @@ impl Grant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_an_approval_in_json_asks_to_remember() {
+        let read = |value: Value| Remember::from_json(value.as_object().expect("an object"));
+        assert_eq!(read(serde_json::json!({"approved": true})), Ok(None));
+        assert_eq!(
+            read(serde_json::json!({"remember": "thread"})),
+            Ok(Some(Remember {
+                scope: GrantScope::Thread,
+                duration: None
+            }))
+        );
+        for written in ["8h", "28800s"] {
+            assert_eq!(
+                read(serde_json::json!({"remember": "run", "rememberFor": written})),
+                Ok(Some(Remember {
+                    scope: GrantScope::Run,
+                    duration: Some(Duration::from_secs(8 * 3600))
+                }))
+            );
+        }
+        assert_eq!(
+            read(serde_json::json!({"remember": "forever"})).unwrap_err().0,
+            "remember"
+        );
+        assert_eq!(
+            read(serde_json::json!({"remember": true})).unwrap_err().0,
+            "remember"
+        );
+        for duration in [
+            serde_json::json!("0s"),
+            serde_json::json!("soon"),
+            serde_json::json!(60),
+        ] {
+            let refused = read(serde_json::json!({"remember": "run", "rememberFor": duration}));
+            assert_eq!(refused.unwrap_err().0, "rememberFor");
+        }
+        assert_eq!(
+            read(serde_json::json!({"rememberFor": "1h"})),
+            Err(("rememberFor", "comes with remember: \"run\" or \"thread\""))
+        );
+    }
 
     #[test]
     fn a_grant_covers_its_tool_in_its_scope_until_it_expires() {

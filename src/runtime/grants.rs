@@ -130,7 +130,7 @@ pub(in crate::runtime) fn grant_asked(
     if remember.scope == GrantScope::Thread && thread.is_none() {
         return Err(AnswerError::new(
             "approval.remember",
-            "GRANT_SCOPE_THREAD needs a run on a thread, and this run has none: use GRANT_SCOPE_RUN",
+            "the run is on no thread, so an approval is remembered in the run only (GRANT_SCOPE_RUN, \"run\")",
         ));
     }
     let call = &run.pending()[answered.index].call;
