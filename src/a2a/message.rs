@@ -6,7 +6,7 @@
 use a2a_pb::proto::{part, Message, Part};
 use serde_json::Value;
 
-use crate::domain::{Answer, Decider, ElicitationResponse, Message as Turn, RunId, ThreadId};
+use crate::domain::{Answer, Decider, ElicitationResponse, Message as Turn, Remember, RunId, ThreadId};
 use crate::grpc::convert::{invalid, value_to_json};
 use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
 
@@ -87,17 +87,17 @@ pub fn resume_run(run_id: RunId, message: &Message, decider: Decider) -> Result<
         .and_then(Value::as_str)
         .map(str::to_owned)
         .or(in_metadata);
-    let answer = match data {
+    let (answer, remember) = match data {
         Some(data) => answer_from_data(&data)?,
         // Free text, or a single-select question's option label.
-        None => Answer::Text(text_of(&message.parts)),
+        None => (Answer::Text(text_of(&message.parts)), None),
     };
     Ok(ResumeRun {
         run_id,
         answers: vec![CallAnswer {
             tool_call_id: named,
             answer,
-            remember: None,
+            remember,
         }],
         request_id: (!message.message_id.is_empty()).then(|| message.message_id.clone()),
         trace: None,
@@ -105,7 +105,9 @@ pub fn resume_run(run_id: RunId, message: &Message, decider: Decider) -> Result<
     })
 }
 
-fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
+/// The answer a data part gives, and with an approval what it asks to
+/// remember.
+fn answer_from_data(data: &Value) -> Result<(Answer, Option<Remember>), RuntimeError> {
     let field = "message.parts.data";
     if let Some(selections) = data.get("selections") {
         let labels = selections
@@ -117,7 +119,7 @@ fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
                     .collect()
             })
             .ok_or_else(|| invalid(field, "selections must be a list of option labels"))?;
-        return Ok(Answer::Selections(labels));
+        return Ok((Answer::Selections(labels), None));
     }
     if let Some(approval) = data.get("approval") {
         let approved = approval
@@ -136,26 +138,33 @@ fn answer_from_data(data: &Value) -> Result<Answer, RuntimeError> {
             .filter(|args| !args.is_null())
             .cloned()
             .map(crate::domain::Args::new);
-        return Ok(Answer::Approval {
+        let remember = approval
+            .as_object()
+            .map(Remember::from_json)
+            .transpose()
+            .map_err(|(key, why)| invalid(field, format!("approval.{key} {why}")))?
+            .flatten();
+        let answer = Answer::Approval {
             approved,
             reason,
             edited_args,
-        });
+        };
+        return Ok((answer, remember));
     }
     if let Some(value) = data.get("data") {
-        return Ok(Answer::Data(value.clone()));
+        return Ok((Answer::Data(value.clone()), None));
     }
     if let Some(response) = data.get("elicitation") {
         return ElicitationResponse::from_json(response)
-            .map(Answer::Elicitation)
+            .map(|response| (Answer::Elicitation(response), None))
             .map_err(|(key, why)| invalid(field, format!("elicitation.{key} {why}")));
     }
     if let Some(text) = data.get("text").and_then(Value::as_str) {
-        return Ok(Answer::Text(text.to_owned()));
+        return Ok((Answer::Text(text.to_owned()), None));
     }
     Err(invalid(
         field,
-        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\", \"editedArgs\"}}, \
+        "a data part answers with {\"selections\": [...]}, {\"approval\": {\"approved\", \"reason\", \"editedArgs\", \"remember\", \"rememberFor\"}}, \
          {\"elicitation\": {\"action\", \"content\"}} or {\"data\": ...} (and \"toolCallId\" when several calls wait)",
     ))
 }

@@ -4,7 +4,9 @@ HTTP+JSON and gRPC) against real servers: one open, one with API keys for
 two tenants, one that pushes notifications to private addresses (to a
 receiver of this script on 127.0.0.1). Every scenario runs on every
 binding; a task started over one binding is answered over another. Run by
-tests/api/a2a.rs; exits non-zero on the first failed check."""
+tests/api/a2a.rs (the open server has `careful`, whose ask_user calls
+wait for approval); exits non-zero on the first failed check. Prints
+`granted task: <id>` for each task the Rust side checks further."""
 
 import argparse
 import asyncio
@@ -245,6 +247,42 @@ async def open_server(address, binding):
     )
     check(len(listed.tasks) >= 3 and all(t.status.state == a2a.TASK_STATE_COMPLETED for t in listed.tasks),
           "ListTasks filters by state")
+
+
+async def approvals_remembered(address, binding):
+    """`careful` asks before each ask_user call. Approved with `remember:
+    "thread"`, its context's next task asks its question at once."""
+    async with httpx.AsyncClient() as http:
+        resolver = A2ACardResolver(http, f"http://{address}", agent_card_path="/agents/careful/.well-known/agent-card.json")
+        card = await resolver.get_agent_card()
+    agent = Agent(card, binding=binding)
+    context = str(uuid.uuid4())
+    waiting = await agent.send(user_message("Help me pick a plan", context_id=context))
+    data, text = question(waiting.status)
+    check(data["approval"]["toolName"] == "ask_user", f"careful asks to approve ask_user first: {data}")
+
+    # A duration that is none: refused, the task still waits.
+    approval = {"approved": True, "remember": "thread", "rememberFor": "soon"}
+    try:
+        await agent.send(user_message(data={"approval": approval}, task_id=waiting.id))
+        check(False, "a remembered approval with a wrong duration is refused")
+    except InvalidParamsError as error:
+        check("approval.rememberFor" in str(error), f"the refusal names rememberFor: {error}")
+    check((await agent.get(waiting.id)).status.state == a2a.TASK_STATE_INPUT_REQUIRED, "the task still waits")
+
+    approval["rememberFor"] = "8h"
+    asked = await agent.send(user_message(data={"approval": approval}, task_id=waiting.id))
+    data, _ = question(asked.status)
+    check("askUser" in data, "approved and remembered, ask_user asks its question")
+    done = await agent.send(user_message("Pro", task_id=waiting.id))
+    check(done.status.state == a2a.TASK_STATE_COMPLETED, "and the task completes")
+
+    granted = await agent.send(user_message("Help me pick a plan", context_id=context))
+    data, _ = question(granted.status)
+    check("askUser" in data, f"the context's next task asks its question without asking for approval: {data}")
+    done = await agent.send(user_message("Basic", task_id=granted.id))
+    check(done.status.state == a2a.TASK_STATE_COMPLETED, "and completes")
+    print(f"granted task: {granted.id}")
 
 
 async def push_server(address, refusing_address, binding):
@@ -489,6 +527,7 @@ async def main():
     args = parser.parse_args()
     for binding in BINDINGS:
         await open_server(args.open, binding)
+        await approvals_remembered(args.open, binding)
         await push_server(args.push, args.open, binding)
         await keyed_server(args.keyed, args.acme_key, args.globex_key, binding)
     await across_bindings(args.open)

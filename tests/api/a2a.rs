@@ -3,7 +3,8 @@
 //! each binding, JSON-RPC, HTTP+JSON and gRPC, a single-select question
 //! answered with text, an invalid answer refused as InvalidParamsError, a
 //! multi-select one answered with a data part, cancel, resubscribe,
-//! unknown tasks, another tenant's task, push notification configs and
+//! unknown tasks, another tenant's task, an approval remembered in its
+//! context (a data part with `remember`), push notification configs and
 //! their pushes, ListTasks' counts and filters; a task started over
 //! JSON-RPC and answered over gRPC; what a request without `A2A-Version`
 //! gets) against real servers: one open, one with API keys, and one whose
@@ -14,6 +15,7 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
+use agentd::pb;
 use agentd::server::{self, ServeOptions};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -29,7 +31,12 @@ const PYTHON: &str = "AGENTD_TEST_A2A_PYTHON";
 async fn the_a2a_python_sdk_drives_agentd() {
     let python = std::env::var(PYTHON)
         .unwrap_or_else(|_| panic!("{PYTHON} names a Python with a2a-sdk[grpc] installed"));
-    let open = TestServer::start().await;
+    // The embedded defaults' agents, and `careful`, whose ask_user calls
+    // each wait for approval.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut settings = settings_in(temp.path());
+    settings.agents.push(crate::helpers::careful());
+    let open = TestServer::start_with(settings).await;
     let keyed = two_tenants().await;
     let push_dir = tempfile::tempdir().expect("temp dir");
     let push = pushing_to_private_addresses(push_dir.path()).await;
@@ -53,6 +60,22 @@ async fn the_a2a_python_sdk_drives_agentd() {
         output.status.success() && stdout.contains("\"result\": \"passed\""),
         "the A2A client failed:\n{stdout}\n{stderr}"
     );
+    // Approved by the grant its context's earlier task made over A2A.
+    let granted: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("granted task: "))
+        .collect();
+    assert_eq!(granted.len(), 3, "one on each binding:\n{stdout}");
+    for task in granted {
+        let run = open.get_run(task).await;
+        let sources: Vec<_> = run.decisions.iter().map(|d| d.source()).collect();
+        assert_eq!(
+            sources,
+            [pb::DecisionSource::Grant, pb::DecisionSource::A2a],
+            "approved by the grant, answered over A2A: {:?}",
+            run.decisions
+        );
+    }
 }
 
 /// A server with `[a2a] push_allow_private` on, serving until the test

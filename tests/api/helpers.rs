@@ -30,6 +30,16 @@ pub fn settings_in(data_dir: &Path) -> ServerSettings {
     settings
 }
 
+/// `careful`: the default agent's model, whose ask_user calls each wait
+/// for approval first.
+pub fn careful() -> agentd::agent::AgentSpec {
+    let mut careful = agentd::agent::AgentSpec::assistant();
+    careful.id = "careful".into();
+    careful.default = false;
+    careful.tools = vec![agentd::agent::ToolEntry::with_approval("ask_user")];
+    careful
+}
+
 impl TestServer {
     /// A server with the embedded defaults and a fresh SQLite store.
     pub async fn start() -> Self {
