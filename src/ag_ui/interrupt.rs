@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::error::ApiError;
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, Args, AskUserPayload, ElicitationRequest, ElicitationResponse, PendingCall, SelectionMode,
-    SuspendPayload, Timestamp, Waiting,
+    Answer, Args, AskUserPayload, ElicitationRequest, ElicitationResponse, PendingCall, Remember,
+    SelectionMode, SuspendPayload, Timestamp, Waiting,
 };
 
 /// Why a call waits, as an interrupt's `reason`.
@@ -80,6 +80,15 @@ pub fn response_schema(pending: &PendingCall, agent: Option<&Agent>) -> Value {
                     "approved": {"type": "boolean", "title": "Approve the call"},
                     "reason": {"type": "string", "title": "Reason"},
                     "editedArgs": edited,
+                    "remember": {
+                        "type": "string",
+                        "title": "Approve later calls of the tool too",
+                        "oneOf": [
+                            {"const": "run", "title": "In this run"},
+                            {"const": "thread", "title": "In this conversation"},
+                        ],
+                    },
+                    "rememberFor": {"type": "string", "title": "For how long (e.g. 8h; unset: as long as the run or conversation)"},
                 },
                 "required": ["approved"],
                 "additionalProperties": false,
@@ -135,10 +144,15 @@ pub fn interrupt(pending: &PendingCall, agent: Option<&Agent>, expires_at: Optio
     interrupt
 }
 
-/// The answer a resolved entry's `payload` gives `pending`; the entry is
-/// `resume[entry]`. The payload's shape is checked here; whether it fits
-/// the question, by Resume.
-pub fn answer(pending: &PendingCall, entry: usize, payload: Option<&Value>) -> Result<Answer, ApiError> {
+/// The answer a resolved entry's `payload` gives `pending`, and with an
+/// approval what it asks to remember; the entry is `resume[entry]`. The
+/// payload's shape is checked here; whether it fits the question, by
+/// Resume.
+pub fn answer(
+    pending: &PendingCall,
+    entry: usize,
+    payload: Option<&Value>,
+) -> Result<(Answer, Option<Remember>), ApiError> {
     let id = pending.call.id.as_str();
     let field = format!("resume[{entry}].payload");
     let wrong = |field: String, reason: &str| {
@@ -147,11 +161,16 @@ pub fn answer(pending: &PendingCall, entry: usize, payload: Option<&Value>) -> R
     let Some(payload) = payload else {
         return Err(wrong(field, "is required to resolve this interrupt"));
     };
-    Ok(match &pending.waiting {
+    let answer = match &pending.waiting {
         Waiting::Approval => {
             let Some(object) = payload.as_object() else {
-                return Err(wrong(field, "must be an object {approved, reason?, editedArgs?}"));
+                return Err(wrong(
+                    field,
+                    "must be an object {approved, reason?, editedArgs?, remember?, rememberFor?}",
+                ));
             };
+            let remember =
+                Remember::from_json(object).map_err(|(key, why)| wrong(format!("{field}.{key}"), why))?;
             let Some(approved) = object.get("approved").and_then(Value::as_bool) else {
                 return Err(wrong(format!("{field}.approved"), "must be a boolean"));
             };
@@ -165,11 +184,12 @@ pub fn answer(pending: &PendingCall, entry: usize, payload: Option<&Value>) -> R
                 Some(args @ Value::Object(_)) => Some(Args::from(args.clone())),
                 Some(_) => return Err(wrong(format!("{field}.editedArgs"), "must be an object")),
             };
-            Answer::Approval {
+            let approval = Answer::Approval {
                 approved,
                 reason,
                 edited_args,
-            }
+            };
+            return Ok((approval, remember));
         }
         Waiting::Suspended { payload: asked } => match asked {
             SuspendPayload::AskUser(ask) => match (ask.selection_mode, payload) {
@@ -197,7 +217,8 @@ pub fn answer(pending: &PendingCall, entry: usize, payload: Option<&Value>) -> R
                 Err((key, why)) => return Err(wrong(format!("{field}.{key}"), why)),
             },
         },
-    })
+    };
+    Ok((answer, None))
 }
 
 /// What `cancelled` means for `pending`: an approval is declined; any
@@ -297,10 +318,13 @@ mod tests {
         );
         assert!(matches!(
             accepted.unwrap(),
-            Answer::Elicitation(ElicitationResponse {
-                action: ElicitationAction::Accept,
-                content: Some(_)
-            })
+            (
+                Answer::Elicitation(ElicitationResponse {
+                    action: ElicitationAction::Accept,
+                    content: Some(_)
+                }),
+                None
+            )
         ));
         let error = answer(&pending, 0, Some(&json!({"action": "maybe"}))).unwrap_err();
         assert_eq!(error.field.as_deref(), Some("resume[0].payload.action"));
@@ -311,7 +335,7 @@ mod tests {
         let multi = ask(SelectionMode::MultiSelect);
         assert_eq!(
             answer(&multi, 0, Some(&json!(["Pro"]))).unwrap(),
-            Answer::Selections(vec!["Pro".into()])
+            (Answer::Selections(vec!["Pro".into()]), None)
         );
         let error = answer(&multi, 2, Some(&json!("Pro"))).unwrap_err();
         assert_eq!(error.field.as_deref(), Some("resume[2].payload"));

@@ -169,10 +169,10 @@ async fn resume(
                 ),
             ));
         };
-        let answer = match &entry.status {
+        let (answer, remember) = match &entry.status {
             ResumeStatus::Resolved(payload) => interrupt::answer(call, index, payload.as_ref())?,
             ResumeStatus::Cancelled => match interrupt::cancelled(call) {
-                Some(answer) => answer,
+                Some(answer) => (answer, None),
                 None => {
                     cancel = true;
                     continue;
@@ -183,7 +183,7 @@ async fn resume(
         answers.push(CallAnswer {
             tool_call_id: Some(id.to_owned()),
             answer,
-            remember: None,
+            remember,
         });
     }
     if let Some(open) = pending.iter().find(|call| !seen.contains(call.call.id.as_str())) {

@@ -232,6 +232,33 @@ const scenarios = {
     assert.equal(review.metadata.custom.payload.draft, "Hello");
   },
 
+  async "an approval remembered in the conversation: the thread's next call is not asked about"() {
+    const chat = agent("/ag-ui/careful");
+    const { interrupt, runId } = await asked(chat, 'call human_review {"draft": "Dear customer"}', "tool_approval");
+    schemaFits(
+      interrupt,
+      [{ approved: true, remember: "thread" }, { approved: true, remember: "run", rememberFor: "8h" }],
+      [{ approved: true, remember: "always" }, { approved: true, rememberFor: 3600 }],
+    );
+    // A duration that is none: refused, the interrupt still open.
+    const bad = await refused(
+      run(chat, { resume: [resolved(interrupt.id, { approved: true, remember: "thread", rememberFor: "soon" })] }),
+    );
+    assert.equal(bad.status, 400);
+    assert.equal(bad.error.field, "resume[0].payload.rememberFor");
+    // Approved and remembered: human_review runs and asks for its review.
+    const resumed = await run(chat, { resume: [resolved(interrupt.id, { approved: true, remember: "thread" })] });
+    assert.equal(resumed.runId, runId);
+    assert.equal(resumed.finished.outcome, "interrupt");
+    const review = resumed.finished.interrupts[0];
+    assert.equal(review.reason, "custom");
+    await answer(chat, review, runId, { decision: "approve" });
+    // The thread's next call of human_review asks for its review at once.
+    const next = await asked(chat, 'call human_review {"draft": "A second letter"}', "custom");
+    assert.notEqual(next.runId, runId);
+    await answer(chat, next.interrupt, next.runId, { decision: "approve" });
+  },
+
   async "a custom tool: its resume schema"() {
     const chat = agent();
     const { interrupt, runId } = await asked(chat, 'call human_review {"draft": "Dear customer"}', "custom");
