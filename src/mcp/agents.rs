@@ -199,9 +199,9 @@ impl Agents {
         asked: &Asked,
         reply: Reply,
     ) -> Result<Step, ErrorData> {
-        let answer = match reply {
-            Reply::Answer(answer) => answer,
-            Reply::Declined => Answer::Declined,
+        let (answer, remember) = match reply {
+            Reply::Answer(answer, remember) => (answer, remember),
+            Reply::Declined => (Answer::Declined, None),
             Reply::Cancelled => {
                 return match self
                     .runtime
@@ -225,7 +225,7 @@ impl Agents {
             answers: vec![CallAnswer {
                 tool_call_id: Some(asked.call.clone()),
                 answer,
-                remember: None,
+                remember,
             }],
             request_id: None,
             trace: None,
@@ -261,7 +261,7 @@ impl Agents {
             call: pending.call.id.clone(),
             seq: run.last_seq(),
         };
-        let question = Question::of(pending);
+        let question = Question::of(run, pending);
         let (question, how) = match (question, asking(context)) {
             (Some(question), how @ (Asking::InputRequired | Asking::Elicitation)) => (question, how),
             (question, _) => return Ok(Step::Done(waiting(run, pending, question.as_ref()).into())),
@@ -362,7 +362,7 @@ impl Agents {
                 let result: ElicitResult = serde_json::from_value(response.clone())
                     .map_err(|error| invalid_params(format!("inputResponses.{INPUT}: {error}")))?;
                 let pending = run.pending().iter().find(|pending| pending.call.id == asked.call);
-                match pending.and_then(Question::of) {
+                match pending.and_then(|pending| Question::of(&run, pending)) {
                     Some(question) => match question.reply(&result) {
                         Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await?,
                         Err(error) => Step::Done(not_accepted(&run, &error)),

@@ -1,7 +1,8 @@
 //! A pending call as an MCP elicitation, and the client's answer back as
 //! the run's answer. Single-select is a string enum with titled options,
 //! multi-select an array of them, free text a string, an approval
-//! `{approved, reason?}`; an MCP server's own request for input (a tool of
+//! `{approved, reason?, remember?}` (remember: `run`, or `thread` on a
+//! thread, as a gRPC approval's `remember` is); an MCP server's own request for input (a tool of
 //! an MCP server that asked) is passed on as the server made it, and the
 //! client's response goes back to that server as given. What the answer is
 //! worth is not decided here: Resume validates it exactly as it validates
@@ -12,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::domain::{
     Answer, AnswerError, AskUserPayload, Elicitation, ElicitationAction as Action, ElicitationRequest,
-    ElicitationResponse, PendingCall, SelectionMode, SuspendPayload, Waiting,
+    ElicitationResponse, PendingCall, Remember, RunRecord, SelectionMode, SuspendPayload, Waiting,
 };
 
 /// The property of the form that carries a question's answer.
@@ -25,6 +26,9 @@ pub enum Question {
     Approval {
         tool: String,
         args: String,
+        /// Whether the run is on a thread: whether the approval may be
+        /// remembered in the thread as well as in the run.
+        on_thread: bool,
     },
     /// An MCP server's request, passed on.
     Elicitation(Elicitation),
@@ -33,20 +37,23 @@ pub enum Question {
 /// What the client did with the form.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
-    /// Accepted, with an answer for Resume to check.
-    Answer(Answer),
+    /// Accepted, with an answer for Resume to check and, with an
+    /// approval, what it asks to remember.
+    Answer(Answer, Option<Remember>),
     Declined,
     Cancelled,
 }
 
 impl Question {
-    /// The question `pending` asks; `None` for a suspension no form can
-    /// answer (a custom tool's resume data, a client tool's result).
-    pub fn of(pending: &PendingCall) -> Option<Self> {
+    /// The question `pending` of `run` asks; `None` for a suspension no
+    /// form can answer (a custom tool's resume data, a client tool's
+    /// result).
+    pub fn of(run: &RunRecord, pending: &PendingCall) -> Option<Self> {
         match &pending.waiting {
             Waiting::Approval => Some(Self::Approval {
                 tool: pending.call.name.clone(),
                 args: pending.call.args.json().get().to_owned(),
+                on_thread: run.thread.is_some(),
             }),
             Waiting::Suspended {
                 payload: SuspendPayload::AskUser(question),
@@ -62,7 +69,7 @@ impl Question {
     pub fn message(&self) -> String {
         match self {
             Self::Ask(question) => question.question.clone(),
-            Self::Approval { tool, args } => format!("Approve this call of {tool}? Arguments: {args}"),
+            Self::Approval { tool, args, .. } => format!("Approve this call of {tool}? Arguments: {args}"),
             Self::Elicitation(asked) => asked.message.clone(),
         }
     }
@@ -92,14 +99,26 @@ impl Question {
                 };
                 json!({"type": "object", "properties": {ANSWER: answer}, "required": [ANSWER]})
             }
-            Self::Approval { .. } => json!({
-                "type": "object",
-                "properties": {
-                    "approved": {"type": "boolean", "title": "Approve the call"},
-                    "reason": {"type": "string", "title": "Reason (when declining)"},
-                },
-                "required": ["approved"],
-            }),
+            Self::Approval { tool, on_thread, .. } => {
+                let mut scopes =
+                    vec![json!({"const": "run", "title": format!("Every call of {tool} in this run")})];
+                if *on_thread {
+                    scopes.push(json!({"const": "thread", "title": format!("Every call of {tool} in this conversation")}));
+                }
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "approved": {"type": "boolean", "title": "Approve the call"},
+                        "reason": {"type": "string", "title": "Reason (when declining)"},
+                        "remember": {
+                            "type": "string",
+                            "title": "Also approve, without asking (when approving)",
+                            "oneOf": scopes,
+                        },
+                    },
+                    "required": ["approved"],
+                })
+            }
             Self::Elicitation(asked) => match &asked.request {
                 ElicitationRequest::Form { requested_schema } => Value::Object(requested_schema.clone()),
                 ElicitationRequest::Url { .. } => json!({"type": "object", "properties": {}}),
@@ -174,14 +193,23 @@ impl Question {
                     Some(Value::String(reason)) => reason.clone(),
                     Some(_) => return Err(AnswerError::new("content.reason", "a string")),
                 };
-                Answer::Approval {
+                let remember = Remember::from_json(content).map_err(|(key, why)| {
+                    let field = if key == "remember" {
+                        "content.remember"
+                    } else {
+                        "content.rememberFor"
+                    };
+                    AnswerError::new(field, why)
+                })?;
+                let approval = Answer::Approval {
                     approved: *approved,
                     reason,
                     edited_args: None,
-                }
+                };
+                return Ok(Reply::Answer(approval, remember));
             }
         };
-        Ok(Reply::Answer(answer))
+        Ok(Reply::Answer(answer, None))
     }
 }
 
@@ -199,16 +227,16 @@ fn passed_back(result: &ElicitResult) -> Result<Reply, AnswerError> {
         Some(Value::Object(content)) => Some(content.clone()),
         Some(_) => return Err(AnswerError::new("content", "the content must be an object")),
     };
-    Ok(Reply::Answer(Answer::Elicitation(ElicitationResponse {
-        action,
-        content,
-    })))
+    Ok(Reply::Answer(
+        Answer::Elicitation(ElicitationResponse { action, content }),
+        None,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::AskUserOption;
+    use crate::domain::{AskUserOption, GrantScope};
 
     fn ask(mode: SelectionMode) -> Question {
         Question::Ask(AskUserPayload {
@@ -248,10 +276,11 @@ mod tests {
         });
         assert_eq!(
             asked.reply(&declined),
-            Ok(Reply::Answer(expected)),
+            Ok(Reply::Answer(expected, None)),
             "a decline goes back to the server"
         );
-        let Ok(Reply::Answer(Answer::Elicitation(accepted))) = asked.reply(&accepted(json!({"nights": 2})))
+        let Ok(Reply::Answer(Answer::Elicitation(accepted), None)) =
+            asked.reply(&accepted(json!({"nights": 2})))
         else {
             panic!("an answer")
         };
@@ -270,6 +299,7 @@ mod tests {
             Question::Approval {
                 tool: "send".into(),
                 args: "{}".into(),
+                on_thread: true,
             },
         ] {
             let params = serde_json::to_value(question.elicitation()).unwrap();
@@ -282,6 +312,22 @@ mod tests {
         );
         let multi = ask(SelectionMode::MultiSelect).schema();
         assert_eq!(multi["properties"]["answer"]["type"], "array");
+        // Remembering in the thread is offered only on a thread.
+        let scopes = |on_thread| {
+            let approval = Question::Approval {
+                tool: "send".into(),
+                args: "{}".into(),
+                on_thread,
+            };
+            let schema = approval.schema();
+            let consts = schema["properties"]["remember"]["oneOf"]
+                .as_array()
+                .unwrap()
+                .iter();
+            consts.map(|scope| scope["const"].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(scopes(true), [json!("run"), json!("thread")]);
+        assert_eq!(scopes(false), [json!("run")]);
     }
 
     #[test]
@@ -289,28 +335,40 @@ mod tests {
         let single = ask(SelectionMode::SingleSelect);
         assert_eq!(
             single.reply(&accepted(json!({"answer": "Pro"}))),
-            Ok(Reply::Answer(Answer::Text("Pro".into())))
+            Ok(Reply::Answer(Answer::Text("Pro".into()), None))
         );
         assert!(single.reply(&accepted(json!({"answer": 3}))).is_err());
         assert_eq!(
             ask(SelectionMode::MultiSelect).reply(&accepted(json!({"answer": ["Pro", "Basic"]}))),
-            Ok(Reply::Answer(Answer::Selections(vec![
-                "Pro".into(),
-                "Basic".into()
-            ])))
+            Ok(Reply::Answer(
+                Answer::Selections(vec!["Pro".into(), "Basic".into()]),
+                None
+            ))
         );
         let approval = Question::Approval {
             tool: "send".into(),
             args: "{}".into(),
+            on_thread: true,
         };
         assert_eq!(
             approval.reply(&accepted(json!({"approved": false, "reason": "no"}))),
-            Ok(Reply::Answer(Answer::Approval {
-                approved: false,
-                reason: "no".into(),
-                edited_args: None
-            }))
+            Ok(Reply::Answer(
+                Answer::Approval {
+                    approved: false,
+                    reason: "no".into(),
+                    edited_args: None
+                },
+                None
+            ))
         );
+        let Ok(Reply::Answer(Answer::Approval { approved: true, .. }, remember)) =
+            approval.reply(&accepted(json!({"approved": true, "remember": "thread"})))
+        else {
+            panic!("an approval")
+        };
+        assert_eq!(remember.map(|remember| remember.scope), Some(GrantScope::Thread));
+        let refused = approval.reply(&accepted(json!({"approved": true, "remember": "always"})));
+        assert_eq!(refused.map_err(|error| error.field), Err("content.remember"));
         assert_eq!(
             single.reply(&ElicitResult::new(ElicitationAction::Decline)),
             Ok(Reply::Declined)

@@ -2,7 +2,8 @@
 //! plain HTTP (no key is 401, a foreign Origin or Host 403), the official
 //! MCP Python SDK (`tests/mcp/mcp_client_test.py`: tools, questions
 //! answered in the elicitation callback on both protocol generations,
-//! decline, cancel, an invalid answer, a client without elicitation, keys
+//! decline, cancel, approvals remembered in a thread through the form, an
+//! invalid answer, a client without elicitation, keys
 //! and tenants, and a question answered through gRPC while the MCP call
 //! waits), and the official conformance tool.
 
@@ -75,7 +76,12 @@ async fn the_endpoint_wants_a_key_and_refuses_other_sites() {
 async fn the_mcp_python_sdk_drives_agentd() {
     let python =
         std::env::var(PYTHON).unwrap_or_else(|_| panic!("{PYTHON} names a Python with mcp installed"));
-    let open = TestServer::start().await;
+    // The embedded defaults' agents, and `careful`, whose ask_user calls
+    // each wait for approval.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut settings = crate::helpers::settings_in(temp.path());
+    settings.agents.push(crate::helpers::careful());
+    let open = TestServer::start_with(settings).await;
     let keyed = two_tenants().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/mcp_client_test.py");
     let mut child = Command::new(python)
@@ -96,13 +102,15 @@ async fn the_mcp_python_sdk_drives_agentd() {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut output = String::new();
-    let (mut answered, mut waiting) = (Vec::new(), None);
+    let (mut answered, mut granted, mut waiting) = (Vec::new(), Vec::new(), None);
     let mut client = open.client();
     while let Some(line) = lines.next_line().await.expect("read the client") {
         output.push_str(&line);
         output.push('\n');
         if let Some(run_id) = line.strip_prefix("run: ") {
             answered.push(run_id.to_owned());
+        } else if let Some(run_id) = line.strip_prefix("granted run: ") {
+            granted.push(run_id.to_owned());
         } else if let Some(run_id) = line.strip_prefix("waiting run: ") {
             waiting = Some(run_id.to_owned());
         } else if line == "asked" {
@@ -152,6 +160,18 @@ async fn the_mcp_python_sdk_drives_agentd() {
         let run = open.get_run(run_id).await;
         assert_eq!(run.decisions.len(), 1, "{:?}", run.decisions);
         assert_eq!(run.decisions[0].source(), pb::DecisionSource::Mcp);
+    }
+    // Approved by the grant its thread's earlier run made through MCP.
+    assert_eq!(granted.len(), 2, "{output}");
+    for run_id in &granted {
+        let run = open.get_run(run_id).await;
+        let sources: Vec<_> = run.decisions.iter().map(|d| d.source()).collect();
+        assert_eq!(
+            sources,
+            [pb::DecisionSource::Grant, pb::DecisionSource::Mcp],
+            "approved by the grant, answered through MCP: {:?}",
+            run.decisions
+        );
     }
     // The question a client without elicitation read waits for any
     // surface's answer.

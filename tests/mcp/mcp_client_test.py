@@ -1,9 +1,11 @@
 """agentd's agents as MCP tools, driven by the official MCP Python SDK
 (`mcp`) over Streamable HTTP against real servers: one open, one with API
-keys for two tenants. Run by tests/api/mcp.rs, which answers one question
+keys for two tenants (the open one has `careful`, whose ask_user calls
+wait for approval). Run by tests/api/mcp.rs, which answers one question
 through gRPC while this script's call waits (the lines `asked` and
 `answered` between them); exits non-zero on the first failed check. Prints
-`run: <id>` for each run the Rust side checks further."""
+`run: <id>` and `granted run: <id>` for each run the Rust side checks
+further."""
 
 import argparse
 import asyncio
@@ -110,6 +112,48 @@ async def questions_in_the_callback(url, mode):
         check(result.structured_content["status"] == "cancelled", f"{mode}: the run is cancelled")
 
 
+async def approvals_remembered(url, mode):
+    """`careful` asks before each ask_user call. Approved in its form with
+    `remember: "thread"`, the thread's next run asks its question without
+    asking for approval first; a run on no thread offers the run only."""
+    thread = f"mcp-remember-{mode}"
+
+    def approve(remember):
+        def reply(schema):
+            check(schema["required"] == ["approved"], f"{mode}: an approval form")
+            return ElicitResult(action="accept", content={"approved": True, "remember": remember})
+
+        return reply
+
+    answers = Answers(approve("thread"), accept("Pro"))
+    async with client(url, mode=mode, elicitation=answers) as mcp:
+        result = await mcp.call_tool("careful", {"prompt": "Help me pick a plan", "thread_id": thread})
+        offered = answers.asked[0].requested_schema["properties"]["remember"]["oneOf"]
+        check([o["const"] for o in offered] == ["run", "thread"], f"{mode}: on a thread, the run or the conversation: {offered}")
+        check(answers.asked[0].message.startswith("Approve this call of ask_user?"), f"{mode}: asked to approve first")
+        check(answers.asked[1].message == "Which plan should I set up for you?", f"{mode}: then the question")
+        check("Pro" in text_of(result), f"{mode}: the run completes with the answer: {text_of(result)}")
+
+        answers = Answers(accept("Basic"))
+        mcp.session._elicitation_callback = answers
+        result = await mcp.call_tool("careful", {"prompt": "Help me pick a plan", "thread_id": thread})
+        check(
+            [asked.message for asked in answers.asked] == ["Which plan should I set up for you?"],
+            f"{mode}: the thread's next run is not asked to approve: {[a.message for a in answers.asked]}",
+        )
+        check("Basic" in text_of(result), f"{mode}: and completes: {text_of(result)}")
+        print(f"granted run: {result.structured_content['runId']}", flush=True)
+
+        answers = Answers(approve("thread"))
+        mcp.session._elicitation_callback = answers
+        result = await mcp.call_tool("careful", {"prompt": "Help me pick a plan"})
+        offered = answers.asked[0].requested_schema["properties"]["remember"]["oneOf"]
+        check([o["const"] for o in offered] == ["run"], f"{mode}: on no thread, the run only: {offered}")
+        check(result.is_error and "not accepted" in text_of(result), f"{mode}: remembering in no thread is refused: {text_of(result)}")
+        check("remembered in the run only" in text_of(result), f"{mode}: in words: {text_of(result)}")
+        check(result.structured_content["status"] == "suspended", f"{mode}: the run still waits")
+
+
 async def invalid_answer_leaves_the_run(url):
     answers = Answers(accept("Platinum"))
     async with client(url, elicitation=answers) as mcp:
@@ -195,6 +239,8 @@ async def main():
     await tools_are_agents(open_url)
     await questions_in_the_callback(open_url, "legacy")
     await questions_in_the_callback(open_url, "2026-07-28")
+    await approvals_remembered(open_url, "legacy")
+    await approvals_remembered(open_url, "2026-07-28")
     await invalid_answer_leaves_the_run(open_url)
     await without_elicitation(open_url)
     await keys_and_tenants(keyed_url, args.acme_key, args.globex_key)
