@@ -67,14 +67,7 @@ async fn the_a2a_python_sdk_drives_agentd() {
         .collect();
     assert_eq!(granted.len(), 3, "one on each binding:\n{stdout}");
     for task in granted {
-        let run = open.get_run(task).await;
-        let sources: Vec<_> = run.decisions.iter().map(|d| d.source()).collect();
-        assert_eq!(
-            sources,
-            [pb::DecisionSource::Grant, pb::DecisionSource::A2a],
-            "approved by the grant, answered over A2A: {:?}",
-            run.decisions
-        );
+        crate::helpers::assert_granted_then_answered(&open, task, pb::DecisionSource::A2a).await;
     }
 }
 

@@ -40,6 +40,19 @@ pub fn careful() -> agentd::agent::AgentSpec {
     careful
 }
 
+/// Run `run_id` of `server` (of [`careful`]) had its ask_user call
+/// approved by a grant, and its question answered through `surface`.
+pub async fn assert_granted_then_answered(server: &TestServer, run_id: &str, surface: pb::DecisionSource) {
+    let run = server.get_run(run_id).await;
+    let sources: Vec<_> = run.decisions.iter().map(|d| d.source()).collect();
+    assert_eq!(
+        sources,
+        [pb::DecisionSource::Grant, surface],
+        "approved by the grant, answered through {surface:?}: {:?}",
+        run.decisions
+    );
+}
+
 impl TestServer {
     /// A server with the embedded defaults and a fresh SQLite store.
     pub async fn start() -> Self {

@@ -164,14 +164,7 @@ async fn the_mcp_python_sdk_drives_agentd() {
     // Approved by the grant its thread's earlier run made through MCP.
     assert_eq!(granted.len(), 2, "{output}");
     for run_id in &granted {
-        let run = open.get_run(run_id).await;
-        let sources: Vec<_> = run.decisions.iter().map(|d| d.source()).collect();
-        assert_eq!(
-            sources,
-            [pb::DecisionSource::Grant, pb::DecisionSource::Mcp],
-            "approved by the grant, answered through MCP: {:?}",
-            run.decisions
-        );
+        crate::helpers::assert_granted_then_answered(&open, run_id, pb::DecisionSource::Mcp).await;
     }
     // The question a client without elicitation read waits for any
     // surface's answer.
