@@ -26,8 +26,10 @@ pub enum Ask {
         options: Vec<Choice>,
         multi: bool,
     },
-    /// A call that waits for approval before its tool runs.
-    Approve { args: Value },
+    /// A call that waits for approval before its tool runs; `always`
+    /// approves it and remembers the approval in `always`'s scope (the
+    /// chat's thread, or the run).
+    Approve { args: Value, always: pb::GrantScope },
     /// A custom suspending tool or a client-executed tool: JSON data.
     Data { payload: Value },
     /// An MCP server's request for input: a form (`schema`) or a page to
@@ -53,7 +55,7 @@ pub struct Pending {
 pub enum AnswerParseError {
     #[error("the answer is empty")]
     Empty,
-    #[error("answer yes or no (optionally `no: reason`)")]
+    #[error("answer yes, always or no (optionally `no: reason`)")]
     NotYesNo,
     #[error("the answer is not JSON: {0}")]
     NotJson(String),
@@ -144,10 +146,20 @@ impl Pending {
                 tool_name: approval.tool_name.clone(),
                 ask: Ask::Approve {
                     args: args_json(approval.args.as_ref()),
+                    always: pb::GrantScope::Run,
                 },
             }),
             _ => None,
         }
+    }
+
+    /// This call as a chat on a thread asks it: `always` remembers an
+    /// approval in the thread.
+    pub fn in_thread(mut self) -> Self {
+        if let Ask::Approve { always, .. } = &mut self.ask {
+            *always = pb::GrantScope::Thread;
+        }
+        self
     }
 
     /// A pending call as GetRun lists it.
@@ -157,7 +169,10 @@ impl Pending {
             tool_call_id: pending.tool_call_id.clone(),
             tool_name: pending.tool_name.clone(),
             ask: if pending.awaiting_approval {
-                Ask::Approve { args }
+                Ask::Approve {
+                    args,
+                    always: pb::GrantScope::Run,
+                }
             } else {
                 Ask::from_payload(pending.suspend_payload.as_ref(), args)
             },
@@ -195,7 +210,7 @@ impl Pending {
                 }
                 Ok(Answer::Selections(pb::Selections { labels }))
             }
-            Ask::Approve { .. } => parse_approval(typed),
+            Ask::Approve { always, .. } => parse_approval(typed, *always),
             Ask::Data { .. } => serde_json::from_str::<Value>(typed)
                 .map(|data| Answer::Data(json_to_value(&data)))
                 .map_err(|error| AnswerParseError::NotJson(error.to_string())),
@@ -244,22 +259,24 @@ fn parse_elicitation(typed: &str, url: bool) -> Result<Answer, AnswerParseError>
     }
 }
 
-/// `yes`, `y`, `approve`; `no`, `n`, `deny`, each optionally followed by
+/// `yes`, `y`, `approve`; `always`, `a` (yes, and the tool's later calls
+/// in `always`'s scope too); `no`, `n`, `deny`, each optionally followed by
 /// `: reason` (or a space and the reason).
-fn parse_approval(typed: &str) -> Result<Answer, AnswerParseError> {
+fn parse_approval(typed: &str, always: pb::GrantScope) -> Result<Answer, AnswerParseError> {
     let (word, reason) = match typed.split_once([':', ' ']) {
         Some((word, reason)) => (word, reason.trim()),
         None => (typed, ""),
     };
-    let approved = match word.to_ascii_lowercase().as_str() {
-        "y" | "yes" | "approve" | "approved" | "allow" => true,
-        "n" | "no" | "deny" | "denied" | "decline" | "reject" => false,
+    let (approved, remember) = match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" | "approve" | "approved" | "allow" => (true, pb::GrantScope::Unspecified),
+        "a" | "always" => (true, always),
+        "n" | "no" | "deny" | "denied" | "decline" | "reject" => (false, pb::GrantScope::Unspecified),
         _ => return Err(AnswerParseError::NotYesNo),
     };
     Ok(Answer::Approval(pb::Approval {
         approved,
         reason: reason.to_owned(),
-        edited_args: None,
+        remember: remember.into(),
         ..Default::default()
     }))
 }
@@ -320,7 +337,10 @@ mod tests {
         assert_eq!(choose(true).parse_answer(" , "), Err(AnswerParseError::Empty));
 
         let approval = Pending {
-            ask: Ask::Approve { args: Value::Null },
+            ask: Ask::Approve {
+                args: Value::Null,
+                always: pb::GrantScope::Run,
+            },
             ..choose(false)
         };
         let declined = pb::Approval {
@@ -338,6 +358,19 @@ mod tests {
             Ok(Answer::Approval(pb::Approval { approved: true, .. }))
         ));
         assert_eq!(approval.parse_answer("maybe"), Err(AnswerParseError::NotYesNo));
+        let remembered = |pending: &Pending| match pending.parse_answer("always") {
+            Ok(Answer::Approval(pb::Approval {
+                approved: true,
+                remember,
+                ..
+            })) => pb::GrantScope::try_from(remember).ok(),
+            _ => None,
+        };
+        assert_eq!(remembered(&approval), Some(pb::GrantScope::Run));
+        assert_eq!(
+            remembered(&approval.clone().in_thread()),
+            Some(pb::GrantScope::Thread)
+        );
 
         let data = Pending {
             ask: Ask::Data { payload: Value::Null },

@@ -269,6 +269,13 @@ impl Session {
     /// keyboard (`None`: the person left the question open), else a line
     /// of stdin.
     async fn next_answer(&mut self, run_id: &str, pending: &Pending) -> Result<Option<Answer>, ChatError> {
+        let in_thread;
+        let pending = if self.thread_id.is_empty() {
+            pending
+        } else {
+            in_thread = pending.clone().in_thread();
+            &in_thread
+        };
         loop {
             let typed = if let Some(given) = self.answers.pop_front() {
                 self.describe(pending)?;
@@ -317,9 +324,11 @@ impl Session {
                     self.out.note("  (a label or its number)")?;
                 }
             }
-            Ask::Approve { args } => self
-                .out
-                .note(&format!("  {} {args} (yes or no)", pending.tool_name))?,
+            Ask::Approve { args, always } => self.out.note(&format!(
+                "  {} {args} (yes, no, or always: its later calls {} too)",
+                pending.tool_name,
+                where_remembered(*always)
+            ))?,
             Ask::Data { payload } => self.out.note(&format!("  {payload} (answer with JSON)"))?,
             Ask::Elicit { url: Some(url), .. } => {
                 self.out.note(&format!("  open {url} (yes, decline or cancel)"))?
@@ -356,6 +365,14 @@ impl Session {
     }
 }
 
+/// Where `always` remembers an approval, in words.
+fn where_remembered(always: pb::GrantScope) -> &'static str {
+    match always {
+        pb::GrantScope::Thread => "in this conversation",
+        _ => "in this run",
+    }
+}
+
 fn end_of_input() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "input closed at a prompt")
 }
@@ -380,13 +397,21 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                 Answer::Text(labels.into_iter().next().unwrap_or_default())
             })
         }
-        Ask::Approve { args } => {
-            let question = format!("Allow {} {args}?", pending.tool_name);
-            if terminal::confirm(&mut screen, &question)? {
+        Ask::Approve { args, always } => {
+            let question = format!(
+                "Allow {} {args}? (always: its later calls {} too)",
+                pending.tool_name,
+                where_remembered(*always)
+            );
+            let remember = match terminal::keyed(&mut screen, &question, &["yes", "always", "no"])? {
+                0 => Some(pb::GrantScope::Unspecified),
+                1 => Some(*always),
+                _ => None,
+            };
+            if let Some(remember) = remember {
                 return Ok(Answer::Approval(pb::Approval {
                     approved: true,
-                    reason: String::new(),
-                    edited_args: None,
+                    remember: remember.into(),
                     ..Default::default()
                 }));
             }

@@ -335,27 +335,40 @@ pub fn choose(
 
 /// A yes/no question answered with `y` or `n`.
 pub fn confirm(screen: &mut Screen, question: &str) -> io::Result<bool> {
+    Ok(keyed(screen, question, &["yes", "no"])? == 0)
+}
+
+/// A question answered with one key: the first letter of one of
+/// `answers` (which start with different letters); the index of that one.
+pub fn keyed(screen: &mut Screen, question: &str, answers: &[&str]) -> io::Result<usize> {
     let _raw = RawMode::enable()?;
+    let letters: Vec<char> = answers
+        .iter()
+        .filter_map(|answer| answer.chars().next())
+        .collect();
+    let hint = letters.iter().map(char::to_string).collect::<Vec<_>>().join("/");
     write!(
         screen,
         "{} {} {} ",
         "?".green().bold(),
         question.bold(),
-        "[y/n]".dim()
+        format!("[{hint}]").dim()
     )?;
     screen.flush()?;
     loop {
         let key = next_key()?;
-        let answer = match key.code {
+        let picked = match key.code {
             _ if is_ctrl(&key, 'c') => return Err(cancelled()),
             KeyCode::Esc => return Err(cancelled()),
-            KeyCode::Char('y' | 'Y') => true,
-            KeyCode::Char('n' | 'N') => false,
-            _ => continue,
+            KeyCode::Char(typed) => letters
+                .iter()
+                .position(|letter| letter.eq_ignore_ascii_case(&typed)),
+            _ => None,
         };
-        write!(screen, "{}\r\n", if answer { "yes" } else { "no" }.cyan())?;
+        let Some(picked) = picked else { continue };
+        write!(screen, "{}\r\n", answers[picked].cyan())?;
         screen.flush()?;
-        return Ok(answer);
+        return Ok(picked);
     }
 }
 

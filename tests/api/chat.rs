@@ -1,8 +1,9 @@
 //! `agentd chat`, the terminal client, run as a real process against a test
 //! server: in a pseudo-terminal, answering a single-select and a
-//! multi-select question by keystrokes; and without a terminal, with
-//! `--answer` (a rejected answer first), `--json`, no answer at all, and an
-//! API key.
+//! multi-select question by keystrokes, and an approval with `a` (always:
+//! remembered in the conversation); and without a terminal, with
+//! `--answer` (a rejected answer first, `always` outside a thread),
+//! `--json`, no answer at all, and an API key.
 
 use std::net::SocketAddr;
 use std::process::{Command as StdCommand, Stdio};
@@ -398,4 +399,98 @@ async fn without_a_terminal_a_thread_waiting_on_a_question_is_described_first() 
         "{stdout}"
     );
     assert!(stdout.contains("(the next message answers it)"), "{stdout}");
+}
+
+/// A server whose `careful` agent asks before each ask_user call.
+async fn careful_server() -> (TestServer, tempfile::TempDir) {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut settings = crate::helpers::settings_in(temp.path());
+    settings.agents.push(crate::helpers::careful());
+    (TestServer::start_with(settings).await, temp)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_at_an_approval_remembers_it_in_the_chats_conversation() {
+    let (server, _temp) = careful_server().await;
+    let target = server.addr.to_string();
+    let transcript = tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
+        let mut command = StdCommand::new(AGENTD);
+        command.args(["chat", "--target", &target, "--agent", "careful"]);
+        let mut chat = Session::spawn(command)?;
+        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+
+        chat.expect("you> ")?;
+        chat.send(format!("Help me pick a plan{ENTER}"))?;
+        chat.expect("Allow ask_user")?;
+        chat.expect("(always: its later calls in this conversation too)")?;
+        chat.expect("[y/a/n]")?;
+        chat.send("a")?;
+        chat.expect("always")?;
+        chat.expect("> 1. Basic")?;
+        chat.send(ENTER)?;
+        chat.expect("Thanks! You answered: Basic.")?;
+
+        // The conversation's next call of ask_user asks its question at once.
+        chat.expect("you> ")?;
+        chat.send(format!("Help me pick a plan{ENTER}"))?;
+        chat.expect("> 1. Basic")?;
+        chat.send(DOWN)?;
+        chat.send(ENTER)?;
+        chat.expect("Thanks! You answered: Pro.")?;
+        chat.expect("you> ")?;
+        chat.send(CTRL_D)?;
+        chat.expect(Eof)?;
+        Ok(())
+    })
+    .await
+    .expect("the terminal session ran");
+    transcript.expect("the chat went as typed");
+
+    let mut runs = runs(&server).await;
+    runs.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+    let (first, second) = (
+        server.get_run(&runs[0].run_id).await,
+        server.get_run(&runs[1].run_id).await,
+    );
+    let sources = |run: &pb::Run| run.decisions.iter().map(|d| d.source()).collect::<Vec<_>>();
+    use pb::DecisionSource::{Grant, Grpc};
+    assert_eq!(sources(&first), [Grpc, Grpc], "approved, then answered");
+    assert_eq!(
+        sources(&second),
+        [Grant, Grpc],
+        "approved by the grant, then answered"
+    );
+    let thread = crate::threads::get_thread(&server, &first.thread_id)
+        .await
+        .expect("GetThread");
+    assert_eq!(thread.grants.len(), 1, "{thread:?}");
+    assert_eq!(thread.grants[0].tool_name, "ask_user");
+    assert_eq!(thread.grants[0].scope(), pb::GrantScope::Thread);
+}
+
+#[tokio::test]
+async fn always_outside_a_thread_remembers_the_approval_in_the_run() {
+    let (server, _temp) = careful_server().await;
+    let (stdout, _) = chat(
+        &server,
+        &[
+            "--agent",
+            "careful",
+            "--answer",
+            "always",
+            "--answer",
+            "Pro",
+            "Help me pick a plan",
+        ],
+    )
+    .await;
+    assert!(
+        stdout.contains("(yes, no, or always: its later calls in this run too)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Thanks! You answered: Pro."), "{stdout}");
+    let runs = runs(&server).await;
+    let run = server.get_run(&runs[0].run_id).await;
+    assert_eq!(run.grants.len(), 1, "{run:?}");
+    assert_eq!(run.grants[0].scope(), pb::GrantScope::Run);
 }
