@@ -59,6 +59,25 @@ async fn chat_at(addr: SocketAddr, args: &[&str], succeeds: bool) -> (String, St
     (stdout, stderr)
 }
 
+/// Runs `agentd chat --target ADDR ARGS` in a pseudo-terminal, where
+/// `script` types and expects (30 s at most each); what it returns.
+async fn in_terminal<T: Send + 'static>(
+    addr: SocketAddr,
+    args: &[&str],
+    script: impl FnOnce(&mut expectrl::session::OsSession) -> Result<T, expectrl::Error> + Send + 'static,
+) -> T {
+    let mut command = StdCommand::new(AGENTD);
+    command.args(["chat", "--target", &addr.to_string()]).args(args);
+    tokio::task::spawn_blocking(move || {
+        let mut chat = Session::spawn(command)?;
+        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+        script(&mut chat)
+    })
+    .await
+    .expect("the terminal session ran")
+    .expect("the chat went as typed")
+}
+
 /// Every run on `server`.
 /// The exit status of a terminal session's chat, once it has ended.
 fn exit_code(chat: &expectrl::session::OsSession) -> Option<i32> {
@@ -81,13 +100,7 @@ async fn runs(server: &TestServer) -> Vec<pb::Run> {
 #[tokio::test(flavor = "multi_thread")]
 async fn keystrokes_answer_a_single_and_a_multi_select_question_in_a_terminal() {
     let server = TestServer::start().await;
-    let target = server.addr.to_string();
-    let transcript = tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
-        let mut command = StdCommand::new(AGENTD);
-        command.args(["chat", "--target", &target]);
-        let mut chat = Session::spawn(command)?;
-        chat.set_expect_timeout(Some(Duration::from_secs(30)));
-
+    in_terminal(server.addr, &[], move |chat| {
         chat.expect("you> ")?;
         chat.send(format!("Help me pick a plan{ENTER}"))?;
         // The list, with the options' descriptions, the first one pointed at.
@@ -119,9 +132,7 @@ async fn keystrokes_answer_a_single_and_a_multi_select_question_in_a_terminal() 
         chat.expect(Eof)?;
         Ok(())
     })
-    .await
-    .expect("the terminal session ran");
-    transcript.expect("the chat went as typed");
+    .await;
 
     // Both runs completed on the server with those answers.
     let runs = runs(&server).await;
@@ -233,13 +244,7 @@ async fn run_comes_back_to_a_question_left_open_and_a_number_picks_an_option() {
     );
 
     // At a terminal the options are numbered, and a digit picks one.
-    let target = server.addr.to_string();
-    let run = run_id.clone();
-    tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
-        let mut command = StdCommand::new(AGENTD);
-        command.args(["chat", "--target", &target, "--run", &run]);
-        let mut chat = Session::spawn(command)?;
-        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+    in_terminal(server.addr, &["--run", &run_id], move |chat| {
         chat.expect("Which plan should I set up for you?")?;
         chat.expect("3. Enterprise")?;
         chat.send("3")?;
@@ -247,9 +252,7 @@ async fn run_comes_back_to_a_question_left_open_and_a_number_picks_an_option() {
         chat.expect(Eof)?;
         Ok(())
     })
-    .await
-    .expect("the terminal session ran")
-    .expect("the chat went as typed");
+    .await;
     assert_eq!(status_of(&runs(&server).await[0]), pb::RunStatus::Completed);
 
     // A run that asks nothing is said to.
@@ -263,22 +266,15 @@ async fn run_comes_back_to_a_question_left_open_and_a_number_picks_an_option() {
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_while_streaming_says_how_to_come_back_and_exits_130() {
     let server = TestServer::start().await;
-    let target = server.addr.to_string();
-    let status = tokio::task::spawn_blocking(move || -> Result<Option<i32>, expectrl::Error> {
-        let mut command = StdCommand::new(AGENTD);
-        command.args(["chat", "--target", &target, "stream 1000 every 20 ms"]);
-        let mut chat = Session::spawn(command)?;
-        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+    let status = in_terminal(server.addr, &["stream 1000 every 20 ms"], move |chat| {
         chat.expect("token3 ")?;
         chat.send("\x03")?;
         chat.expect("stopped following run ")?;
         chat.expect("it goes on on the server. `agentd chat --run ")?;
         chat.expect(Eof)?;
-        Ok(exit_code(&chat))
+        Ok(exit_code(chat))
     })
-    .await
-    .expect("the terminal session ran")
-    .expect("the chat went as typed");
+    .await;
     assert_eq!(status, Some(130));
 }
 
@@ -334,12 +330,7 @@ const ESC: &str = "\x1b";
 #[tokio::test(flavor = "multi_thread")]
 async fn esc_at_a_question_leaves_it_open_and_a_later_chat_in_the_thread_asks_it_again() {
     let server = TestServer::start().await;
-    let target = server.addr.to_string();
-    let left = tokio::task::spawn_blocking(move || -> Result<Option<i32>, expectrl::Error> {
-        let mut command = StdCommand::new(AGENTD);
-        command.args(["chat", "--target", &target, "--thread", "naming"]);
-        let mut chat = Session::spawn(command)?;
-        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+    let left = in_terminal(server.addr, &["--thread", "naming"], move |chat| {
         chat.expect("you> ")?;
         // An empty message is not sent: the prompt says what it wants.
         chat.send(ENTER)?;
@@ -353,24 +344,17 @@ async fn esc_at_a_question_leaves_it_open_and_a_later_chat_in_the_thread_asks_it
         chat.expect("left the question open: run ")?;
         chat.expect("stays suspended; come back to it with `agentd chat --thread naming`")?;
         chat.expect(Eof)?;
-        Ok(exit_code(&chat))
+        Ok(exit_code(chat))
     })
-    .await
-    .expect("the terminal session ran")
-    .expect("the chat went as typed");
+    .await;
     assert_eq!(left, Some(0), "leaving a question open is a normal end");
     let suspended = runs(&server).await;
     assert_eq!(suspended.len(), 1);
     assert_eq!(status_of(&suspended[0]), pb::RunStatus::Suspended);
 
     // Back in the thread, the question comes first, and is answered.
-    let target = server.addr.to_string();
     let run_id = suspended[0].run_id.clone();
-    tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
-        let mut command = StdCommand::new(AGENTD);
-        command.args(["chat", "--target", &target, "--thread", "naming"]);
-        let mut chat = Session::spawn(command)?;
-        chat.set_expect_timeout(Some(Duration::from_secs(30)));
+    in_terminal(server.addr, &["--thread", "naming"], move |chat| {
         chat.expect(format!("thread naming waits on an answer (run {run_id})"))?;
         chat.expect("What should I call you?")?;
         chat.send(format!("Ada{ENTER}"))?;
@@ -380,9 +364,7 @@ async fn esc_at_a_question_leaves_it_open_and_a_later_chat_in_the_thread_asks_it
         chat.expect(Eof)?;
         Ok(())
     })
-    .await
-    .expect("the terminal session ran")
-    .expect("the chat went as typed");
+    .await;
     let runs = runs(&server).await;
     assert_eq!(runs.len(), 1, "answered, not a second run");
     assert_eq!(status_of(&runs[0]), pb::RunStatus::Completed);
@@ -412,13 +394,7 @@ async fn careful_server() -> (TestServer, tempfile::TempDir) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_at_an_approval_remembers_it_in_the_chats_conversation() {
     let (server, _temp) = careful_server().await;
-    let target = server.addr.to_string();
-    let transcript = tokio::task::spawn_blocking(move || -> Result<(), expectrl::Error> {
-        let mut command = StdCommand::new(AGENTD);
-        command.args(["chat", "--target", &target, "--agent", "careful"]);
-        let mut chat = Session::spawn(command)?;
-        chat.set_expect_timeout(Some(Duration::from_secs(30)));
-
+    in_terminal(server.addr, &["--agent", "careful"], move |chat| {
         chat.expect("you> ")?;
         chat.send(format!("Help me pick a plan{ENTER}"))?;
         chat.expect("Allow ask_user")?;
@@ -442,9 +418,7 @@ async fn a_at_an_approval_remembers_it_in_the_chats_conversation() {
         chat.expect(Eof)?;
         Ok(())
     })
-    .await
-    .expect("the terminal session ran");
-    transcript.expect("the chat went as typed");
+    .await;
 
     let mut runs = runs(&server).await;
     runs.sort_by(|a, b| a.run_id.cmp(&b.run_id));
