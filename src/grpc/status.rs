@@ -213,7 +213,8 @@ impl From<RuntimeError> for Status {
                     | StoreError::NotFound
                     | StoreError::AlreadyExists
                     | StoreError::ThreadMoved
-                    | StoreError::VersionConflict { .. } => Code::Internal,
+                    | StoreError::VersionConflict { .. }
+                    | StoreError::Superseded => Code::Internal,
                 };
                 tracing::error!(error = %store, "store error");
                 (code, info("STORE_ERROR", &[]))

@@ -61,6 +61,12 @@ pub enum StoreError {
     /// Somebody else wrote the run since it was read.
     #[error("run changed concurrently (expected version {expected}, found {actual})")]
     VersionConflict { expected: u64, actual: u64 },
+    /// This process's hold on the run ended before it wrote: its execution
+    /// was fenced (the run moved on elsewhere, or its lease could not be
+    /// renewed), or another claim of the same suspension here has the
+    /// run. Nothing was written; what the run became is the store's to say.
+    #[error("the run is no longer this execution's to write")]
+    Superseded,
     #[error("store unavailable: {0}")]
     Backend(String),
     /// The store's disk (or its database's quota) is full: nothing can be

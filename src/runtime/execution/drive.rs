@@ -198,7 +198,9 @@ impl Execution {
         match halt {
             // Fenced: by the run moving on, or by the flusher, which the
             // store refused for a whole lease.
-            Halt::Store(StoreError::VersionConflict { .. }) => self.emitter.refusal().await,
+            Halt::Store(StoreError::VersionConflict { .. } | StoreError::Superseded) => {
+                self.emitter.refusal().await
+            }
             Halt::Store(StoreError::NotFound) => None,
             Halt::Store(error) => Some(error),
             Halt::Phase(wrong) => {
@@ -282,10 +284,7 @@ impl Execution {
                 }
                 Err(Interrupted::Live(Interruption::Cancelled(reason))) => return self.cancel(reason).await,
                 Err(Interrupted::Live(Interruption::Fenced)) => {
-                    return Err(Halt::Store(StoreError::VersionConflict {
-                        expected: self.run.version(),
-                        actual: self.run.version() + 1,
-                    }))
+                    return Err(Halt::Store(StoreError::Superseded))
                 }
                 Err(Interrupted::ClientLeft) => {
                     return self

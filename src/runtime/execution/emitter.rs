@@ -389,7 +389,7 @@ impl Emitter {
         let shared = &self.shared;
         let mut writer = shared.writer.lock().await;
         if writer.stopped {
-            return Err(fenced_error(writer.version()));
+            return Err(StoreError::Superseded);
         }
         // The flusher is not writing (this holds the writer), so every
         // unstored chunk is in the buffer; on failure the execution stops,
@@ -434,7 +434,7 @@ impl Emitter {
     pub(crate) async fn write_unwritten(&self) -> Result<(), StoreError> {
         let mut writer = self.shared.writer.lock().await;
         if writer.stopped {
-            return Err(fenced_error(writer.version()));
+            return Err(StoreError::Superseded);
         }
         self.shared.write_snapshot(&mut writer).await
     }
@@ -483,13 +483,6 @@ fn next_event(last_seq: &mut u64, chunk: Chunk) -> Event {
         seq: *last_seq,
         time: Timestamp::now(),
         chunk,
-    }
-}
-
-fn fenced_error(version: u64) -> StoreError {
-    StoreError::VersionConflict {
-        expected: version,
-        actual: version + 1,
     }
 }
 

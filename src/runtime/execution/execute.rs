@@ -108,14 +108,7 @@ impl Runtime {
         let after_seq = first.first().map_or(run.last_seq(), |event| event.seq - 1);
         let live = match begin {
             Begin::Start => self.inner.live.start_execution(run.id),
-            Begin::Claim { suspended, .. } => {
-                self.reserve_claim(&run)
-                    .await
-                    .ok_or(StoreError::VersionConflict {
-                        expected: suspended.version,
-                        actual: suspended.version + 1,
-                    })?
-            }
+            Begin::Claim { .. } => self.reserve_claim(&run).await.ok_or(StoreError::Superseded)?,
         };
         let (stream, feed) = self.execution_stream(&live, after_seq, Vec::new());
         let (told, written) = oneshot::channel();

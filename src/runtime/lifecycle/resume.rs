@@ -214,7 +214,7 @@ impl Runtime {
                 self.inner.store_grants(&grants).await;
                 Ok(stream)
             }
-            Err(StoreError::VersionConflict { .. } | StoreError::NotFound) => {
+            Err(StoreError::VersionConflict { .. } | StoreError::Superseded | StoreError::NotFound) => {
                 Err(self.lost_claim(tenant, id, suspended_seq).await)
             }
             Err(other) => Err(RuntimeError::from(other).into()),
