@@ -153,10 +153,10 @@ impl Pending {
         }
     }
 
-    /// This call as a chat on a thread asks it: `always` remembers an
+    /// This call as a chat asks it: on a thread, `always` remembers an
     /// approval in the thread.
-    pub fn in_thread(mut self) -> Self {
-        if let Ask::Approve { always, .. } = &mut self.ask {
+    pub fn on_thread(mut self, on_thread: bool) -> Self {
+        if let (Ask::Approve { always, .. }, true) = (&mut self.ask, on_thread) {
             *always = pb::GrantScope::Thread;
         }
         self
@@ -368,7 +368,7 @@ mod tests {
         };
         assert_eq!(remembered(&approval), Some(pb::GrantScope::Run));
         assert_eq!(
-            remembered(&approval.clone().in_thread()),
+            remembered(&approval.clone().on_thread(true)),
             Some(pb::GrantScope::Thread)
         );
 

@@ -269,13 +269,7 @@ impl Session {
     /// keyboard (`None`: the person left the question open), else a line
     /// of stdin.
     async fn next_answer(&mut self, run_id: &str, pending: &Pending) -> Result<Option<Answer>, ChatError> {
-        let in_thread;
-        let pending = if self.thread_id.is_empty() {
-            pending
-        } else {
-            in_thread = pending.clone().in_thread();
-            &in_thread
-        };
+        let pending = &pending.clone().on_thread(!self.thread_id.is_empty());
         loop {
             let typed = if let Some(given) = self.answers.pop_front() {
                 self.describe(pending)?;
@@ -373,6 +367,17 @@ fn where_remembered(always: pb::GrantScope) -> &'static str {
     }
 }
 
+/// A declined approval, with the reason asked for (optional).
+fn declined(screen: &mut Screen) -> io::Result<Answer> {
+    let reason = terminal::ask_optional(screen, "Why not? (optional, shown to the model)")?
+        .ok_or_else(end_of_input)?;
+    Ok(Answer::Approval(pb::Approval {
+        approved: false,
+        reason: reason.trim().to_owned(),
+        ..Default::default()
+    }))
+}
+
 fn end_of_input() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "input closed at a prompt")
 }
@@ -404,23 +409,13 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                 where_remembered(*always)
             );
             let remember = match terminal::keyed(&mut screen, &question, &["yes", "always", "no"])? {
-                0 => Some(pb::GrantScope::Unspecified),
-                1 => Some(*always),
-                _ => None,
+                0 => pb::GrantScope::Unspecified,
+                1 => *always,
+                _ => return declined(&mut screen),
             };
-            if let Some(remember) = remember {
-                return Ok(Answer::Approval(pb::Approval {
-                    approved: true,
-                    remember: remember.into(),
-                    ..Default::default()
-                }));
-            }
-            let reason = terminal::ask_optional(&mut screen, "Why not? (optional, shown to the model)")?
-                .ok_or_else(end_of_input)?;
             Ok(Answer::Approval(pb::Approval {
-                approved: false,
-                reason: reason.trim().to_owned(),
-                edited_args: None,
+                approved: true,
+                remember: remember.into(),
                 ..Default::default()
             }))
         }
