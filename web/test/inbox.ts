@@ -266,6 +266,13 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const rememberedReview = card(page, remembered).getByRole("form", { name: "human_review asks for a response" });
     await rememberedReview.waitFor(SOON);
     await cardStatus(page, remembered).filter({ hasText: "Approved, and remembered in this conversation" }).waitFor(SOON);
+    if (screens) {
+      // What was sent stays said on the card, above the run's next question.
+      await page.setViewportSize({ width: 1000, height: 1600 });
+      await card(page, remembered).evaluate((element) => element.scrollIntoView({ block: "center" }));
+      await card(page, remembered).screenshot({ path: shot("inbox-remembered.png") });
+      await page.setViewportSize({ width: 1000, height: 900 });
+    }
     const grants = (await agentd.getThread({ threadId })).grants;
     check(grants.length === 1 && grants[0].toolName === "human_review", `the thread's grant: ${grants.map((g) => g.toolName)}`);
     check(grants[0].scope === GrantScope.THREAD && !grants[0].expiresAt, "a grant of the thread without an end");
