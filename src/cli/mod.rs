@@ -210,7 +210,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => None,
     };
     let address = listener.local_addr()?;
-    tracing::info!(store = %settings.server.store_url(), tls = settings.tls.is_enabled(), "agentd listening on {address}");
+    tracing::info!(store = %crate::config::Redacted(&settings.server.store_url()), tls = settings.tls.is_enabled(), "agentd listening on {address}");
     tracing::info!(
         "inbox at {}",
         crate::inbox::url(address, settings.tls.is_enabled())

@@ -222,7 +222,7 @@ impl ProviderSettings {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(ProviderError::BadBaseUrl {
                 name: name.to_owned(),
-                url: base_url,
+                url: crate::config::redact(&base_url).into_owned(),
             });
         }
         // A key is only read from a variable the configuration names, or

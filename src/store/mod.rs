@@ -126,7 +126,8 @@ pub fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
         .unwrap_or(url);
     if path.contains("://") {
         return Err(StoreError::Backend(format!(
-            "unsupported store URL {url:?}: use sqlite://PATH, postgres://... or memory:"
+            "unsupported store URL {:?}: use sqlite://PATH, postgres://... or memory:",
+            crate::config::Redacted(url)
         )));
     }
     let (path, synchronous) = sqlite::parse_location(path)?;

@@ -371,7 +371,7 @@ pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
             client
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| format!("cannot reach {url}: {e}"))
+                .map_err(|e| crate::config::redact(&format!("cannot reach {url}: {e}")).into_owned())
         }
     }
 }
