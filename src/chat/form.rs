@@ -8,6 +8,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value};
 
+use super::printable::printable;
 use super::question::{Ask, Choice, Pending};
 use super::terminal::{self, Screen};
 use crate::grpc::convert::json_to_struct;
@@ -28,9 +29,9 @@ pub(super) fn prompt(screen: &mut Screen, pending: &Pending) -> io::Result<Answe
             "not a request for input",
         ));
     };
-    writeln!(screen, "{server} asks: {message}")?;
+    writeln!(screen, "{} asks: {}", printable(server), printable(message))?;
     if let Some(url) = url {
-        writeln!(screen, "  {url}")?;
+        writeln!(screen, "  {}", printable(url))?;
         let opened = terminal::confirm(screen, "Open it and go on?")?;
         let action = if opened {
             pb::ElicitationAction::Accept

@@ -10,6 +10,7 @@
 
 mod form;
 mod json;
+mod printable;
 mod question;
 mod render;
 mod session;

@@ -9,6 +9,7 @@ use std::io::{self, IsTerminal, Write};
 use crossterm::style::Stylize;
 
 use super::json::{JsonChunks, JsonError};
+use super::printable::printable;
 use super::terminal::Screen;
 use crate::grpc::convert::struct_to_json;
 use crate::pb;
@@ -89,7 +90,7 @@ impl Output {
         match chunk {
             Chunk::TextDelta(delta) => {
                 let mut out = io::stdout().lock();
-                write!(out, "{}", delta.text)?;
+                write!(out, "{}", printable(&delta.text))?;
                 out.flush()?;
                 if !delta.text.is_empty() {
                     self.at_line_start = delta.text.ends_with('\n');
@@ -133,6 +134,7 @@ impl Output {
 
     fn line(&mut self, text: &str, problem: bool) -> io::Result<()> {
         self.end_line()?;
+        let text = printable(text);
         let mut screen = self.screen();
         match (self.color, problem) {
             (false, _) => writeln!(screen, "{text}")?,

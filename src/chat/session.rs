@@ -427,7 +427,7 @@ fn prompt(mut screen: Screen, pending: &Pending) -> io::Result<Answer> {
                 Ok(answer) => return Ok(answer),
                 Err(error) => {
                     use std::io::Write;
-                    writeln!(screen, "{error}")?;
+                    writeln!(screen, "{}", super::printable::printable(&error.to_string()))?;
                     screen.flush()?;
                 }
             }

@@ -14,6 +14,7 @@ use crossterm::style::Stylize;
 use crossterm::terminal::{self, Clear, ClearType};
 use crossterm::{queue, QueueableCommand};
 
+use super::printable::printable;
 use super::question::Choice;
 
 /// Where the prompts are drawn: stdout, or stderr when stdout carries JSON.
@@ -108,7 +109,12 @@ pub fn read_line(
     // Raw mode first, so that no key typed ahead is echoed or held back.
     let _raw = RawMode::enable()?;
     if let Some(question) = question {
-        write!(screen, "{} {}\r\n", "?".green().bold(), question.bold())?;
+        write!(
+            screen,
+            "{} {}\r\n",
+            "?".green().bold(),
+            printable(question).bold()
+        )?;
     }
     let mut line = String::new();
     let mut hint = None;
@@ -186,7 +192,11 @@ struct List<'a> {
 impl List<'_> {
     fn lines(&self) -> Vec<String> {
         let width = width();
-        let mut lines = vec![format!("{} {}", "?".green().bold(), self.question.bold())];
+        let mut lines = vec![format!(
+            "{} {}",
+            "?".green().bold(),
+            printable(self.question).bold()
+        )];
         for (index, option) in self.options.iter().enumerate() {
             let here = index == self.cursor;
             let pointer = if here { ">" } else { " " };
@@ -195,13 +205,13 @@ impl List<'_> {
                 Some(_) => "[ ] ",
                 None => "",
             };
-            let head = format!("{pointer} {tick}{}. {}", index + 1, option.label);
+            let head = format!("{pointer} {tick}{}. {}", index + 1, printable(&option.label));
             let head_len = head.chars().count();
             let description = if option.description.is_empty() {
                 String::new()
             } else {
                 fit(
-                    &format!(" - {}", option.description),
+                    &format!(" - {}", printable(&option.description)),
                     width.saturating_sub(head_len + 1),
                 )
             };
@@ -251,8 +261,8 @@ impl List<'_> {
             screen,
             "{} {} {}\r\n",
             "?".green().bold(),
-            self.question.bold(),
-            answer.cyan()
+            printable(self.question).bold(),
+            printable(answer).cyan()
         )?;
         screen.flush()
     }
@@ -351,7 +361,7 @@ pub fn keyed(screen: &mut Screen, question: &str, answers: &[&str]) -> io::Resul
         screen,
         "{} {} {} ",
         "?".green().bold(),
-        question.bold(),
+        printable(question).bold(),
         format!("[{hint}]").dim()
     )?;
     screen.flush()?;

@@ -468,3 +468,20 @@ async fn always_outside_a_thread_remembers_the_approval_in_the_run() {
     assert_eq!(run.grants.len(), 1, "{run:?}");
     assert_eq!(run.grants[0].scope(), pb::GrantScope::Run);
 }
+
+/// Text from the model (here the scripted model echoing a prompt that
+/// carries escape sequences: a window title, a screen clear, a clipboard
+/// write) is printed without its control sequences.
+#[tokio::test]
+async fn the_models_text_is_printed_without_terminal_control_sequences() {
+    let server = TestServer::start().await;
+    let prompt = "plain \u{1b}]0;owned\u{7}title, \u{1b}[2Jcleared, \u{1b}]52;c;ZXZpbA==\u{7}copied\r\u{8}";
+    let (stdout, stderr) = chat(&server, &[prompt]).await;
+    assert!(stdout.contains("title, cleared, copied"), "{stdout:?}");
+    for printed in [&stdout, &stderr] {
+        assert!(
+            !printed.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "a control character was printed: {printed:?}"
+        );
+    }
+}
