@@ -2,13 +2,14 @@
 //! `agentd.toml`, its flag, its `AGENTD_*` variable and its default;
 //! `settings.rs` is the machinery that joins the sources (flag, then
 //! variable, then file, then default). Also how people write durations,
-//! addresses and origins. A leaf: it imports nothing of the crate. The
+//! addresses, origins and the public URL. A leaf: it imports nothing of the crate. The
 //! whole file, with its agents, tools and webhooks, is read above it
 //! (`server/settings.rs`).
 
 pub mod duration;
 mod listen;
 mod origins;
+mod public_url;
 mod server;
 pub(crate) mod settings;
 
@@ -16,6 +17,7 @@ use std::path::PathBuf;
 
 pub use listen::ListenAddr;
 pub use origins::AllowedOrigins;
+pub use public_url::PublicUrl;
 pub use server::{
     A2aConfig, A2aLayer, AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer,
 };
