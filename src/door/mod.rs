@@ -217,6 +217,9 @@ fn server_url(settings: &DoorSettings, host: Option<&str>) -> Option<ServerUrl> 
 /// Whether a request's body is JSON, or there is none: a request that
 /// sends one must say `application/json` (or a `+json` type).
 fn json_or_empty<B: http_body::Body>(request: &Request<B>) -> bool {
+    if request.headers().get_all(header::CONTENT_TYPE).iter().count() > 1 {
+        return false;
+    }
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)

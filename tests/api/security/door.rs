@@ -146,7 +146,8 @@ async fn send(addr: SocketAddr, probe: &Probe, headers: &[(&str, &str)]) -> reqw
         .header("a2a-version", "1.0")
         .header("accept", "application/json, text/event-stream")
         .body(probe.body.clone());
-    if let Some(content_type) = probe.content_type {
+    let replaced = headers.iter().any(|(name, _)| *name == "content-type");
+    if let Some(content_type) = probe.content_type.filter(|_| !replaced) {
         request = request.header("content-type", content_type);
     }
     if probe.shape == Shape::Grpc {
