@@ -121,8 +121,7 @@ impl Door {
             request.extensions_mut().insert(url);
         }
         if surface.authenticates() {
-            let (parts, body) = request.into_parts();
-            let mut parts = parts;
+            let (mut parts, body) = request.into_parts();
             let authorization = parts
                 .headers
                 .get(header::AUTHORIZATION)
@@ -149,7 +148,7 @@ impl Door {
                 "the body must be JSON: send `Content-Type: application/json`",
             ));
         }
-        Ok(self.with_timed_body(request, surface).await?)
+        self.with_timed_body(request, surface).await
     }
 
     /// `request` with a body that arrives in time: read whole for a JSON
