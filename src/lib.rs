@@ -7,6 +7,10 @@
 //! ```text
 //! server/      wires everything: settings (the whole agentd.toml), the
 //!              runtime, the surfaces on one port, TLS, health, draining
+//! door/        the front door every surface goes through: who calls (API
+//!              keys, the caller's tenant and name), allowed hosts and
+//!              origins, content types, body size and time, and every
+//!              refusal in the shape of the surface it is for
 //! surfaces     convert and authorise, nothing else; each calls the runtime
 //!              API and never the store:
 //!   grpc/        agentd.v1 (also over gRPC-Web)   a2a/      A2A v1.0
@@ -58,6 +62,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod door;
 pub mod grpc;
 pub mod http_client;
 mod inbox;

@@ -1,12 +1,13 @@
 //! Hard limits on what one caller can make the server hold or do: request
 //! size, prompt size, conversation length, the size of an ask_user
 //! question, steps per run, runs executing at once per tenant, streams per
-//! connection. Each is a key of the `[limits]` table of `agentd.toml`, with
+//! connection, how long a request's body may take to arrive. Each is a key of the `[limits]` table of `agentd.toml`, with
 //! a default that no ordinary use comes near. A request over a limit is
 //! refused with an error that names the limit; nothing here enforces them
 //! (the runtime, the ask_user tool and the server do).
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -54,6 +55,11 @@ pub struct Limits {
     pub max_concurrent_runs_per_tenant: usize,
     /// The most requests one HTTP/2 connection may have open at once.
     pub max_concurrent_streams_per_connection: u32,
+    /// How long a request's body may take to arrive, from its headers on:
+    /// a client that trickles it is cut off (HTTP 408, the connection
+    /// closed), so that slow clients cannot hold connections.
+    #[serde(deserialize_with = "crate::config::duration::deserialize_positive")]
+    pub request_body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -69,6 +75,7 @@ impl Default for Limits {
             max_steps_per_run: 100,
             max_concurrent_runs_per_tenant: 256,
             max_concurrent_streams_per_connection: 256,
+            request_body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -258,6 +265,12 @@ mod tests {
     #[test]
     fn parses_from_toml() {
         let limits: Limits = toml::from_str("max_options = 3\nmax_request_bytes = 1000").unwrap();
+        assert_eq!(limits.request_body_timeout, Duration::from_secs(30));
+        let limits: Limits =
+            toml::from_str("max_options = 3\nmax_request_bytes = 1000\nrequest_body_timeout = \"2s\"")
+                .unwrap();
+        assert_eq!(limits.request_body_timeout, Duration::from_secs(2));
+        assert!(toml::from_str::<Limits>("request_body_timeout = \"0s\"").is_err());
         assert_eq!(limits.max_options, 3);
         assert_eq!(limits.max_request_bytes, 1000);
         assert_eq!(limits.max_messages, Limits::default().max_messages);

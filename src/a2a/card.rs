@@ -1,19 +1,24 @@
 //! The A2A agent cards: one per agent, served over plain HTTP on the gRPC
 //! port, the default agent's at `/.well-known/agent-card.json` and every
 //! agent's at `/agents/{agent_id}/.well-known/agent-card.json`. A card names
-//! the JSON-RPC, HTTP+JSON and gRPC interfaces (this server, as the request
-//! reached it) with the agent's id as their A2A tenant, the agent's tools as skills, what it can
+//! the JSON-RPC, HTTP+JSON and gRPC interfaces (this server at
+//! `[server] public_url` when set, else as the request reached it, by an
+//! allowed host name only, which the door checked: a request naming
+//! another host cannot make a shared cache keep a card that points
+//! elsewhere) with the agent's id as their A2A tenant, the agent's tools as skills, what it can
 //! do, and the bearer scheme when API keys are configured. They are plain
 //! HTTP routes ([`routes`]) beside the gRPC services.
 
 use a2a_pb::proto;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use prost::Message;
 
 use crate::agent::Agent;
+use crate::door::{Refusal, Refused, ServerUrl, Surface};
 use crate::runtime::Runtime;
 
 /// The path of the default agent's card.
@@ -106,43 +111,44 @@ struct Site {
     pub runtime: Runtime,
     /// API keys are required (the cards then name the bearer scheme).
     pub secured: bool,
-    /// The port speaks TLS.
-    pub tls: bool,
 }
 
 /// The routes of every agent's card, served from `runtime`: `secured`
-/// when API keys are required (the cards then name the bearer scheme),
-/// `tls` when the port speaks TLS.
-pub fn routes(runtime: Runtime, secured: bool, tls: bool) -> axum::Router {
-    let site = Site {
-        runtime,
-        secured,
-        tls,
-    };
+/// when API keys are required (the cards then name the bearer scheme).
+pub fn routes(runtime: Runtime, secured: bool) -> axum::Router {
+    let site = Site { runtime, secured };
     axum::Router::new()
         .route(DEFAULT_PATH, get(default_card))
         .route("/agents/{agent_id}/.well-known/agent-card.json", get(agent_card))
         .with_state(site)
 }
 
-async fn default_card(State(site): State<Site>, headers: HeaderMap) -> Response {
-    card_of(&site, "", &headers)
+async fn default_card(State(site): State<Site>, url: Option<Extension<ServerUrl>>) -> Response {
+    card_of(&site, "", url)
 }
 
-async fn agent_card(State(site): State<Site>, Path(agent_id): Path<String>, headers: HeaderMap) -> Response {
-    card_of(&site, &agent_id, &headers)
+async fn agent_card(
+    State(site): State<Site>,
+    Path(agent_id): Path<String>,
+    url: Option<Extension<ServerUrl>>,
+) -> Response {
+    card_of(&site, &agent_id, url)
 }
 
-/// `agent_id`'s card (empty: the default agent's), naming this server as
-/// the request reached it.
-fn card_of(site: &Site, agent_id: &str, headers: &HeaderMap) -> Response {
+/// `agent_id`'s card (empty: the default agent's), naming this server at
+/// `url` (which the door found for the request).
+fn card_of(site: &Site, agent_id: &str, url: Option<Extension<ServerUrl>>) -> Response {
     let Some(agent) = site.runtime.agents().get(agent_id) else {
-        return (StatusCode::NOT_FOUND, format!("no agent {agent_id:?}\n")).into_response();
+        let refusal = Refusal::new(Refused::NotFound, format!("no agent {agent_id:?}"));
+        return Surface::Web.refuse(&refusal);
     };
-    let Some(host) = headers.get(header::HOST).and_then(|host| host.to_str().ok()) else {
-        return (StatusCode::BAD_REQUEST, "a Host header is required\n").into_response();
+    let Some(Extension(ServerUrl(url))) = url else {
+        let refusal = Refusal::new(
+            Refused::BadRequest,
+            "a Host header is required (or set [server] public_url)",
+        );
+        return Surface::Web.refuse(&refusal);
     };
-    let scheme = if site.tls { "https" } else { "http" };
-    let card = card(agent, &format!("{scheme}://{host}"), site.secured);
+    let card = card(agent, &url, site.secured);
     ([(header::CONTENT_TYPE, "application/json")], json(&card)).into_response()
 }

@@ -1,6 +1,7 @@
 //! The JSON-RPC 2.0 binding (`POST /a2a/jsonrpc`) and the HTTP+JSON
 //! binding (`/a2a/rest/...`) of A2A, on the port of gRPC, behind the same
-//! API keys. Both convert and nothing more: every method is the operation
+//! API keys (the door lets a caller in before its body is read, and puts
+//! who it is in the request's extensions). Both convert and nothing more: every method is the operation
 //! of `mod.rs` that the gRPC binding calls, its messages in the proto's own
 //! JSON mapping (`a2a-pb`'s `protojson` types), its errors as the
 //! specification maps them per binding (`a2a-lf`'s codes and details).
@@ -28,7 +29,6 @@ use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
 use super::{spec, A2aServiceImpl, Caller, Events, A2A_DOMAIN};
-use crate::grpc::Authenticator;
 
 /// The path of the JSON-RPC binding.
 pub const JSONRPC_PATH: &str = "/a2a/jsonrpc";
@@ -40,20 +40,30 @@ const VERSION_HEADER: &str = "a2a-version";
 #[derive(Clone)]
 struct Site {
     service: Arc<A2aServiceImpl>,
-    authenticator: Authenticator,
 }
 
-/// The routes of both bindings, calling `service` for the callers
-/// `authenticator` lets in.
-pub fn routes(service: Arc<A2aServiceImpl>, authenticator: Authenticator, max_body: usize) -> axum::Router {
+/// The routes of both bindings, calling `service` for the callers the
+/// door lets in.
+pub fn routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
     axum::Router::new()
         .route(JSONRPC_PATH, post(jsonrpc))
         .route(&format!("{REST_PATH}/{{*path}}"), any(rest))
-        .with_state(Site {
-            service,
-            authenticator,
-        })
+        .with_state(Site { service })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
+}
+
+/// A refusal of the front door, before any method: `http` with a JSON-RPC
+/// error object (id null) or, for HTTP+JSON, a `google.rpc.Status` body,
+/// as [`Failure`] gives them; `code` and agentd's `reason` in its details.
+pub(crate) fn refusal(jsonrpc: bool, http: StatusCode, code: Code, reason: &str, message: &str) -> Response {
+    let failure = Failure::refused(code, reason, message);
+    if jsonrpc {
+        let body = JsonRpcResponse::error(JsonRpcId::Null, failure.jsonrpc());
+        return (http, axum::Json(body)).into_response();
+    }
+    let mut body = failure.rest_body();
+    body["error"]["code"] = json!(http.as_u16());
+    (http, axum::Json(body)).into_response()
 }
 
 /// A proto message and its twin in the proto's JSON mapping.
@@ -143,6 +153,24 @@ impl Failure {
             code,
             error: Box::new(error),
             info: Box::new(info),
+        }
+    }
+
+    /// A request the door refused: JSON-RPC's invalid request, agentd's
+    /// `reason` in the metadata of its ErrorInfo (and the ErrorInfo of
+    /// HTTP+JSON), as an invalid API key is said.
+    fn refused(code: Code, reason: &str, message: &str) -> Self {
+        let metadata = HashMap::from([("agentdReason".to_owned(), reason.to_owned())]);
+        let invalid = error_code::INVALID_REQUEST;
+        let details = vec![TypedDetail::error_info(
+            a2a::error_reason(invalid),
+            A2A_DOMAIN,
+            Some(metadata),
+        )];
+        Self {
+            code,
+            error: Box::new(A2AError::new(invalid, message).with_details(details)),
+            info: Box::new(TypedDetail::error_info(reason, "agentd.v1", Some(HashMap::new()))),
         }
     }
 
@@ -270,14 +298,11 @@ fn code_name(code: Code) -> &'static str {
     }
 }
 
-/// The caller of a request: its key's tenant and name, its trace; refused
-/// without a valid key, or without a version of A2A this server speaks
-/// (1.x; a request without `A2A-Version` speaks 0.3, which it does not).
-fn caller(site: &Site, headers: &HeaderMap, extensions: &axum::http::Extensions) -> Result<Caller, Failure> {
+/// The caller of a request: the tenant and name the door let it in as,
+/// its trace; refused without a version of A2A this server speaks (1.x; a
+/// request without `A2A-Version` speaks 0.3, which it does not).
+fn caller(headers: &HeaderMap, extensions: &axum::http::Extensions) -> Result<Caller, Failure> {
     let metadata = MetadataMap::from_headers(headers.clone());
-    let credential = site.authenticator.identify(&metadata).map_err(Failure::of)?;
-    let name = crate::grpc::caller::name_of(credential.as_ref(), extensions);
-    let tenant = credential.map(|credential| credential.tenant).unwrap_or_default();
     let said = headers
         .get(VERSION_HEADER)
         .and_then(|value| value.to_str().ok())
@@ -298,8 +323,8 @@ fn caller(site: &Site, headers: &HeaderMap, extensions: &axum::http::Extensions)
         ));
     }
     Ok(Caller {
-        tenant,
-        name,
+        tenant: crate::door::tenant(extensions),
+        name: crate::door::caller_name(extensions),
         trace: crate::grpc::convert::trace_context(&metadata),
     })
 }
@@ -370,7 +395,7 @@ async fn jsonrpc(
         }
     };
     let id = request.id.clone();
-    let answer = match caller(&site, &headers, &extensions) {
+    let answer = match caller(&headers, &extensions) {
         Ok(caller) => {
             call(
                 &site.service,
@@ -379,10 +404,6 @@ async fn jsonrpc(
                 request.params.unwrap_or_else(|| json!({})),
             )
             .await
-        }
-        Err(failure) if failure.code == Code::Unauthenticated => {
-            let body = JsonRpcResponse::error(id, failure.jsonrpc());
-            return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
         }
         Err(failure) => Err(failure),
     };
@@ -568,7 +589,7 @@ async fn rest(
         );
         return failure.rest();
     };
-    let caller = match caller(&site, &headers, &extensions) {
+    let caller = match caller(&headers, &extensions) {
         Ok(caller) => caller,
         Err(failure) => return failure.rest(),
     };

@@ -34,6 +34,13 @@ pub fn deserialize_option<'de, D: serde::Deserializer<'de>>(
     parse(&text).map(Some).map_err(serde::de::Error::custom)
 }
 
+/// `deserialize_with` for a duration written as a string that must be
+/// more than zero.
+pub fn deserialize_positive<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_positive(&text).map_err(serde::de::Error::custom)
+}
+
 /// `deserialize_with` for a list of durations written as strings, each
 /// more than zero (`remind_after = ["10m", "1h"]`).
 pub fn deserialize_list<'de, D: serde::Deserializer<'de>>(

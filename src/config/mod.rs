@@ -2,14 +2,15 @@
 //! `agentd.toml`, its flag, its `AGENTD_*` variable and its default;
 //! `settings.rs` is the machinery that joins the sources (flag, then
 //! variable, then file, then default). Also how people write durations,
-//! addresses and origins, and how URLs with credentials are printed
-//! (`redact.rs`). A leaf: it imports nothing of the crate. The
+//! addresses, origins and the public URL, and how URLs with credentials
+//! are printed (`redact.rs`). A leaf: it imports nothing of the crate. The
 //! whole file, with its agents, tools and webhooks, is read above it
 //! (`server/settings.rs`).
 
 pub mod duration;
 mod listen;
 mod origins;
+mod public_url;
 mod redact;
 mod server;
 pub(crate) mod settings;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 
 pub use listen::ListenAddr;
 pub use origins::AllowedOrigins;
+pub use public_url::PublicUrl;
 pub use redact::{redact, Redacted};
 pub use server::{
     A2aConfig, A2aLayer, AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer,

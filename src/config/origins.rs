@@ -69,7 +69,7 @@ impl fmt::Display for AllowedOrigins {
 
 /// One origin as a browser sends it in `Origin`: `http` or `https`, a
 /// host, an optional port, nothing after.
-fn parse_origin(entry: &str) -> Result<String, String> {
+pub(super) fn parse_origin(entry: &str) -> Result<String, String> {
     let invalid = |why: &str| {
         Err(format!(
             "{entry:?} is not an origin ({why}): write scheme://host[:port], e.g. https://app.example.com"

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::listen::ListenAddr;
 use super::origins::AllowedOrigins;
+use super::public_url::PublicUrl;
 use super::settings::{settings, Layer};
 use super::ConfigError;
 
@@ -56,11 +57,21 @@ settings! {
         /// alter one; replicas behind one address must share it.
         mcp_state_key: String, flag "--mcp-state-key KEY", env "AGENTD_MCP_STATE_KEY",
             default none "a random key per process";
-        /// Host names (or host:port) MCP requests to /mcp may name in their
-        /// Host header, against DNS rebinding: a comma-separated list, or
-        /// * for any.
+        /// Where clients reach the server when that is not where it
+        /// listens (behind a reverse proxy, under a public host name):
+        /// scheme://host[:port][/path]. The agent cards name it, and its
+        /// host is allowed in Host.
+        public_url: PublicUrl, flag "--public-url URL", env "AGENTD_PUBLIC_URL",
+            default none "none: the cards name the allowed host a request names";
+        /// Host names (or host:port) that requests a browser can make may
+        /// name in their Host header, against DNS rebinding: a
+        /// comma-separated list, or * for any. Plain gRPC is not held to it.
+        allowed_hosts: String, flag "--allowed-hosts HOSTS", env "AGENTD_ALLOWED_HOSTS",
+            default none "localhost, 127.0.0.1, ::1 and the host of public_url";
+        /// Former name of allowed_hosts, still read when allowed_hosts is
+        /// not given.
         mcp_allowed_hosts: String, flag "--mcp-allowed-hosts HOSTS", env "AGENTD_MCP_ALLOWED_HOSTS",
-            default "localhost,127.0.0.1,::1";
+            default none "as allowed_hosts";
         /// Serve Prometheus metrics (GET /metrics) on this address, e.g.
         /// 127.0.0.1:9090.
         metrics_listen: ListenAddr, flag "--metrics-listen ADDR", env "AGENTD_METRICS_LISTEN",
@@ -203,6 +214,16 @@ impl ServerConfig {
         self.store
             .clone()
             .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("agentd.sqlite3").display()))
+    }
+}
+
+impl ServerConfig {
+    /// The allowed `Host` names as written: `allowed_hosts`, else its
+    /// former name `mcp_allowed_hosts`; `None`: the defaults.
+    pub fn allowed_hosts(&self) -> Option<&str> {
+        self.allowed_hosts
+            .as_deref()
+            .or(self.mcp_allowed_hosts.as_deref())
     }
 }
 

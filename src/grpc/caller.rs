@@ -1,12 +1,11 @@
 //! Who a call comes from, as the runtime records it on the decisions the
-//! call makes ([`Decider`]): the name of the caller's API key (see
-//! `auth::ApiKeys`), or, with mutual TLS and no key, the subject of the
-//! client certificate; and the surface. A gRPC call's surface is gRPC, or
+//! call makes ([`Decider`]): the caller's name as the door found it (the
+//! name of its API key, or the subject of its client certificate); and
+//! the surface. A gRPC call's surface is gRPC, or
 //! gRPC-Web when `server/web.rs` marked it so ([`Transport`]), or the inbox
 //! when that gRPC-Web call carries [`CLIENT_HEADER`]` = inbox`. The other
 //! surfaces (A2A, MCP, AG-UI) name their own and take the name from here.
 
-use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 use tonic::Request;
 
 use crate::domain::{Decider, DecisionSource};
@@ -50,10 +49,7 @@ impl Transport {
     }
 }
 
-/// The name of the API key a call was authenticated with (put in its
-/// extensions by the authenticating interceptor).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallerName(pub String);
+pub use crate::door::{caller_name, CallerName};
 
 /// Who makes an agentd.v1 call, through gRPC, gRPC-Web or the inbox.
 pub fn decider_of<T>(request: &Request<T>) -> Decider {
@@ -63,37 +59,6 @@ pub fn decider_of<T>(request: &Request<T>) -> Decider {
         Some(Transport::Inbox) => DecisionSource::Inbox,
     };
     Decider::new(caller_name(request.extensions()), source)
-}
-
-/// The caller's name, from a gRPC request's extensions: its API key's
-/// name, or the subject of its client certificate; empty without either.
-pub fn caller_name(extensions: &tonic::codegen::http::Extensions) -> String {
-    if let Some(CallerName(name)) = extensions.get::<CallerName>() {
-        return name.clone();
-    }
-    client_subject(extensions).unwrap_or_default()
-}
-
-/// The name of the caller of an HTTP request (A2A's JSON bindings, MCP,
-/// AG-UI) that presented `credential`, like [`caller_name`].
-pub fn name_of(
-    credential: Option<&crate::auth::Credential>,
-    extensions: &tonic::codegen::http::Extensions,
-) -> String {
-    match credential {
-        Some(credential) => credential.name.clone(),
-        None => client_subject(extensions).unwrap_or_default(),
-    }
-}
-
-/// The subject of the client certificate of a mutual TLS connection.
-fn client_subject(extensions: &tonic::codegen::http::Extensions) -> Option<String> {
-    let certs = extensions
-        .get::<TlsConnectInfo<TcpConnectInfo>>()
-        .and_then(TlsConnectInfo::peer_certs)?;
-    let first = certs.first()?;
-    let (_, certificate) = x509_parser::parse_x509_certificate(first.as_ref()).ok()?;
-    Some(certificate.subject().to_string())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
 //! Browsers reach the same services over gRPC-Web on the same port
-//! (`web.rs`). Every gRPC call is measured (`grpc_metrics/`); the
+//! (`web.rs`); every HTTP request passes the front door (`door/`). Every gRPC call is measured (`grpc_metrics/`); the
 //! Prometheus endpoint is served beside it, on a listener of its own
 //! (`metrics_endpoint/`).
 
@@ -33,6 +33,7 @@ pub use settings::{FileConfig, ServerSettings, ThreadsFile};
 pub use tls::TlsError;
 
 use crate::agent::{AgentRegistry, RegistryError};
+use crate::door::{Door, DoorSettings};
 use crate::grpc::{AgentServiceImpl, Authenticator, StreamGate, WireErrors};
 use crate::pb;
 use crate::pb::agent_service_server::AgentServiceServer;
@@ -173,11 +174,7 @@ pub async fn serve_with(
         crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone())
             .with_push_allow_private(options.a2a_push_allow_private),
     );
-    let a2a_http = crate::a2a::http::routes(
-        a2a.clone(),
-        options.authenticator.clone(),
-        limits.max_request_bytes,
-    );
+    let a2a_http = crate::a2a::http::routes(a2a.clone(), limits.max_request_bytes);
     let a2a_service = InterceptedService::new(
         WireErrors::new(
             crate::a2a::A2aServiceServer::from_arc(a2a).max_decoding_message_size(limits.max_request_bytes),
@@ -193,23 +190,12 @@ pub async fn serve_with(
     let reflection_v1alpha = meter.wrap(reflection_v1alpha);
     let agent_service = meter.wrap(agent_service);
     let a2a_service = meter.wrap(a2a_service);
-    let cards = crate::a2a::card::routes(
-        runtime.clone(),
-        !options.authenticator.is_open(),
-        options.tls.is_some(),
-    );
+    let cards = crate::a2a::card::routes(runtime.clone(), !options.authenticator.is_open());
 
     // MCP sessions end when shutdown begins, so that their open streams
     // do not hold the drain.
     let mcp_stop = tokio_util::sync::CancellationToken::new();
-    let mcp = crate::mcp::routes(
-        runtime.clone(),
-        options.authenticator.clone(),
-        options.cors.clone(),
-        &options.mcp,
-        gate.clone(),
-        mcp_stop.clone(),
-    )?;
+    let mcp = crate::mcp::routes(runtime.clone(), &options.mcp, gate.clone(), mcp_stop.clone())?;
     let shutdown = async move {
         shutdown.await;
         mcp_stop.cancel();
@@ -242,6 +228,15 @@ pub async fn serve_with(
     let mut _deliveries = crate::runtime::DeliveryTasks::default();
     crate::webhooks::spawn(&runtime, &options.webhooks, &mut _deliveries).await?;
     crate::a2a::push::spawn(&runtime, options.a2a_push_allow_private, &mut _deliveries).await?;
+    let door = Door::new(DoorSettings {
+        authenticator: options.authenticator.clone(),
+        allowed_hosts: options.allowed_hosts.clone(),
+        public_url: options.public_url.clone(),
+        cors: options.cors.clone(),
+        tls: options.tls.is_some(),
+        max_body: limits.max_request_bytes,
+        body_timeout: limits.request_body_timeout,
+    });
     // HTTP/1.1 too: browsers call over gRPC-Web, which HTTP/1.1 carries,
     // and ordinary HTTP clients read the agent cards.
     let mut builder = Server::builder()
@@ -256,13 +251,13 @@ pub async fn serve_with(
         .add_service(web::grpc_web(reflection_v1alpha))
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
-    let ag_ui = crate::ag_ui::routes(runtime.clone(), options.authenticator.clone());
+    let ag_ui = crate::ag_ui::routes(runtime.clone());
     let pages = cards
         .merge(a2a_http)
         .merge(crate::inbox::routes())
         .merge(mcp)
         .merge(ag_ui);
-    let routes = web::with_pages(grpc.routes(), pages, options.cors.as_ref());
+    let routes = web::with_pages(grpc.routes(), pages, &door);
     let serving = builder
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, shutdown);

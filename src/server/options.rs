@@ -1,6 +1,6 @@
 //! What `serve_with` takes beside the runtime: who may call (API keys, and
 //! whether health and reflection need one), TLS, which other origins' pages
-//! may call, how long a shutdown lets open streams finish, and the webhooks
+//! may call (and the hosts they may name), how long a shutdown lets open streams finish, and the webhooks
 //! it delivers. Built from the settings once, at startup;
 //! secrets are read here and kept only in memory.
 
@@ -11,7 +11,8 @@ use tonic::transport::ServerTlsConfig;
 use super::ServerSettings;
 use super::TlsError;
 use crate::auth::{ApiKeys, AuthConfigError};
-use crate::config::{AllowedOrigins, ServerConfig};
+use crate::config::{AllowedOrigins, PublicUrl, ServerConfig};
+use crate::door::AllowedHosts;
 use crate::grpc::Authenticator;
 pub use crate::mcp::McpOptions;
 use crate::webhooks::{Known, Webhook, WebhookConfigError};
@@ -37,7 +38,11 @@ pub struct ServeOptions {
     pub cors: Option<AllowedOrigins>,
     /// A2A push notifications may go to non-public addresses.
     pub a2a_push_allow_private: bool,
-    /// The MCP endpoint's key and allowed host names.
+    /// The `Host` names requests a browser can make may name.
+    pub allowed_hosts: AllowedHosts,
+    /// Where clients reach the server, when not where it listens.
+    pub public_url: Option<PublicUrl>,
+    /// The MCP endpoint's key.
     pub mcp: McpOptions,
 }
 
@@ -53,6 +58,8 @@ impl Default for ServeOptions {
             webhooks: Vec::new(),
             cors: None,
             a2a_push_allow_private: false,
+            allowed_hosts: AllowedHosts::configured(None, None),
+            public_url: None,
             mcp: McpOptions::default(),
         }
     }
@@ -90,9 +97,13 @@ impl ServeOptions {
             webhooks,
             cors: settings.server.cors_allow_origin.clone(),
             a2a_push_allow_private: settings.a2a.push_allow_private,
+            allowed_hosts: AllowedHosts::configured(
+                settings.server.allowed_hosts(),
+                settings.server.public_url.as_ref(),
+            ),
+            public_url: settings.server.public_url.clone(),
             mcp: McpOptions {
                 state_key: settings.server.mcp_state_key.clone(),
-                allowed_hosts: crate::mcp::parse_hosts(&settings.server.mcp_allowed_hosts),
             },
         })
     }

@@ -7,4 +7,4 @@ pub(crate) mod browser;
 mod client;
 mod cors;
 mod grpc_web;
-mod node;
+pub(crate) mod node;
