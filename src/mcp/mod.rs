@@ -5,12 +5,14 @@
 //! `requestState` sealed to the tenant (`state.rs`). Before any session a
 //! request meets the same API keys as gRPC (401 without a valid one) and
 //! the checks against DNS rebinding: a foreign `Origin` is 403 here, a
-//! `Host` outside the allowed names is 403 in rmcp. It converts and
-//! authorises; every operation is the runtime API's.
+//! `Host` outside the allowed names is 403 in rmcp. A session answers only
+//! the caller that opened it (`sessions.rs`). It converts and authorises;
+//! every operation is the runtime API's.
 
 mod agents;
 mod follow;
 mod question;
+mod sessions;
 mod state;
 
 use axum::body::Body;
@@ -92,14 +94,13 @@ pub fn routes(
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(runtime.limits().max_request_bytes)
         .with_cancellation_token(stop);
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
-        config,
-    );
+    let owners = sessions::Owners::default();
+    let manager = sessions::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), manager.into(), config);
     let guard = Guard { authenticator, cors };
     Ok(axum::Router::new()
         .route_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(owners, sessions::bind))
         .layer(axum::middleware::from_fn_with_state(guard, check)))
 }
 

@@ -1,6 +1,6 @@
 //! Security and hard limits through the gRPC client over real
 //! connections: API keys, TLS and mutual TLS, each limit, deadlines,
-//! draining shutdown, and hostile input.
+//! draining shutdown, MCP sessions bound to their key, and hostile input.
 
 pub mod auth;
 mod deadline;
@@ -8,7 +8,9 @@ mod drain;
 mod fuzz;
 mod garbage;
 mod limits;
+mod mcp_sessions;
 mod raw;
 pub mod server;
+pub mod sse;
 mod tenants;
 mod tls;
