@@ -402,9 +402,15 @@ async fn jsonrpc(
     }
 }
 
-/// A JSON-RPC error: HTTP 200, the error object in the body.
+/// A JSON-RPC error: the error object in the body, with HTTP 200, or 429
+/// for a limit the caller is over (its open streams, its executing runs),
+/// which HTTP clients know to back off from.
 fn jsonrpc_error(id: JsonRpcId, failure: &Failure) -> Response {
-    axum::Json(JsonRpcResponse::error(id, failure.jsonrpc())).into_response()
+    let status = match failure.code {
+        Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::OK,
+    };
+    (status, axum::Json(JsonRpcResponse::error(id, failure.jsonrpc()))).into_response()
 }
 
 /// The JSON-RPC method `method` with `params`.

@@ -24,7 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
-use crate::grpc::Authenticator;
+use crate::grpc::{Authenticator, StreamGate};
 use crate::runtime::Runtime;
 
 pub use error::ApiError;
@@ -33,8 +33,8 @@ pub use error::ApiError;
 pub const PATH: &str = "/ag-ui";
 
 /// The `/ag-ui` routes, serving `runtime`'s agents to the callers
-/// `authenticator` lets in.
-pub fn routes(runtime: Runtime, authenticator: Authenticator) -> axum::Router {
+/// `authenticator` lets in, each run's stream behind `gate`.
+pub fn routes(runtime: Runtime, authenticator: Authenticator, gate: StreamGate) -> axum::Router {
     let max_body = runtime.limits().max_request_bytes;
     axum::Router::new()
         .route(PATH, post(run::run_default))
@@ -42,6 +42,7 @@ pub fn routes(runtime: Runtime, authenticator: Authenticator) -> axum::Router {
         .route("/ag-ui/{agent_id}", post(run::run_agent))
         .route("/ag-ui/{agent_id}/capabilities", get(capabilities::of_agent))
         .with_state(runtime)
+        .layer(axum::Extension(gate))
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(authenticator, check))
 }

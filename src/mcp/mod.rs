@@ -14,6 +14,7 @@ mod follow;
 mod question;
 mod sessions;
 mod state;
+mod streams;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -78,8 +79,9 @@ struct Guard {
 
 /// The `/mcp` route, serving `runtime`'s agents to the callers
 /// `authenticator` lets in, with pages of `cors` (besides this server's
-/// own) allowed to call; each call is counted by `gate` (and refused once
-/// the server drains); its sessions end when `stop` is cancelled.
+/// own) allowed to call; each stream is admitted by `gate` (per tenant,
+/// and not once the server drains; `streams.rs`); its sessions end when
+/// `stop` is cancelled.
 pub fn routes(
     runtime: Runtime,
     authenticator: Authenticator,
@@ -89,7 +91,11 @@ pub fn routes(
     stop: CancellationToken,
 ) -> Result<axum::Router, StateError> {
     let seal = state::StateSeal::new(options.state_key.as_deref())?;
-    let handler = agents::Agents::new(runtime.clone(), seal, gate);
+    let handler = agents::Agents::new(runtime.clone(), seal);
+    let admission = streams::Admission {
+        gate,
+        max_body: runtime.limits().max_request_bytes,
+    };
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(runtime.limits().max_request_bytes)
@@ -100,6 +106,7 @@ pub fn routes(
     let guard = Guard { authenticator, cors };
     Ok(axum::Router::new()
         .route_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(admission, streams::admit))
         .layer(axum::middleware::from_fn_with_state(owners, sessions::bind))
         .layer(axum::middleware::from_fn_with_state(guard, check)))
 }

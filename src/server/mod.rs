@@ -157,7 +157,7 @@ pub async fn serve_with(
     let health_service = InterceptedService::new(health_service, guard(options.authenticate_health));
 
     let limits = runtime.limits().clone();
-    let gate = StreamGate::new();
+    let gate = StreamGate::new(limits.max_streams_per_tenant);
     let agent_service = InterceptedService::new(
         WireErrors::new(
             AgentServiceServer::new(AgentServiceImpl::with_gate(runtime.clone(), gate.clone()))
@@ -218,7 +218,7 @@ pub async fn serve_with(
     let store_watch = AbortOnDrop(health::spawn_store_watch(runtime.clone(), health.clone()));
     let (closed, streams_closed) = tokio::sync::oneshot::channel();
     let draining = drain::Draining {
-        gate,
+        gate: gate.clone(),
         runtime: runtime.clone(),
         health,
         store_watch,
@@ -256,7 +256,7 @@ pub async fn serve_with(
         .add_service(web::grpc_web(reflection_v1alpha))
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
-    let ag_ui = crate::ag_ui::routes(runtime.clone(), options.authenticator.clone());
+    let ag_ui = crate::ag_ui::routes(runtime.clone(), options.authenticator.clone(), gate);
     let pages = cards
         .merge(a2a_http)
         .merge(crate::inbox::routes())

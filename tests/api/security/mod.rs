@@ -1,6 +1,7 @@
 //! Security and hard limits through the gRPC client over real
-//! connections: API keys, TLS and mutual TLS, each limit, deadlines,
-//! draining shutdown, MCP sessions bound to their key, and hostile input.
+//! connections: API keys, TLS and mutual TLS, each limit (the streams of
+//! a tenant on every surface among them), deadlines, draining shutdown,
+//! MCP sessions bound to their key, and hostile input.
 
 pub mod auth;
 mod deadline;
@@ -12,5 +13,6 @@ mod mcp_sessions;
 mod raw;
 pub mod server;
 pub mod sse;
+mod stream_caps;
 mod tenants;
 mod tls;
