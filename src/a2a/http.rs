@@ -43,12 +43,34 @@ struct Site {
     authenticator: Authenticator,
 }
 
-/// The routes of both bindings, calling `service` for the callers
+/// The route of the JSON-RPC binding, calling `service` for the callers
 /// `authenticator` lets in.
-pub fn routes(service: Arc<A2aServiceImpl>, authenticator: Authenticator, max_body: usize) -> axum::Router {
-    axum::Router::new()
-        .route(JSONRPC_PATH, post(jsonrpc))
-        .route(&format!("{REST_PATH}/{{*path}}"), any(rest))
+pub fn jsonrpc_routes(
+    service: Arc<A2aServiceImpl>,
+    authenticator: Authenticator,
+    max_body: usize,
+) -> axum::Router {
+    let routes = axum::Router::new().route(JSONRPC_PATH, post(jsonrpc));
+    with_site(routes, service, authenticator, max_body)
+}
+
+/// The routes of the HTTP+JSON binding, as [`jsonrpc_routes`].
+pub fn rest_routes(
+    service: Arc<A2aServiceImpl>,
+    authenticator: Authenticator,
+    max_body: usize,
+) -> axum::Router {
+    let routes = axum::Router::new().route(&format!("{REST_PATH}/{{*path}}"), any(rest));
+    with_site(routes, service, authenticator, max_body)
+}
+
+fn with_site(
+    routes: axum::Router<Site>,
+    service: Arc<A2aServiceImpl>,
+    authenticator: Authenticator,
+    max_body: usize,
+) -> axum::Router {
+    routes
         .with_state(Site {
             service,
             authenticator,

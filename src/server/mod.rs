@@ -5,13 +5,15 @@
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
 //! Browsers reach the same services over gRPC-Web on the same port
-//! (`web.rs`). Every gRPC call is measured (`grpc_metrics/`); the
+//! (`web.rs`). Every gRPC call is measured (`grpc_metrics/`), and every
+//! request to the HTTP surfaces (`http_metrics.rs`); the
 //! Prometheus endpoint is served beside it, on a listener of its own
 //! (`metrics_endpoint/`).
 
 mod drain;
 mod grpc_metrics;
 mod health;
+mod http_metrics;
 pub mod metrics_endpoint;
 mod options;
 mod settings;
@@ -34,6 +36,7 @@ pub use tls::TlsError;
 
 use crate::agent::{AgentRegistry, RegistryError};
 use crate::grpc::{AgentServiceImpl, Authenticator, StreamGate, WireErrors};
+use crate::metrics::HttpSurface;
 use crate::pb;
 use crate::pb::agent_service_server::AgentServiceServer;
 use crate::runtime::{Runtime, RuntimeConfig};
@@ -173,7 +176,12 @@ pub async fn serve_with(
         crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone())
             .with_push_allow_private(options.a2a_push_allow_private),
     );
-    let a2a_http = crate::a2a::http::routes(
+    let a2a_jsonrpc = crate::a2a::http::jsonrpc_routes(
+        a2a.clone(),
+        options.authenticator.clone(),
+        limits.max_request_bytes,
+    );
+    let a2a_rest = crate::a2a::http::rest_routes(
         a2a.clone(),
         options.authenticator.clone(),
         limits.max_request_bytes,
@@ -257,11 +265,15 @@ pub async fn serve_with(
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
     let ag_ui = crate::ag_ui::routes(runtime.clone(), options.authenticator.clone(), gate);
+    // Each surface measured as itself (`http_metrics.rs`).
+    let measure = |surface| http_metrics::Measure::surface(runtime.metrics(), surface);
     let pages = cards
-        .merge(a2a_http)
-        .merge(crate::inbox::routes())
-        .merge(mcp)
-        .merge(ag_ui);
+        .layer(measure(HttpSurface::AgentCard))
+        .merge(a2a_jsonrpc.layer(measure(HttpSurface::A2aJsonRpc)))
+        .merge(a2a_rest.layer(measure(HttpSurface::A2aRest)))
+        .merge(crate::inbox::routes().layer(measure(HttpSurface::Inbox)))
+        .merge(mcp.layer(measure(HttpSurface::Mcp)))
+        .merge(ag_ui.layer(measure(HttpSurface::AgUi)));
     let routes = web::with_pages(grpc.routes(), pages, options.cors.as_ref());
     let serving = builder
         .add_routes(routes)
