@@ -34,7 +34,8 @@
 //! ```
 //!
 //! Beside them: `auth` (API keys and tenants), `limits`, `metrics`,
-//! `telemetry` (logs and traces), `propagation` (trace context to the
+//! `telemetry` (logs and traces), `held_body` (a response body that holds
+//! a stream's slot or count until it ends), `propagation` (trace context to the
 //! services a run calls), `chat` (the terminal client), `pb` (the
 //! generated protobuf code).
 //!
@@ -64,6 +65,7 @@ pub mod config;
 pub mod domain;
 pub mod door;
 pub mod grpc;
+mod held_body;
 pub mod http_client;
 mod inbox;
 pub mod limits;

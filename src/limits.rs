@@ -1,7 +1,8 @@
 //! Hard limits on what one caller can make the server hold or do: request
 //! size, prompt size, conversation length, the size of an ask_user
-//! question, steps per run, runs executing at once per tenant, streams per
-//! connection, how long a request's body may take to arrive. Each is a key of the `[limits]` table of `agentd.toml`, with
+//! question, steps per run, runs executing at once per tenant, streams open
+//! at once per tenant, streams per connection, how long a request's body
+//! may take to arrive. Each is a key of the `[limits]` table of `agentd.toml`, with
 //! a default that no ordinary use comes near. A request over a limit is
 //! refused with an error that names the limit; nothing here enforces them
 //! (the runtime, the ask_user tool and the server do).
@@ -53,6 +54,10 @@ pub struct Limits {
     /// The most runs of one tenant executing in this server at once
     /// (suspended runs do not count: they hold nothing).
     pub max_concurrent_runs_per_tenant: usize,
+    /// The most streams one tenant may have open in this server at once,
+    /// across every surface: gRPC's streaming RPCs (WatchRuns among them),
+    /// A2A's streams over each binding, AG-UI's and MCP's responses.
+    pub max_streams_per_tenant: usize,
     /// The most requests one HTTP/2 connection may have open at once.
     pub max_concurrent_streams_per_connection: u32,
     /// How long a request's body may take to arrive, from its headers on:
@@ -74,6 +79,7 @@ impl Default for Limits {
             max_option_description_chars: 2000,
             max_steps_per_run: 100,
             max_concurrent_runs_per_tenant: 256,
+            max_streams_per_tenant: 512,
             max_concurrent_streams_per_connection: 256,
             request_body_timeout: Duration::from_secs(30),
         }
@@ -100,6 +106,7 @@ impl Limits {
                 "max_concurrent_runs_per_tenant",
                 self.max_concurrent_runs_per_tenant,
             ),
+            ("max_streams_per_tenant", self.max_streams_per_tenant),
         ];
         if let Some((name, _)) = sizes.iter().find(|(_, value)| *value == 0) {
             return Err(InvalidLimits(name));

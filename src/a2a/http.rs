@@ -42,12 +42,21 @@ struct Site {
     service: Arc<A2aServiceImpl>,
 }
 
-/// The routes of both bindings, calling `service` for the callers the
-/// door lets in.
-pub fn routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
-    axum::Router::new()
-        .route(JSONRPC_PATH, post(jsonrpc))
-        .route(&format!("{REST_PATH}/{{*path}}"), any(rest))
+/// The route of the JSON-RPC binding, calling `service` for the callers
+/// the door lets in.
+pub fn jsonrpc_routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
+    let routes = axum::Router::new().route(JSONRPC_PATH, post(jsonrpc));
+    with_site(routes, service, max_body)
+}
+
+/// The routes of the HTTP+JSON binding, as [`jsonrpc_routes`].
+pub fn rest_routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
+    let routes = axum::Router::new().route(&format!("{REST_PATH}/{{*path}}"), any(rest));
+    with_site(routes, service, max_body)
+}
+
+fn with_site(routes: axum::Router<Site>, service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
+    routes
         .with_state(Site { service })
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
 }
@@ -423,9 +432,15 @@ async fn jsonrpc(
     }
 }
 
-/// A JSON-RPC error: HTTP 200, the error object in the body.
+/// A JSON-RPC error: the error object in the body, with HTTP 200, or 429
+/// for a limit the caller is over (its open streams, its executing runs),
+/// which HTTP clients know to back off from.
 fn jsonrpc_error(id: JsonRpcId, failure: &Failure) -> Response {
-    axum::Json(JsonRpcResponse::error(id, failure.jsonrpc())).into_response()
+    let status = match failure.code {
+        Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::OK,
+    };
+    (status, axum::Json(JsonRpcResponse::error(id, failure.jsonrpc()))).into_response()
 }
 
 /// The JSON-RPC method `method` with `params`.

@@ -278,7 +278,7 @@ impl A2aServiceImpl {
     ) -> Result<Events, Status> {
         // Admitted first, so that a draining server refuses before it
         // starts or answers anything.
-        let open = self.gate.admit()?;
+        let open = self.gate.admit(&caller.tenant)?;
         let (run, stream) = self.send(caller, request).await?;
         let mut first = task::task(&run, Some(0));
         if let Some(status) = first.status.as_mut() {
@@ -402,7 +402,7 @@ impl A2aServiceImpl {
         caller: &Caller,
         request: proto::SubscribeToTaskRequest,
     ) -> Result<Events, Status> {
-        let open = self.gate.admit()?;
+        let open = self.gate.admit(&caller.tenant)?;
         let tenant = &caller.tenant;
         let run = self.run_of(tenant, &request.id).await?;
         if !matches!(run.status(), RunStatus::Running | RunStatus::Suspended) {

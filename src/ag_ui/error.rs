@@ -143,6 +143,19 @@ impl From<RuntimeError> for ApiError {
     }
 }
 
+/// A stream the gate refused: 503 while the server drains, 429 past the
+/// tenant's cap, the limit named.
+impl From<crate::grpc::Refused> for ApiError {
+    fn from(refused: crate::grpc::Refused) -> Self {
+        use crate::grpc::Refused;
+        let (status, code) = match refused {
+            Refused::Draining => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Refused::TooManyStreams { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_streams"),
+        };
+        Self::new(status, code, refused.to_string())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut error = Map::new();

@@ -21,6 +21,7 @@ mod stream;
 
 use axum::routing::{get, post};
 
+use crate::grpc::StreamGate;
 use crate::runtime::Runtime;
 
 pub use error::ApiError;
@@ -29,8 +30,8 @@ pub use error::ApiError;
 pub const PATH: &str = "/ag-ui";
 
 /// The `/ag-ui` routes, serving `runtime`'s agents to the callers the
-/// door lets in.
-pub fn routes(runtime: Runtime) -> axum::Router {
+/// door lets in, each run's stream behind `gate`.
+pub fn routes(runtime: Runtime, gate: StreamGate) -> axum::Router {
     let max_body = runtime.limits().max_request_bytes;
     axum::Router::new()
         .route(PATH, post(run::run_default))
@@ -38,5 +39,6 @@ pub fn routes(runtime: Runtime) -> axum::Router {
         .route("/ag-ui/{agent_id}", post(run::run_agent))
         .route("/ag-ui/{agent_id}/capabilities", get(capabilities::of_agent))
         .with_state(runtime)
+        .layer(axum::Extension(gate))
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
 }

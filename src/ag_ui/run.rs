@@ -17,21 +17,24 @@ use super::interrupt;
 use super::stream::{self, Encoding};
 use crate::domain::{Decider, DecisionSource, PendingCall, Phase, RunRecord, Tenant};
 use crate::grpc::caller::CallerName;
+use crate::grpc::StreamGate;
 use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
 
 pub async fn run_default(
     State(runtime): State<Runtime>,
+    Extension(gate): Extension<StreamGate>,
     Extension(tenant): Extension<Tenant>,
     Extension(caller): Extension<CallerName>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let decider = Decider::new(caller.0, DecisionSource::AgUi);
-    run(runtime, (tenant, decider), String::new(), &headers, &body).await
+    run(runtime, &gate, (tenant, decider), String::new(), &headers, &body).await
 }
 
 pub async fn run_agent(
     State(runtime): State<Runtime>,
+    Extension(gate): Extension<StreamGate>,
     Extension(tenant): Extension<Tenant>,
     Extension(caller): Extension<CallerName>,
     Path(agent_id): Path<String>,
@@ -39,24 +42,41 @@ pub async fn run_agent(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let decider = Decider::new(caller.0, DecisionSource::AgUi);
-    run(runtime, (tenant, decider), agent_id, &headers, &body).await
+    run(runtime, &gate, (tenant, decider), agent_id, &headers, &body).await
 }
 
-/// Runs (or resumes) as `input` asks, for `tenant`, `decider` deciding
-/// what its answers decide.
+/// A request's stream, admitted by `gate` for `tenant` before anything
+/// runs (or refused: 429 past the tenant's cap, 503 while the server
+/// drains), counted until it ends, and ended when the drain period is over.
 async fn run(
     runtime: Runtime,
+    gate: &StreamGate,
     (tenant, decider): (Tenant, Decider),
     agent_id: String,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let input = input::parse(body)?;
+    let open = gate.admit(&tenant)?;
     let encoding = Encoding::of(
         headers
             .get(header::ACCEPT)
             .and_then(|accept| accept.to_str().ok()),
     );
+    let response = respond(runtime, (tenant, decider), agent_id, headers, body, encoding).await?;
+    Ok(stream::guarded(gate, open, encoding, response))
+}
+
+/// Runs (or resumes) as `input` asks, for `tenant`, `decider` deciding
+/// what its answers decide.
+async fn respond(
+    runtime: Runtime,
+    (tenant, decider): (Tenant, Decider),
+    agent_id: String,
+    headers: &HeaderMap,
+    body: &[u8],
+    encoding: Encoding,
+) -> Result<Response, ApiError> {
+    let input = input::parse(body)?;
     let agent = runtime
         .agents()
         .get(&agent_id)

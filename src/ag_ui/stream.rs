@@ -4,7 +4,9 @@
 //! stream with `RUN_FINISHED`: outcome `interrupt` with one interrupt per
 //! pending call, or `success` naming the frontend tool calls pending when
 //! the run waits on nothing else. A client that leaves drops the stream;
-//! the run goes on.
+//! the run goes on. Each stream is the stream gate's ([`guarded`]): when
+//! the drain period of a shutdown is over it ends with `RUN_ERROR`, and the
+//! run goes on elsewhere.
 
 use std::sync::Arc;
 
@@ -14,10 +16,14 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+use tonic::Status;
+use tonic_types::StatusExt;
+
 use super::events::{Events, Suspension};
 use super::{interrupt, proto};
 use crate::agent::Agent;
 use crate::domain::{Phase, RunRecord, Tenant, Timestamp, Usage};
+use crate::grpc::{OpenStream, StreamGate};
 use crate::runtime::{RunStream, Runtime};
 
 /// How events are written: as server-sent events (JSON), or in the
@@ -131,6 +137,36 @@ pub fn response(
     .filter(|bytes| std::future::ready(!bytes.is_empty()))
     .map(|bytes| Ok::<_, std::convert::Infallible>(Bytes::from(bytes)));
     event_stream(encoding, Body::from_stream(body))
+}
+
+/// `response`'s body, admitted as `open`: counted among the open streams
+/// until it ends, and ended with a `RUN_ERROR` (code `SERVER_SHUTDOWN`)
+/// when the gate closes at the end of the drain period.
+pub fn guarded(gate: &StreamGate, open: OpenStream, encoding: Encoding, response: Response) -> Response {
+    let (parts, body) = response.into_parts();
+    let frames = body
+        .into_data_stream()
+        .map(|frame| frame.map_err(|error| Status::internal(error.to_string())));
+    let body = gate.guard(frames, open, None).map(move |frame| {
+        Ok::<_, std::convert::Infallible>(match frame {
+            Ok(bytes) => bytes,
+            Err(ended) => encoding.encode(&run_error(&ended)),
+        })
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// The `RUN_ERROR` of a stream the server ended with `status`.
+fn run_error(status: &Status) -> Value {
+    let code = status
+        .get_details_error_info()
+        .map_or_else(|| "SERVER_SHUTDOWN".to_owned(), |info| info.reason);
+    json!({
+        "type": "RUN_ERROR",
+        "timestamp": Timestamp::now().0 / 1000,
+        "message": status.message(),
+        "code": code,
+    })
 }
 
 /// The events of a run that a `cancelled` resume entry cancelled.

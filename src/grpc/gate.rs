@@ -1,11 +1,15 @@
-//! The gate of the streaming RPCs: it admits new streams while the server
-//! serves and refuses them (UNAVAILABLE) once it drains; it counts the open
+//! The gate of every surface's streams (gRPC's streaming RPCs, A2A's over
+//! each binding, AG-UI's and MCP's responses): it admits new streams while
+//! the server serves and refuses them (UNAVAILABLE) once it drains; it
+//! caps the streams each tenant has open (`limits.max_streams_per_tenant`,
+//! RESOURCE_EXHAUSTED past it; `tenant_streams.rs`); it counts the open
 //! streams, from their admission on (before the run behind one has stored
 //! anything), so the drain can wait for them; and it ends a stream with a
 //! status when its client's deadline (`grpc-timeout`) passes
 //! (DEADLINE_EXCEEDED) or when the drain period is over (UNAVAILABLE). A
 //! stream it ends is only dropped: the run behind it does what its
-//! `on_disconnect` says, as when a client leaves.
+//! `on_disconnect` says, as when a client leaves. Each surface says a
+//! refusal ([`Refused`]) in its own protocol's words.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +25,9 @@ use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
+use super::tenant_streams::{StreamSlot, TenantStreams};
+use crate::domain::Tenant;
+
 /// Where the server is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -32,41 +39,96 @@ pub enum Phase {
     Closed,
 }
 
-/// Shared by the service and the server that drains it. Cheap to clone.
+/// Shared by the surfaces and the server that drains them. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct StreamGate {
     phase: Arc<watch::Sender<Phase>>,
     open: Arc<watch::Sender<usize>>,
+    tenants: Arc<TenantStreams>,
 }
 
 impl Default for StreamGate {
     fn default() -> Self {
-        Self {
-            phase: Arc::new(watch::channel(Phase::Serving).0),
-            open: Arc::new(watch::channel(0).0),
+        Self::new(crate::limits::Limits::default().max_streams_per_tenant)
+    }
+}
+
+/// Why the gate refused a stream.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("the server is shutting down and takes no new streams; retry on another server")]
+    Draining,
+    #[error(
+        "tenant {tenant:?} already has {max} streams open, the most it may \
+         (limits.max_streams_per_tenant); retry once one ends"
+    )]
+    TooManyStreams { tenant: Tenant, max: usize },
+}
+
+impl Refused {
+    /// The ErrorInfo reason of the refusal.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refused::Draining => "SERVER_DRAINING",
+            Refused::TooManyStreams { .. } => "TOO_MANY_STREAMS",
+        }
+    }
+}
+
+/// UNAVAILABLE (retry elsewhere) while draining; RESOURCE_EXHAUSTED with
+/// an ErrorInfo naming the limit and a QuotaFailure naming the tenant past
+/// the cap.
+impl From<Refused> for Status {
+    fn from(refused: Refused) -> Self {
+        let message = refused.to_string();
+        match &refused {
+            Refused::Draining => unavailable(refused.reason(), &message),
+            Refused::TooManyStreams { tenant, max } => {
+                let mut details = super::status::info(
+                    refused.reason(),
+                    &[
+                        ("limit", "max_streams_per_tenant".to_owned()),
+                        ("max", max.to_string()),
+                    ],
+                );
+                details.add_quota_failure_violation(format!("tenant:{tenant}"), &message);
+                Status::with_error_details(Code::ResourceExhausted, message, details)
+            }
         }
     }
 }
 
 impl StreamGate {
-    pub fn new() -> Self {
-        Self::default()
+    /// A gate that lets each tenant have `max_per_tenant` streams open.
+    pub fn new(max_per_tenant: usize) -> Self {
+        Self {
+            phase: Arc::new(watch::channel(Phase::Serving).0),
+            open: Arc::new(watch::channel(0).0),
+            tenants: Arc::new(TenantStreams::new(max_per_tenant)),
+        }
     }
 
     pub fn phase(&self) -> Phase {
         *self.phase.borrow()
     }
 
-    /// Admits a new stream, counted among the open ones from now until its
-    /// guard (see [`StreamGate::guard`]) is dropped; UNAVAILABLE (retry
-    /// elsewhere) once the server drains.
-    pub fn admit(&self) -> Result<OpenStream, Status> {
+    /// Admits a new stream of `tenant`, counted among the open ones (the
+    /// server's and the tenant's) from now until it is dropped (with the
+    /// stream it guards, see [`StreamGate::guard`]); refused once the
+    /// server drains, or while `tenant` has as many open as it may.
+    pub fn admit(&self, tenant: &Tenant) -> Result<OpenStream, Refused> {
         match self.phase() {
-            Phase::Serving => Ok(OpenStream::new(Arc::clone(&self.open))),
-            Phase::Draining | Phase::Closed => Err(unavailable(
-                "SERVER_DRAINING",
-                "the server is shutting down and takes no new streams; retry on another server",
-            )),
+            Phase::Serving => {
+                let slot = self
+                    .tenants
+                    .acquire(tenant)
+                    .map_err(|full| Refused::TooManyStreams {
+                        tenant: full.tenant,
+                        max: full.max,
+                    })?;
+                Ok(OpenStream::new(Arc::clone(&self.open), slot))
+            }
+            Phase::Draining | Phase::Closed => Err(Refused::Draining),
         }
     }
 
@@ -207,20 +269,24 @@ impl<S> Guarded<S> {
     }
 }
 
-/// An admitted stream: counted among the open ones for as long as it lives.
+/// An admitted stream: counted among the open ones, and its tenant's, for
+/// as long as it lives.
 #[derive(Debug)]
-pub struct OpenStream(Arc<watch::Sender<usize>>);
+pub struct OpenStream {
+    open: Arc<watch::Sender<usize>>,
+    _slot: StreamSlot,
+}
 
 impl OpenStream {
-    fn new(open: Arc<watch::Sender<usize>>) -> Self {
+    fn new(open: Arc<watch::Sender<usize>>, slot: StreamSlot) -> Self {
         open.send_modify(|count| *count += 1);
-        Self(open)
+        Self { open, _slot: slot }
     }
 }
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
-        self.0.send_modify(|count| *count = count.saturating_sub(1));
+        self.open.send_modify(|count| *count = count.saturating_sub(1));
     }
 }
 
@@ -283,13 +349,15 @@ mod tests {
 
     #[tokio::test]
     async fn admits_until_drained_and_counts_open_streams() {
-        let gate = StreamGate::new();
-        let open = gate.admit().expect("admitted");
+        let gate = StreamGate::default();
+        let tenant = Tenant::default();
+        let open = gate.admit(&tenant).expect("admitted");
         assert_eq!(gate.open_streams(), 1, "counted from its admission");
         let stream = gate.guard(tokio_stream::pending::<Result<u8, Status>>(), open, None);
         assert_eq!(gate.open_streams(), 1);
         gate.drain();
-        assert_eq!(gate.admit().unwrap_err().code(), Code::Unavailable);
+        let refused = Status::from(gate.admit(&tenant).unwrap_err());
+        assert_eq!(refused.code(), Code::Unavailable);
         let mut stream = Box::pin(stream);
         gate.close();
         let ended = stream.next().await.unwrap().unwrap_err();
@@ -300,11 +368,38 @@ mod tests {
         gate.idle().await;
     }
 
+    #[test]
+    fn each_tenant_has_its_own_cap() {
+        let gate = StreamGate::new(1);
+        let acme = Tenant::new("acme").unwrap();
+        let open = gate.admit(&acme).expect("the first stream");
+        let refused = gate.admit(&acme).unwrap_err();
+        assert_eq!(
+            refused,
+            Refused::TooManyStreams {
+                tenant: acme.clone(),
+                max: 1
+            }
+        );
+        let status = Status::from(refused);
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert!(
+            status.message().contains("limits.max_streams_per_tenant"),
+            "{status:?}"
+        );
+        let info = status.get_details_error_info().expect("ErrorInfo");
+        assert_eq!(info.reason, "TOO_MANY_STREAMS");
+        assert_eq!(info.metadata.get("max").map(String::as_str), Some("1"));
+        let _theirs = gate.admit(&Tenant::default()).expect("another tenant's own");
+        drop(open);
+        assert!(gate.admit(&acme).is_ok(), "a closed stream frees its slot");
+    }
+
     #[tokio::test]
     async fn a_passed_deadline_ends_even_a_busy_stream() {
-        let gate = StreamGate::new();
+        let gate = StreamGate::default();
         let busy = tokio_stream::iter(std::iter::repeat_with(|| Ok::<_, Status>(1u8)));
-        let open = gate.admit().expect("admitted");
+        let open = gate.admit(&Tenant::default()).expect("admitted");
         let stream = gate.guard(busy, open, Some(Instant::now() + Duration::from_millis(20)));
         let mut stream = Box::pin(stream);
         let ended = loop {

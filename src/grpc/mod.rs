@@ -7,6 +7,7 @@ pub mod caller;
 pub mod convert;
 pub mod gate;
 mod status;
+mod tenant_streams;
 mod wire;
 
 use std::pin::Pin;
@@ -23,7 +24,7 @@ use crate::runtime::{ExecuteTool, ResumeRun, RunStream, Runtime, StartRun};
 pub(crate) use auth::tenant_of;
 pub use auth::Authenticator;
 pub(crate) use caller::decider_of;
-pub(crate) use gate::{OpenStream, StreamGate};
+pub(crate) use gate::{OpenStream, Refused, StreamGate};
 pub(crate) use wire::WireErrors;
 
 /// A stream of chunks as tonic sends it.
@@ -41,7 +42,7 @@ pub struct AgentServiceImpl {
 
 impl AgentServiceImpl {
     pub fn new(runtime: Runtime) -> Self {
-        Self::with_gate(runtime, StreamGate::new())
+        Self::with_gate(runtime, StreamGate::default())
     }
 
     /// The service, with its streams behind `gate` (which the server
@@ -99,9 +100,9 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::StreamAgentRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
-        let open = self.gate.admit()?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let open = self.gate.admit(&tenant)?;
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let request = request.into_inner();
@@ -118,9 +119,9 @@ impl AgentService for AgentServiceImpl {
 
     async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
-        let open = self.gate.admit()?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let open = self.gate.admit(&tenant)?;
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let resume = convert::resume_request(request.into_inner(), decider).inspect_err(|refused| {
@@ -139,9 +140,9 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::SubscribeRunRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let requested = Instant::now();
-        let open = self.gate.admit()?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let open = self.gate.admit(&tenant)?;
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
         let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
@@ -153,9 +154,9 @@ impl AgentService for AgentServiceImpl {
         request: Request<pb::WatchRunsRequest>,
     ) -> Result<Response<RunEventStream>, Status> {
         let requested = Instant::now();
-        let open = self.gate.admit()?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
         let tenant = tenant_of(&request);
+        let open = self.gate.admit(&tenant)?;
+        let deadline = gate::client_deadline(request.metadata(), requested);
         let watch = convert::watch_runs_request(request.into_inner())?;
         let events = self.runtime.watch_runs(&tenant, watch).await?.map(|event| {
             event

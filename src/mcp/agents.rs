@@ -27,7 +27,6 @@ use crate::domain::{
     Answer, Decider, DecisionSource, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
 };
 use crate::grpc::caller::CallerName;
-use crate::grpc::StreamGate;
 use crate::runtime::{CallAnswer, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
 /// The key of the one input request of an input-required result.
@@ -41,9 +40,6 @@ const INPUT_REQUIRED_VERSION: &str = "2026-07-28";
 pub struct Agents {
     runtime: Runtime,
     seal: StateSeal,
-    /// Counts each call while it runs, and refuses new ones once the
-    /// server drains.
-    gate: StreamGate,
 }
 
 /// How the client of a call can be asked a question.
@@ -136,8 +132,8 @@ fn input_schema() -> Arc<serde_json::Map<String, Value>> {
 }
 
 impl Agents {
-    pub fn new(runtime: Runtime, seal: StateSeal, gate: StreamGate) -> Self {
-        Self { runtime, seal, gate }
+    pub fn new(runtime: Runtime, seal: StateSeal) -> Self {
+        Self { runtime, seal }
     }
 
     /// The run a call starts, from its arguments.
@@ -446,12 +442,9 @@ impl ServerHandler for Agents {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Its response stream holds the call's place in the stream gate
+        // (`streams.rs`) until the call returns.
         let tenant = tenant_of(&context);
-        // Held until the call returns, so that a drain waits for it.
-        let _open = self
-            .gate
-            .admit()
-            .map_err(|refused| ErrorData::internal_error(refused.message().to_owned(), None))?;
         if self.runtime.agents().get(&request.name).is_none() || request.name.is_empty() {
             return Err(invalid_params(format!(
                 "no tool {:?}: each agent is a tool",

@@ -2,16 +2,19 @@
 //! listen port (rmcp's `StreamableHttpService` on our axum router), each
 //! agent a tool (`agents.rs`), a suspended run's question asked as an
 //! elicitation (`question.rs`), the 2026-07-28 generation's
-//! `requestState` sealed to the tenant (`state.rs`). Before any session a
-//! request meets the same API keys as gRPC (401 without a valid one) and
-//! the checks against DNS rebinding: a foreign `Origin` is 403 here, a
-//! `Host` outside the allowed names is 403 in rmcp. It converts and
-//! authorises; every operation is the runtime API's.
+//! `requestState` sealed to the tenant (`state.rs`). The front door
+//! (`door/`) has checked the caller, `Host` and `Origin` before a request
+//! gets here; each stream is admitted per tenant (`streams.rs`), and a
+//! session answers only the caller that opened it (`sessions.rs`). It
+//! converts and authorises;
+//! every operation is the runtime API's.
 
 mod agents;
 mod follow;
 mod question;
+mod sessions;
 mod state;
+mod streams;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -33,8 +36,10 @@ pub struct McpOptions {
 }
 
 /// The `/mcp` route, serving `runtime`'s agents to the callers the door
-/// lets in; each call is counted by `gate` (and refused once the server
-/// drains); its sessions end when `stop` is cancelled.
+/// lets in; each stream is admitted by `gate` (per tenant, and not once
+/// the server drains; `streams.rs`); each session answers only the caller
+/// that opened it (`sessions.rs`); its sessions end when `stop` is
+/// cancelled.
 pub fn routes(
     runtime: Runtime,
     options: &McpOptions,
@@ -42,16 +47,21 @@ pub fn routes(
     stop: CancellationToken,
 ) -> Result<axum::Router, StateError> {
     let seal = state::StateSeal::new(options.state_key.as_deref())?;
-    let handler = agents::Agents::new(runtime.clone(), seal, gate);
+    let handler = agents::Agents::new(runtime.clone(), seal);
+    let admission = streams::Admission {
+        gate,
+        max_body: runtime.limits().max_request_bytes,
+    };
     // The door checks `Host` and `Origin` for every surface.
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_max_request_body_bytes(runtime.limits().max_request_bytes)
         .with_cancellation_token(stop);
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
-        config,
-    );
-    Ok(axum::Router::new().route_service(PATH, service))
+    let owners = sessions::Owners::default();
+    let manager = sessions::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), manager.into(), config);
+    Ok(axum::Router::new()
+        .route_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(admission, streams::admit))
+        .layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
 }

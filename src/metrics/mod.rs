@@ -1,7 +1,8 @@
 //! Prometheus metrics of a runtime: what happened to runs (counters by
 //! agent), refused Resumes (by reason), what is going on now (suspended runs,
 //! open streams) and how long things take (histograms); the gRPC server's
-//! calls (`grpc.rs`), the webhooks' deliveries (`webhooks.rs`) and the
+//! calls (`grpc.rs`), the HTTP surfaces' requests and streams (`http.rs`),
+//! the webhooks' deliveries (`webhooks.rs`) and the
 //! process's resources (`process_*`, on Linux). One [`Metrics`] handle per
 //! runtime, with a registry of its own, so that several servers in one
 //! process never share counts. Every series whose labels are known (each
@@ -14,6 +15,7 @@
 
 mod counted;
 mod grpc;
+mod http;
 mod openmetrics;
 mod stream;
 mod webhooks;
@@ -29,6 +31,7 @@ use prometheus::{
 };
 
 pub(crate) use grpc::{GrpcMethodMetrics, GrpcType};
+pub(crate) use http::{HttpSurface, HttpSurfaceMetrics};
 pub(crate) use stream::Rpc;
 pub(crate) use webhooks::AttemptResult;
 
@@ -79,6 +82,7 @@ struct Families {
     suspension: HistogramVec,
     webhooks: webhooks::WebhookFamilies,
     grpc: grpc::GrpcFamilies,
+    http: http::HttpFamilies,
 }
 
 /// Seconds from a request to its stream's first chunk.
@@ -226,6 +230,7 @@ impl Metrics {
             ),
             webhooks: webhooks::WebhookFamilies::new(&r),
             grpc: grpc::GrpcFamilies::new(&r),
+            http: http::HttpFamilies::new(&r),
             registry: r,
         };
         register_process_metrics(&families.registry);

@@ -5,13 +5,16 @@
 //! service is behind authentication (API keys), the request limits and the
 //! stream gate that drains it on shutdown (`drain.rs`); TLS is optional.
 //! Browsers reach the same services over gRPC-Web on the same port
-//! (`web.rs`); every HTTP request passes the front door (`door/`). Every gRPC call is measured (`grpc_metrics/`); the
+//! (`web.rs`); every HTTP request passes the front door (`door/`). Every
+//! gRPC call is measured (`grpc_metrics/`), and every request to the HTTP
+//! surfaces (`http_metrics.rs`); the
 //! Prometheus endpoint is served beside it, on a listener of its own
 //! (`metrics_endpoint/`).
 
 mod drain;
 mod grpc_metrics;
 mod health;
+mod http_metrics;
 pub mod metrics_endpoint;
 mod options;
 mod settings;
@@ -158,7 +161,7 @@ pub async fn serve_with(
     let health_service = InterceptedService::new(health_service, guard(options.authenticate_health));
 
     let limits = runtime.limits().clone();
-    let gate = StreamGate::new();
+    let gate = StreamGate::new(limits.max_streams_per_tenant);
     let agent_service = InterceptedService::new(
         WireErrors::new(
             AgentServiceServer::new(AgentServiceImpl::with_gate(runtime.clone(), gate.clone()))
@@ -174,7 +177,8 @@ pub async fn serve_with(
         crate::a2a::A2aServiceImpl::new(runtime.clone(), gate.clone())
             .with_push_allow_private(options.a2a_push_allow_private),
     );
-    let a2a_http = crate::a2a::http::routes(a2a.clone(), limits.max_request_bytes);
+    let a2a_jsonrpc = crate::a2a::http::jsonrpc_routes(a2a.clone(), limits.max_request_bytes);
+    let a2a_rest = crate::a2a::http::rest_routes(a2a.clone(), limits.max_request_bytes);
     let a2a_service = InterceptedService::new(
         WireErrors::new(
             crate::a2a::A2aServiceServer::from_arc(a2a).max_decoding_message_size(limits.max_request_bytes),
@@ -204,7 +208,7 @@ pub async fn serve_with(
     let store_watch = AbortOnDrop(health::spawn_store_watch(runtime.clone(), health.clone()));
     let (closed, streams_closed) = tokio::sync::oneshot::channel();
     let draining = drain::Draining {
-        gate,
+        gate: gate.clone(),
         runtime: runtime.clone(),
         health,
         store_watch,
@@ -251,13 +255,17 @@ pub async fn serve_with(
         .add_service(web::grpc_web(reflection_v1alpha))
         .add_service(web::grpc_web(agent_service))
         .add_service(web::grpc_web(a2a_service));
-    let ag_ui = crate::ag_ui::routes(runtime.clone());
+    let ag_ui = crate::ag_ui::routes(runtime.clone(), gate);
     let pages = cards
-        .merge(a2a_http)
+        .merge(a2a_jsonrpc)
+        .merge(a2a_rest)
         .merge(crate::inbox::routes())
         .merge(mcp)
         .merge(ag_ui);
-    let routes = web::with_pages(grpc.routes(), pages, &door);
+    // Each HTTP surface measured as itself, the door's refusals included
+    // (`http_metrics.rs`).
+    let measure = http_metrics::Measure::new(runtime.metrics());
+    let routes = web::with_pages(grpc.routes(), pages, &door, measure);
     let serving = builder
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, shutdown);

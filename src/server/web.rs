@@ -54,7 +54,12 @@ where
 
 /// The gRPC services' routes with `pages` (the plain-HTTP routes of the
 /// surfaces: the agent cards, the inbox, MCP, AG-UI, A2A's JSON bindings)
-/// beside them, all behind `door`.
-pub(super) fn with_pages(grpc: Routes, pages: axum::Router, door: &Door) -> Routes {
-    Routes::from(door.around(grpc.into_axum_router().merge(pages)))
+/// beside them, all behind `door`, measured by `measure` in front of it.
+pub(super) fn with_pages(
+    grpc: Routes,
+    pages: axum::Router,
+    door: &Door,
+    measure: super::http_metrics::Measure,
+) -> Routes {
+    Routes::from(door.around(grpc.into_axum_router().merge(pages)).layer(measure))
 }

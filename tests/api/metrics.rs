@@ -21,13 +21,15 @@ use tonic::Code;
 use crate::helpers::{collect, expect_code, run_id, settings_in};
 
 /// A server with a metrics endpoint, both on ephemeral ports.
-struct Metered {
-    client: AgentServiceClient<tonic::transport::Channel>,
-    metrics: SocketAddr,
+pub(crate) struct Metered {
+    pub(crate) client: AgentServiceClient<tonic::transport::Channel>,
+    /// The server's port.
+    pub(crate) addr: SocketAddr,
+    pub(crate) metrics: SocketAddr,
     _stop: oneshot::Sender<()>,
 }
 
-async fn start(data_dir: &Path) -> Metered {
+pub(crate) async fn start(data_dir: &Path) -> Metered {
     let runtime = server::build_runtime(&settings_in(data_dir))
         .await
         .expect("runtime");
@@ -57,6 +59,7 @@ async fn start(data_dir: &Path) -> Metered {
         .expect("connect");
     Metered {
         client,
+        addr,
         metrics,
         _stop: stop,
     }
@@ -139,7 +142,7 @@ async fn get(addr: SocketAddr, path: &str) -> Reply {
     Connection::open(addr).await.request("GET", path, "").await
 }
 
-async fn scrape(addr: SocketAddr) -> String {
+pub(crate) async fn scrape(addr: SocketAddr) -> String {
     let reply = get(addr, "/metrics").await;
     assert_eq!(reply.status, "HTTP/1.1 200 OK");
     assert_eq!(
@@ -150,13 +153,13 @@ async fn scrape(addr: SocketAddr) -> String {
 }
 
 /// The value of one series (`name{labels}`), if the scrape has it.
-fn value(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .map(|value| value.parse().expect("a number"))
 }
 
-fn assert_series(text: &str, series: &str, expected: f64) {
+pub(crate) fn assert_series(text: &str, series: &str, expected: f64) {
     assert_eq!(value(text, series), Some(expected), "{series} in:\n{text}");
 }
 

@@ -292,3 +292,46 @@ async fn sigterm_during_a_live_stream() {
         .into_inner();
     assert_ne!(status_of(&found), pb::RunStatus::Failed, "{found:?}");
 }
+
+/// An `/ag-ui` stream is the gate's like any other: a new one is refused
+/// (503) while the server drains, and an open one lasts the drain period,
+/// then ends with a `RUN_ERROR` (code `SERVER_SHUTDOWN`), and the server
+/// stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_ends_ag_ui_streams_after_the_period() {
+    use super::sse::{post, Events};
+    use serde_json::json;
+
+    let mut server = SecureServer::start_draining(Duration::from_millis(1500), |_, _| {}).await;
+    let url = format!("http://{}/ag-ui", server.addr);
+    let input = |thread: &str, text: &str| json!({"threadId": thread, "runId": "r", "messages": [{"id": "m", "role": "user", "content": text}]});
+    let accept = [("accept", "text/event-stream")];
+    let streaming = post(&url, None, &accept, &input("slow", "stream 100000 every 100 ms")).await;
+    assert_eq!(streaming.status(), 200);
+    let mut events = Events::of(streaming);
+    let started = events.next().await.expect("an event");
+    assert_eq!(started["type"], "RUN_STARTED", "{started}");
+
+    let signalled = Instant::now();
+    server.signal_shutdown();
+    wait_for_health(server.channel().await, ServingStatus::NotServing).await;
+    let refused = post(&url, None, &accept, &input("late", "plain hello")).await;
+    assert_eq!(refused.status(), 503);
+    let body: serde_json::Value = refused.json().await.expect("a JSON error");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+
+    let ended = events
+        .until(|event| event["type"] == "RUN_ERROR" || event["type"] == "RUN_FINISHED")
+        .await;
+    assert_eq!(ended["type"], "RUN_ERROR", "{ended}");
+    assert_eq!(ended["code"], "SERVER_SHUTDOWN", "{ended}");
+    assert!(
+        signalled.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        signalled.elapsed()
+    );
+    assert!(events.next().await.is_none(), "nothing after the RUN_ERROR");
+    tokio::time::timeout(Duration::from_secs(10), server.stopped())
+        .await
+        .expect("the server stops after the drain");
+}

@@ -1,7 +1,8 @@
 //! Security and hard limits through the gRPC client over real
-//! connections: API keys, TLS and mutual TLS, each limit, deadlines,
-//! draining shutdown, hostile input, and the front door every surface
-//! goes through.
+//! connections: API keys, TLS and mutual TLS, each limit (the streams of
+//! a tenant on every surface among them), deadlines, draining shutdown,
+//! MCP sessions bound to their key, hostile input, and the front door
+//! every surface goes through.
 
 pub mod auth;
 mod deadline;
@@ -10,7 +11,10 @@ mod drain;
 mod fuzz;
 mod garbage;
 mod limits;
+mod mcp_sessions;
 mod raw;
 pub mod server;
+pub mod sse;
+mod stream_caps;
 mod tenants;
 mod tls;
