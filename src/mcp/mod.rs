@@ -9,6 +9,7 @@
 //! authorises; every operation is the runtime API's.
 
 mod agents;
+mod body;
 mod follow;
 mod question;
 mod state;
@@ -98,8 +99,10 @@ pub fn routes(
         config,
     );
     let guard = Guard { authenticator, cors };
+    let max_body = runtime.limits().max_request_bytes;
     Ok(axum::Router::new()
         .route_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(max_body, body::check))
         .layer(axum::middleware::from_fn_with_state(guard, check)))
 }
 

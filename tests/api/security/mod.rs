@@ -10,5 +10,6 @@ mod garbage;
 mod limits;
 mod raw;
 pub mod server;
+mod sweep;
 mod tenants;
 mod tls;
