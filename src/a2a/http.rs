@@ -872,9 +872,9 @@ mod tests {
             .unwrap_or_else(|failure| panic!("the deepest allowed decodes: {}", failure.error.message));
         assert!(decoded.message.is_some());
         for levels in [deepest + 1, 40, 90] {
-            let failure = from_json::<proto::SendMessageRequest>(request(levels))
-                .err()
-                .expect("too deep");
+            let Err(failure) = from_json::<proto::SendMessageRequest>(request(levels)) else {
+                panic!("{levels} levels are too deep");
+            };
             assert_eq!(failure.code, Code::InvalidArgument);
             assert_eq!(failure.error.code, error_code::INVALID_PARAMS);
             assert!(

@@ -18,6 +18,14 @@ use super::auth::ACME_KEY;
 use super::server::{write_file, SecureServer};
 use crate::helpers::http;
 
+/// A case of a JSON-RPC surface: its name, the body, the status, error
+/// code and id expected, and what the message says.
+type RpcCase = (&'static str, Vec<u8>, (u16, i64, Value), &'static str);
+
+/// A case of a `{"error": ...}` surface: its name, the body, the status
+/// and `code` expected, and what the message says.
+type ErrorCase = (&'static str, Vec<u8>, (u16, Value), &'static str);
+
 /// The size limit of the sweep's server.
 const MAX_BODY: usize = 64 * 1024;
 
@@ -124,7 +132,7 @@ fn assert_error(case: &str, (status, body): &(u16, Value), expected: (u16, Value
 async fn mcp_answers_every_malformed_request_with_a_json_rpc_error() {
     let server = server().await;
     let null = Value::Null;
-    let cases: Vec<(&str, Vec<u8>, (u16, i64, Value), &str)> = vec![
+    let cases: Vec<RpcCase> = vec![
         (
             "not JSON",
             b"{not json".to_vec(),
@@ -206,7 +214,7 @@ async fn mcp_answers_every_malformed_request_with_a_json_rpc_error() {
 async fn a2a_json_rpc_answers_every_malformed_request_with_a_json_rpc_error() {
     let server = server().await;
     let id = json!("call-1");
-    let cases: Vec<(&str, Vec<u8>, (u16, i64, Value), &str)> = vec![
+    let cases: Vec<RpcCase> = vec![
         ("not JSON", b"{not json".to_vec(), (400, -32700, Value::Null), ""),
         ("an array", b"[1]".to_vec(), (400, -32600, Value::Null), ""),
         (
@@ -253,7 +261,7 @@ async fn a2a_json_rpc_answers_every_malformed_request_with_a_json_rpc_error() {
 async fn a2a_http_json_answers_every_malformed_request_with_an_error_object() {
     let server = server().await;
     let send_path = "/a2a/rest/message:send";
-    let cases: Vec<(&str, Vec<u8>, (u16, Value), &str)> = vec![
+    let cases: Vec<ErrorCase> = vec![
         ("not JSON", b"{not json".to_vec(), (400, json!(400)), ""),
         ("an array", b"[1, 2]".to_vec(), (400, json!(400)), "object"),
         (
@@ -308,7 +316,7 @@ async fn a2a_http_json_answers_every_malformed_request_with_an_error_object() {
 #[tokio::test]
 async fn ag_ui_answers_every_malformed_request_with_an_error_object() {
     let server = server().await;
-    let cases: Vec<(&str, Vec<u8>, (u16, Value), &str)> = vec![
+    let cases: Vec<ErrorCase> = vec![
         (
             "not JSON",
             b"{not json".to_vec(),
