@@ -15,6 +15,7 @@ use a2a::{
 };
 use a2a_pb::{proto, protojson};
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -65,14 +66,12 @@ fn with_site(routes: axum::Router<Site>, service: Arc<A2aServiceImpl>, max_body:
 /// error object (id null) or, for HTTP+JSON, a `google.rpc.Status` body,
 /// as [`Failure`] gives them; `code` and agentd's `reason` in its details.
 pub(crate) fn refusal(jsonrpc: bool, http: StatusCode, code: Code, reason: &str, message: &str) -> Response {
-    let failure = Failure::refused(code, reason, message);
+    let failure = Failure::refused(code, http, reason, message);
     if jsonrpc {
         let body = JsonRpcResponse::error(JsonRpcId::Null, failure.jsonrpc());
         return (http, axum::Json(body)).into_response();
     }
-    let mut body = failure.rest_body();
-    body["error"]["code"] = json!(http.as_u16());
-    (http, axum::Json(body)).into_response()
+    failure.rest()
 }
 
 /// A proto message and its twin in the proto's JSON mapping.
@@ -107,13 +106,41 @@ proto_json!(
     AgentCard,
 );
 
-/// `value` read as `T` by the proto's JSON mapping.
+/// `value` read as `T` by the proto's JSON mapping. Both types come from
+/// one proto file, so the bytes decode, unless the request nests deeper
+/// than protobuf allows: that is refused first, naming the field.
 fn from_json<T: ProtoJson>(value: Value) -> Result<T, Failure> {
+    if let Some(field) = super::depth::too_deep(&value, super::depth::MAX_DEPTH) {
+        return Err(too_deep(field));
+    }
     let json: T::Json = serde_json::from_value(value)
         .map_err(|error| Failure::new(Code::InvalidArgument, A2AError::invalid_params(error.to_string())))?;
-    // Both types come from one proto file: the bytes always decode.
-    T::decode(json.encode_to_vec().as_slice())
-        .map_err(|error| Failure::new(Code::Internal, A2AError::internal(error.to_string())))
+    T::decode(json.encode_to_vec().as_slice()).map_err(|error| {
+        Failure::new(
+            Code::InvalidArgument,
+            A2AError::invalid_params(format!("the request is not a valid message: {error}")),
+        )
+    })
+}
+
+/// Invalid params: `field` nests deeper than a request may.
+fn too_deep(field: String) -> Failure {
+    let max = super::depth::MAX_DEPTH;
+    let message = format!("{field} nests deeper than a request may ({max} levels of objects and arrays)");
+    let mut details = tonic_types::ErrorDetails::with_error_info(
+        "NESTED_TOO_DEEP",
+        "agentd.v1",
+        HashMap::from([
+            ("field".to_owned(), field.clone()),
+            ("max_depth".to_owned(), max.to_string()),
+        ]),
+    );
+    details.add_bad_request_violation(field, message.clone());
+    Failure::of(Status::with_error_details(
+        Code::InvalidArgument,
+        message,
+        details,
+    ))
 }
 
 /// `message` in the proto's JSON mapping.
@@ -151,6 +178,9 @@ fn utc_designator(value: &mut Value) {
 /// an invalid API key).
 struct Failure {
     code: Code,
+    /// The HTTP status: the code's, unless the request's body says more
+    /// (413 for one over the size limit).
+    status: StatusCode,
     error: Box<A2AError>,
     info: Box<TypedDetail>,
 }
@@ -160,6 +190,29 @@ impl Failure {
         let info = TypedDetail::error_info(a2a::error_reason(error.code), A2A_DOMAIN, None);
         Self {
             code,
+            status: http_status(code),
+            error: Box::new(error),
+            info: Box::new(info),
+        }
+    }
+
+    /// A body that could not be read: over `limits.max_request_bytes`
+    /// (413, RESOURCE_EXHAUSTED naming the limit), or cut off (400).
+    fn unreadable(rejection: &BytesRejection, max_body: usize) -> Self {
+        if rejection.status() != StatusCode::PAYLOAD_TOO_LARGE {
+            let message = format!("the body could not be read: {}", rejection.body_text());
+            return Self::new(Code::InvalidArgument, A2AError::invalid_request(message));
+        }
+        let message = format!("the body is larger than limits.max_request_bytes ({max_body} bytes)");
+        let metadata = HashMap::from([
+            ("limit".to_owned(), "max_request_bytes".to_owned()),
+            ("max".to_owned(), max_body.to_string()),
+        ]);
+        let info = TypedDetail::error_info("REQUEST_TOO_LARGE", "agentd.v1", Some(metadata));
+        let error = A2AError::invalid_request(message).with_details(vec![info.clone()]);
+        Self {
+            code: Code::ResourceExhausted,
+            status: StatusCode::PAYLOAD_TOO_LARGE,
             error: Box::new(error),
             info: Box::new(info),
         }
@@ -168,7 +221,7 @@ impl Failure {
     /// A request the door refused: JSON-RPC's invalid request, agentd's
     /// `reason` in the metadata of its ErrorInfo (and the ErrorInfo of
     /// HTTP+JSON), as an invalid API key is said.
-    fn refused(code: Code, reason: &str, message: &str) -> Self {
+    fn refused(code: Code, status: StatusCode, reason: &str, message: &str) -> Self {
         let metadata = HashMap::from([("agentdReason".to_owned(), reason.to_owned())]);
         let invalid = error_code::INVALID_REQUEST;
         let details = vec![TypedDetail::error_info(
@@ -178,6 +231,7 @@ impl Failure {
         )];
         Self {
             code,
+            status,
             error: Box::new(A2AError::new(invalid, message).with_details(details)),
             info: Box::new(TypedDetail::error_info(reason, "agentd.v1", Some(HashMap::new()))),
         }
@@ -231,6 +285,7 @@ impl Failure {
         }
         Self {
             code: status.code(),
+            status: http_status(status.code()),
             error: Box::new(A2AError::new(code, status.message()).with_details(typed)),
             info: Box::new(rest_info),
         }
@@ -253,7 +308,7 @@ impl Failure {
             .chain([&*self.info])
             .collect();
         json!({"error": {
-            "code": http_status(self.code).as_u16(),
+            "code": self.status.as_u16(),
             "status": code_name(self.code),
             "message": self.error.message,
             "details": details,
@@ -261,7 +316,7 @@ impl Failure {
     }
 
     fn rest(&self) -> Response {
-        (http_status(self.code), axum::Json(self.rest_body())).into_response()
+        (self.status, axum::Json(self.rest_body())).into_response()
     }
 }
 
@@ -366,11 +421,18 @@ async fn jsonrpc(
     State(site): State<Site>,
     extensions: axum::http::Extensions,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let max_body = site.service.runtime.limits().max_request_bytes;
+            return not_jsonrpc(JsonRpcId::Null, &Failure::unreadable(&rejection, max_body));
+        }
+    };
     let request: JsonRpcRequest = match serde_json::from_slice::<Value>(&body) {
         Err(error) => {
-            return jsonrpc_error(
+            return not_jsonrpc(
                 JsonRpcId::Null,
                 &Failure::new(Code::InvalidArgument, A2AError::parse_error(error.to_string())),
             );
@@ -383,7 +445,7 @@ async fn jsonrpc(
             match serde_json::from_value::<JsonRpcRequest>(value) {
                 Ok(request) if request.jsonrpc == "2.0" => request,
                 Ok(_) => {
-                    return jsonrpc_error(
+                    return not_jsonrpc(
                         id,
                         &Failure::new(
                             Code::InvalidArgument,
@@ -392,7 +454,7 @@ async fn jsonrpc(
                     );
                 }
                 Err(error) => {
-                    return jsonrpc_error(
+                    return not_jsonrpc(
                         id,
                         &Failure::new(
                             Code::InvalidArgument,
@@ -439,6 +501,17 @@ fn jsonrpc_error(id: JsonRpcId, failure: &Failure) -> Response {
     let status = match failure.code {
         Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::OK,
+    };
+    (status, axum::Json(JsonRpcResponse::error(id, failure.jsonrpc()))).into_response()
+}
+
+/// A JSON-RPC error for a body that is no JSON-RPC call (not JSON, not a
+/// request object, too large): an HTTP error status (400, or 413), the
+/// error object in the body.
+fn not_jsonrpc(id: JsonRpcId, failure: &Failure) -> Response {
+    let status = match failure.status {
+        StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::BAD_REQUEST,
     };
     (status, axum::Json(JsonRpcResponse::error(id, failure.jsonrpc()))).into_response()
 }
@@ -595,8 +668,15 @@ async fn rest(
     uri: Uri,
     extensions: axum::http::Extensions,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let max_body = site.service.runtime.limits().max_request_bytes;
+            return Failure::unreadable(&rejection, max_body).rest();
+        }
+    };
     let Some((tenant, operation)) = route(&method, &path) else {
         let failure = Failure::new(
             Code::NotFound,
@@ -813,6 +893,38 @@ mod tests {
         assert!(details
             .iter()
             .any(|detail| detail["fieldViolations"][0]["field"] == "message.parts"));
+    }
+
+    #[test]
+    fn a_request_nested_too_deep_is_invalid_params_naming_the_field() {
+        let nested = |levels: usize| (0..levels).fold(json!({}), |inner, _| json!({ "a": inner }));
+        let request = |levels| {
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}],
+                               "metadata": nested(levels)}})
+        };
+        let deepest = super::super::depth::MAX_DEPTH - 3;
+        let decoded: proto::SendMessageRequest = from_json(request(deepest))
+            .unwrap_or_else(|failure| panic!("the deepest allowed decodes: {}", failure.error.message));
+        assert!(decoded.message.is_some());
+        for levels in [deepest + 1, 40, 90] {
+            let Err(failure) = from_json::<proto::SendMessageRequest>(request(levels)) else {
+                panic!("{levels} levels are too deep");
+            };
+            assert_eq!(failure.code, Code::InvalidArgument);
+            assert_eq!(failure.error.code, error_code::INVALID_PARAMS);
+            assert!(
+                failure.error.message.starts_with("message.metadata nests deeper"),
+                "{}",
+                failure.error.message
+            );
+            let body = failure.rest_body();
+            assert_eq!(body["error"]["code"], 400);
+            assert!(body["error"]["details"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|detail| detail["fieldViolations"][0]["field"] == "message.metadata"));
+        }
     }
 
     #[test]

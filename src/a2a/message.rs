@@ -6,7 +6,10 @@
 use a2a_pb::proto::{part, Message, Part};
 use serde_json::Value;
 
-use crate::domain::{Answer, Decider, ElicitationResponse, Message as Turn, Remember, RunId, ThreadId};
+use crate::domain::{
+    unknown_key, Answer, Decider, ElicitationResponse, Message as Turn, Remember, RunId, ThreadId,
+    APPROVAL_KEYS, ELICITATION_RESPONSE_KEYS,
+};
 use crate::grpc::convert::{invalid, value_to_json};
 use crate::runtime::{CallAnswer, ResumeRun, RuntimeError, StartRun};
 
@@ -122,15 +125,20 @@ fn answer_from_data(data: &Value) -> Result<(Answer, Option<Remember>), RuntimeE
         return Ok((Answer::Selections(labels), None));
     }
     if let Some(approval) = data.get("approval") {
+        // No other key is read: a misspelled one (`edited_args`) would
+        // otherwise make a plain approval of the model's arguments.
+        if let Some((key, why)) = approval.as_object().and_then(|o| unknown_key(o, &APPROVAL_KEYS)) {
+            return Err(invalid(field, format!("approval.{key} {why}")));
+        }
         let approved = approval
             .get("approved")
             .and_then(Value::as_bool)
             .ok_or_else(|| invalid(field, "approval.approved must be true or false"))?;
-        let reason = approval
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let reason = match approval.get("reason") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(reason)) => reason.clone(),
+            Some(_) => return Err(invalid(field, "approval.reason must be a string")),
+        };
         // A person's edit of the call's arguments, run instead of the
         // model's (checked against the tool's input schema by Resume).
         let edited_args = approval
@@ -155,6 +163,12 @@ fn answer_from_data(data: &Value) -> Result<(Answer, Option<Remember>), RuntimeE
         return Ok((Answer::Data(value.clone()), None));
     }
     if let Some(response) = data.get("elicitation") {
+        if let Some((key, why)) = response
+            .as_object()
+            .and_then(|o| unknown_key(o, &ELICITATION_RESPONSE_KEYS))
+        {
+            return Err(invalid(field, format!("elicitation.{key} {why}")));
+        }
         return ElicitationResponse::from_json(response)
             .map(|response| (Answer::Elicitation(response), None))
             .map_err(|(key, why)| invalid(field, format!("elicitation.{key} {why}")));

@@ -9,6 +9,7 @@
 //! `message.rs` messages to starts and answers, `card.rs` the agent cards.
 
 pub mod card;
+mod depth;
 pub mod http;
 mod message;
 pub mod push;

@@ -2,11 +2,13 @@
 //! `{"error": {"code", "message", "field", "interruptId"}}` (the last two
 //! where they apply). Every runtime error maps here, in one place.
 
+use axum::extract::rejection::BytesRejection;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
 use crate::domain::AnswerError;
+use crate::limits::Limits;
 use crate::runtime::RuntimeError;
 
 /// A refusal, as the client reads it.
@@ -43,6 +45,23 @@ impl ApiError {
             field: (!field.is_empty()).then_some(field),
             ..Self::new(StatusCode::BAD_REQUEST, "invalid_body", message)
         }
+    }
+
+    /// A body that could not be read: over `limits.max_request_bytes`
+    /// (413 `request_too_large`), or cut off (400 `invalid_body`).
+    pub fn unreadable(rejection: BytesRejection, limits: &Limits) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            let max = limits.max_request_bytes;
+            return Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_too_large",
+                format!("the body is larger than limits.max_request_bytes ({max} bytes)"),
+            );
+        }
+        Self::invalid_body(
+            String::new(),
+            format!("the body could not be read: {}", rejection.body_text()),
+        )
     }
 
     /// An answer that does not fit its interrupt.
@@ -131,6 +150,9 @@ impl From<RuntimeError> for ApiError {
             | RuntimeError::ResumeConflict => (S::CONFLICT, "interrupt_not_open"),
             RuntimeError::ThreadBusy { .. } | RuntimeError::NotAutoResumable { .. } => {
                 (S::CONFLICT, "thread_busy")
+            }
+            RuntimeError::ApprovalRequired { .. } | RuntimeError::ApprovalDeclined { .. } => {
+                (S::CONFLICT, "approval_required")
             }
             RuntimeError::DuplicateRequest(_)
             | RuntimeError::RequestIdReused(_)

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use super::error::ApiError;
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, Args, AskUserPayload, ElicitationRequest, ElicitationResponse, PendingCall, Remember,
-    SelectionMode, SuspendPayload, Timestamp, Waiting,
+    unknown_key, Answer, Args, AskUserPayload, ElicitationRequest, ElicitationResponse, PendingCall,
+    Remember, SelectionMode, SuspendPayload, Timestamp, Waiting, APPROVAL_KEYS, ELICITATION_RESPONSE_KEYS,
 };
 
 /// Why a call waits, as an interrupt's `reason`.
@@ -115,7 +115,12 @@ pub fn response_schema(pending: &PendingCall, agent: Option<&Agent>) -> Value {
                 if let ElicitationRequest::Form { requested_schema } = &asked.request {
                     properties["content"] = Value::Object(requested_schema.clone());
                 }
-                json!({"type": "object", "properties": properties, "required": ["action"]})
+                json!({
+                    "type": "object",
+                    "properties": properties,
+                    "required": ["action"],
+                    "additionalProperties": false,
+                })
             }
         },
     }
@@ -169,6 +174,11 @@ pub fn answer(
                     "must be an object {approved, reason?, editedArgs?, remember?, rememberFor?}",
                 ));
             };
+            // The schema allows no other property: a misspelled one
+            // (`edited_args`) would otherwise be a plain approval.
+            if let Some((key, why)) = unknown_key(object, &APPROVAL_KEYS) {
+                return Err(wrong(format!("{field}.{key}"), &why));
+            }
             let remember =
                 Remember::from_json(object).map_err(|(key, why)| wrong(format!("{field}.{key}"), why))?;
             let Some(approved) = object.get("approved").and_then(Value::as_bool) else {
@@ -211,11 +221,19 @@ pub fn answer(
             SuspendPayload::Custom { .. } | SuspendPayload::ClientTool { .. } => {
                 Answer::Data(payload.clone())
             }
-            SuspendPayload::Elicitation(_) => match ElicitationResponse::from_json(payload) {
-                Ok(response) => Answer::Elicitation(response),
-                Err(("", why)) => return Err(wrong(field, why)),
-                Err((key, why)) => return Err(wrong(format!("{field}.{key}"), why)),
-            },
+            SuspendPayload::Elicitation(_) => {
+                if let Some((key, why)) = payload
+                    .as_object()
+                    .and_then(|object| unknown_key(object, &ELICITATION_RESPONSE_KEYS))
+                {
+                    return Err(wrong(format!("{field}.{key}"), &why));
+                }
+                match ElicitationResponse::from_json(payload) {
+                    Ok(response) => Answer::Elicitation(response),
+                    Err(("", why)) => return Err(wrong(field, why)),
+                    Err((key, why)) => return Err(wrong(format!("{field}.{key}"), why)),
+                }
+            }
         },
     };
     Ok((answer, None))
@@ -328,6 +346,31 @@ mod tests {
         ));
         let error = answer(&pending, 0, Some(&json!({"action": "maybe"}))).unwrap_err();
         assert_eq!(error.field.as_deref(), Some("resume[0].payload.action"));
+    }
+
+    #[test]
+    fn an_approval_with_a_field_its_schema_does_not_allow_is_refused() {
+        let pending = PendingCall {
+            call: ToolCall {
+                id: "call_1_1".into(),
+                name: "send_email".into(),
+                args: Args::from(json!({"to": "a@example.com"})),
+            },
+            waiting: Waiting::Approval,
+            since: None,
+        };
+        assert_eq!(response_schema(&pending, None)["additionalProperties"], false);
+        let misspelled = json!({"approved": true, "edited_args": {"to": "b@example.com"}});
+        let error = answer(&pending, 0, Some(&misspelled)).unwrap_err();
+        assert_eq!(error.code, "invalid_answer");
+        assert_eq!(error.field.as_deref(), Some("resume[0].payload.edited_args"));
+        assert!(
+            error.message.contains("did you mean editedArgs?"),
+            "{}",
+            error.message
+        );
+        let spelled = json!({"approved": true, "editedArgs": {"to": "b@example.com"}});
+        assert!(answer(&pending, 0, Some(&spelled)).is_ok());
     }
 
     #[test]

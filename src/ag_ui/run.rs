@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap};
 use axum::response::Response;
@@ -26,8 +27,9 @@ pub async fn run_default(
     Extension(tenant): Extension<Tenant>,
     Extension(caller): Extension<CallerName>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let body = body.map_err(|rejection| ApiError::unreadable(rejection, runtime.limits()))?;
     let decider = Decider::new(caller.0, DecisionSource::AgUi);
     run(runtime, &gate, (tenant, decider), String::new(), &headers, &body).await
 }
@@ -39,8 +41,9 @@ pub async fn run_agent(
     Extension(caller): Extension<CallerName>,
     Path(agent_id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let body = body.map_err(|rejection| ApiError::unreadable(rejection, runtime.limits()))?;
     let decider = Decider::new(caller.0, DecisionSource::AgUi);
     run(runtime, &gate, (tenant, decider), agent_id, &headers, &body).await
 }

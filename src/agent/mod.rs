@@ -32,6 +32,19 @@ use crate::tools::{AskUser, Resumed, Tool, ToolContext, ToolOutcome, ToolSet};
 /// Steps a run may take when neither the agent nor the request says.
 pub const DEFAULT_MAX_STEPS: u32 = 10;
 
+/// What the approval configuration does with a call, before it runs: the
+/// same for a run's calls and for ExecuteTool's.
+#[derive(Clone, Copy, Debug)]
+pub enum ApprovalGate<'a> {
+    /// This rule holds: it approves, declines or asks.
+    Rule(&'a ApprovalRule),
+    /// No rule holds, and the call waits for a person's approval
+    /// (`require_approval`, or the run's `require_tool_approval`).
+    Required,
+    /// No rule holds, and the call runs.
+    Free,
+}
+
 /// An agent: a model, its instructions and its tools.
 #[derive(Clone)]
 pub struct Agent {
@@ -84,6 +97,30 @@ impl Agent {
     /// Whether calls of this tool always wait for approval.
     pub fn requires_approval(&self, tool: &str) -> bool {
         self.approval_required.contains(tool)
+    }
+
+    /// What the approval configuration does with a call of `tool` with
+    /// `args` in `run` (`require_tool_approval`: the run asks that every
+    /// call but ask_user's wait): the rule that decides it, if one holds;
+    /// otherwise whether it waits for a person. A tool the agent does not
+    /// have never waits: its call is an error result at once.
+    pub fn approval_gate(
+        &self,
+        tool: &str,
+        args: &Value,
+        run: RuleRun<'_>,
+        require_tool_approval: bool,
+    ) -> ApprovalGate<'_> {
+        if let Some(rule) = self.approval_rule(tool, args, run) {
+            return ApprovalGate::Rule(rule);
+        }
+        let known = self.tools.get(tool).is_some();
+        let asked = self.requires_approval(tool) || (require_tool_approval && tool != AskUser::NAME);
+        if known && asked {
+            ApprovalGate::Required
+        } else {
+            ApprovalGate::Free
+        }
     }
 
     /// The rule that decides a call of `tool` with `args` in `run`, if one

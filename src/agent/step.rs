@@ -7,7 +7,7 @@ use std::future::Future;
 use tokio_stream::StreamExt;
 use tracing::Instrument;
 
-use super::{Agent, ApprovalRule, RuleDecision, RuleRun};
+use super::{Agent, ApprovalGate, ApprovalRule, RuleDecision, RuleRun};
 use crate::domain::{
     Chunk, Decision, DecisionOutcome, Message, PendingCall, PendingCalls, RunOptions, RunState, Timestamp,
     ToolCall, ToolOutput, Usage, Waiting,
@@ -124,12 +124,9 @@ impl Agent {
                 record_result(state, &call, ToolOutput::error(message), sink).await;
                 continue;
             }
-            // A call of a tool the agent does not have is an error result at
-            // once: there is nothing to approve.
-            let known = self.tools.get(&call.name).is_some();
-            let ruled = self.approval_rule(&call.name, &call.args, run);
-            let needs_approval = match ruled {
-                Some(rule) => match rule.then {
+            let gate = self.approval_gate(&call.name, &call.args, run, options.require_tool_approval);
+            let needs_approval = match gate {
+                ApprovalGate::Rule(rule) => match rule.then {
                     RuleDecision::Approve => {
                         self.record_rule(state, &call, rule, DecisionOutcome::Approved);
                         false
@@ -142,11 +139,8 @@ impl Agent {
                         continue;
                     }
                 },
-                None => {
-                    known
-                        && (self.requires_approval(&call.name)
-                            || (options.require_tool_approval && call.name != crate::tools::AskUser::NAME))
-                }
+                ApprovalGate::Required => true,
+                ApprovalGate::Free => false,
             };
             if needs_approval {
                 pending.push(PendingCall {

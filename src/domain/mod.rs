@@ -28,6 +28,7 @@ pub use chunk::{Chunk, Event, FinishReason, RunFailure, Usage};
 pub use decision::{Decider, Decision, DecisionOutcome, DecisionSource, DEADLINE};
 pub use grant::{Grant, GrantScope, Remember};
 pub use message::Message;
+pub use question::{unknown_key, APPROVAL_KEYS, ELICITATION_RESPONSE_KEYS};
 pub use run::{
     AnswerRecord, AnswerVia, Answered, Continuation, EditedCall, Lease, PendingCall, PendingCalls, Phase,
     Position, Resolution, ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged,

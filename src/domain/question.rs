@@ -4,7 +4,7 @@
 //! `clientTool`, `elicitation`), camelCase. And an elicitation response
 //! read back from that shape.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{
     ElicitationAction, ElicitationRequest, ElicitationResponse, PendingCall, SuspendPayload, Waiting,
@@ -53,6 +53,31 @@ impl PendingCall {
     }
 }
 
+/// The keys of an approval written in JSON (A2A's data parts, AG-UI's
+/// payloads): no other is allowed, so that a misspelled one
+/// (`edited_args`) is refused rather than quietly dropped.
+pub const APPROVAL_KEYS: [&str; 5] = ["approved", "reason", "editedArgs", "remember", "rememberFor"];
+
+/// The keys of an elicitation response written in JSON.
+pub const ELICITATION_RESPONSE_KEYS: [&str; 2] = ["action", "content"];
+
+/// The first key of `object` that is not one of `known`, and why it is
+/// refused: it names the known keys, and the one it misspells if it is
+/// one written another way (`edited_args` for `editedArgs`).
+pub fn unknown_key<'a>(object: &'a Map<String, Value>, known: &[&str]) -> Option<(&'a str, String)> {
+    let folded = |key: &str| key.replace(['_', '-'], "").to_ascii_lowercase();
+    let key = object.keys().find(|key| !known.contains(&key.as_str()))?;
+    let hint = known
+        .iter()
+        .find(|known| folded(known) == folded(key))
+        .map(|known| format!(" (did you mean {known}?)"))
+        .unwrap_or_default();
+    Some((
+        key,
+        format!("is not allowed{hint}: the fields are {}", known.join(", ")),
+    ))
+}
+
 impl ElicitationResponse {
     /// `{"action": "accept"|"decline"|"cancel", "content"?: {...}}`, or
     /// what is wrong with it: the key at fault (`action`, `content`, or
@@ -79,6 +104,30 @@ impl ElicitationResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_keys_are_named_with_the_one_they_misspell() {
+        let approval = json!({"approved": true, "edited_args": {"to": "x"}});
+        let (key, why) = unknown_key(approval.as_object().unwrap(), &APPROVAL_KEYS).expect("refused");
+        assert_eq!(key, "edited_args");
+        assert!(why.contains("did you mean editedArgs?"), "{why}");
+        assert!(
+            why.contains("approved, reason, editedArgs, remember, rememberFor"),
+            "{why}"
+        );
+        let response = json!({"action": "accept", "extra": 1});
+        let (key, why) =
+            unknown_key(response.as_object().unwrap(), &ELICITATION_RESPONSE_KEYS).expect("refused");
+        assert_eq!(key, "extra");
+        assert!(!why.contains("did you mean"), "{why}");
+        assert_eq!(
+            unknown_key(
+                json!({"approved": false, "reason": "no"}).as_object().unwrap(),
+                &APPROVAL_KEYS
+            ),
+            None
+        );
+    }
 
     #[test]
     fn an_elicitation_response_reads_back_from_json() {

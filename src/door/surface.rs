@@ -105,7 +105,7 @@ impl Refusal {
             Refused::UnsupportedMediaType => "unsupported_media_type",
             Refused::NotFound => "not_found",
             Refused::MethodNotAllowed => "method_not_allowed",
-            Refused::TooLarge => "too_large",
+            Refused::TooLarge => "request_too_large",
             Refused::BodyTimeout => "request_timeout",
             Refused::BadRequest => "bad_request",
         }

@@ -59,6 +59,40 @@ impl From<RuntimeError> for Status {
                     &[("agent_id", agent.clone()), ("tool_name", tool.clone())],
                 ),
             ),
+            // Both are the tool's approval configuration refusing the call,
+            // whoever calls: no other key would pass, so not
+            // PERMISSION_DENIED; the call may run in a run (or with other
+            // arguments, or once the configuration changes).
+            RuntimeError::ApprovalRequired { agent, tool, why } => (
+                Code::FailedPrecondition,
+                info(
+                    "APPROVAL_REQUIRED",
+                    &[
+                        ("agent_id", agent.clone()),
+                        ("tool_name", tool.clone()),
+                        ("why", why.clone()),
+                    ],
+                ),
+            ),
+            RuntimeError::ApprovalDeclined {
+                agent,
+                tool,
+                rule,
+                when,
+                reason,
+            } => (
+                Code::FailedPrecondition,
+                info(
+                    "APPROVAL_DECLINED",
+                    &[
+                        ("agent_id", agent.clone()),
+                        ("tool_name", tool.clone()),
+                        ("rule", rule.clone()),
+                        ("when", when.clone()),
+                        ("reason", reason.clone()),
+                    ],
+                ),
+            ),
             RuntimeError::RunNotFound => (Code::NotFound, info("RUN_NOT_FOUND", &[])),
             RuntimeError::DuplicateRequest(request_id) => (
                 Code::AlreadyExists,

@@ -4,12 +4,14 @@
 //! elicitation (`question.rs`), the 2026-07-28 generation's
 //! `requestState` sealed to the tenant (`state.rs`). The front door
 //! (`door/`) has checked the caller, `Host` and `Origin` before a request
-//! gets here; each stream is admitted per tenant (`streams.rs`), and a
-//! session answers only the caller that opened it (`sessions.rs`). It
-//! converts and authorises;
-//! every operation is the runtime API's.
+//! gets here; a session answers only the caller that opened it
+//! (`sessions.rs`), a body that is no MCP message is refused in JSON-RPC's
+//! words (`body.rs`), and each stream is admitted per tenant
+//! (`streams.rs`). It converts and authorises; every operation is the
+//! runtime API's.
 
 mod agents;
+mod body;
 mod follow;
 mod question;
 mod sessions;
@@ -48,10 +50,7 @@ pub fn routes(
 ) -> Result<axum::Router, StateError> {
     let seal = state::StateSeal::new(options.state_key.as_deref())?;
     let handler = agents::Agents::new(runtime.clone(), seal);
-    let admission = streams::Admission {
-        gate,
-        max_body: runtime.limits().max_request_bytes,
-    };
+    let max_body = runtime.limits().max_request_bytes;
     // The door checks `Host` and `Origin` for every surface.
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
@@ -60,8 +59,10 @@ pub fn routes(
     let owners = sessions::Owners::default();
     let manager = sessions::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
     let service = StreamableHttpService::new(move || Ok(handler.clone()), manager.into(), config);
+    // Outermost first: the session's owner, the body's shape, the stream.
     Ok(axum::Router::new()
         .route_service(PATH, service)
-        .layer(axum::middleware::from_fn_with_state(admission, streams::admit))
+        .layer(axum::middleware::from_fn_with_state(gate, streams::admit))
+        .layer(axum::middleware::from_fn_with_state(max_body, body::check))
         .layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
 }

@@ -12,12 +12,16 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{json, Map, Value};
 
 use crate::domain::{
-    Answer, AnswerError, AskUserPayload, Elicitation, ElicitationAction as Action, ElicitationRequest,
-    ElicitationResponse, PendingCall, Remember, RunRecord, SelectionMode, SuspendPayload, Waiting,
+    unknown_key, Answer, AnswerError, AskUserPayload, Elicitation, ElicitationAction as Action,
+    ElicitationRequest, ElicitationResponse, PendingCall, Remember, RunRecord, SelectionMode, SuspendPayload,
+    Waiting,
 };
 
 /// The property of the form that carries a question's answer.
 const ANSWER: &str = "answer";
+
+/// The keys of an approval's form content.
+const MCP_APPROVAL_KEYS: [&str; 4] = ["approved", "reason", "remember", "rememberFor"];
 
 /// What a pending call asks, in the shapes an MCP form can take.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,6 +189,11 @@ impl Question {
             },
             Self::Elicitation(_) => return passed_back(result),
             Self::Approval { .. } => {
+                // The form's fields, and `rememberFor` as the other JSON
+                // surfaces take it; a misspelled one is refused, not dropped.
+                if let Some((key, why)) = unknown_key(content, &MCP_APPROVAL_KEYS) {
+                    return Err(AnswerError::new("content", format!("content.{key} {why}")));
+                }
                 let Some(Value::Bool(approved)) = content.get("approved") else {
                     return Err(AnswerError::new("content.approved", "a boolean is required"));
                 };
@@ -367,6 +376,16 @@ mod tests {
             panic!("an approval")
         };
         assert_eq!(remember.map(|remember| remember.scope), Some(GrantScope::Thread));
+        let misspelled = approval.reply(&accepted(json!({"approved": true, "remeber": "run"})));
+        let error = misspelled.expect_err("an unknown field");
+        assert!(error.reason.contains("content.remeber"), "{}", error.reason);
+        assert!(
+            error
+                .reason
+                .contains("the fields are approved, reason, remember, rememberFor"),
+            "{}",
+            error.reason
+        );
         let refused = approval.reply(&accepted(json!({"approved": true, "remember": "always"})));
         assert_eq!(refused.map_err(|error| error.field), Err("content.remember"));
         assert_eq!(

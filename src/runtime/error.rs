@@ -11,6 +11,33 @@ pub enum RuntimeError {
     AgentNotFound(String),
     #[error("agent {agent:?} has no tool {tool:?}")]
     ToolNotFound { agent: String, tool: String },
+    /// ExecuteTool on a tool whose call would wait for a person's
+    /// approval in a run (`why`: `require_approval`, or the rule that
+    /// asks): outside a run nobody can approve it.
+    #[error(
+        "agent {agent:?}: a call of {tool:?} waits for a person's approval ({why}), and ExecuteTool \
+         has no run to wait in: call it in a run, where it can be approved"
+    )]
+    ApprovalRequired {
+        agent: String,
+        tool: String,
+        why: String,
+    },
+    /// ExecuteTool on a call that an approval rule declines, as it would
+    /// in a run: the tool never runs.
+    #[error(
+        "approval rule {rule} declined this call of {tool:?}{}",
+        reason_suffix(reason)
+    )]
+    ApprovalDeclined {
+        agent: String,
+        tool: String,
+        /// The rule's place, `AGENT/TOOL/rules[N]`.
+        rule: String,
+        /// The rule's `when`.
+        when: String,
+        reason: String,
+    },
     #[error("run not found")]
     RunNotFound,
     #[error("a run was already started with request_id {0:?}")]
@@ -79,6 +106,15 @@ pub enum RuntimeError {
     WrongPhase(#[from] crate::domain::WrongPhase),
     #[error(transparent)]
     Store(StoreError),
+}
+
+/// `: REASON`, or nothing without a reason.
+fn reason_suffix(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    }
 }
 
 impl From<StoreError> for RuntimeError {

@@ -10,6 +10,8 @@ Tools:
   an input-required result, on 2025-11-25 it sends elicitation/create on
   the live session. The result says exactly what the server received.
 - pay(amount): asks the person to open a payment page (URL mode).
+- pay_at(url): asks the person to open `url` (URL mode), whatever it is;
+  says what came back, or the error the client answered with.
 - generation(): the protocol version the call came with.
 - outcome(n): what the n-th call of book ended with, once it has ended.
 """
@@ -86,6 +88,26 @@ async def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
         )
         return InputRequiredResult(input_requests={"pay": request}, request_state="pay-state")
     result = await ctx.elicit_url(f"Pay {amount} EUR", url, f"pay-{amount}")
+    return f"payment: {result.action}"
+
+
+@server.tool()
+async def pay_at(url: str, ctx: Context) -> str | InputRequiredResult:
+    """Asks the person to open a page at `url`."""
+    if (ctx.protocol_version or "") >= "2026-07-28":
+        responses = ctx.input_responses or {}
+        if "pay" in responses:
+            response = responses["pay"]
+            action = response.get("action") if isinstance(response, dict) else response.action
+            return f"payment: {action}"
+        request = ElicitRequest(
+            params=ElicitRequestURLParams(message="Pay here", url=url, elicitation_id="pay-at")
+        )
+        return InputRequiredResult(input_requests={"pay": request}, request_state="pay-state")
+    try:
+        result = await ctx.elicit_url("Pay here", url, "pay-at")
+    except Exception as error:  # the client's JSON-RPC error
+        return f"the client refused: {error}"
     return f"payment: {result.action}"
 
 

@@ -1,11 +1,16 @@
 //! ExecuteTool: one tool of an agent, executed here outside any run. There
 //! is no run to suspend, store or stream, so nothing else of the runtime
-//! takes part.
+//! takes part; but the tool's approval configuration holds as it does in a
+//! run: a call that would wait for a person is refused (nobody can approve
+//! it here), a rule's decline is refused, a rule's approval lets it run.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::domain::{Tenant, ToolOutput, TraceContext};
+use crate::agent::{Agent, ApprovalGate, RuleDecision, RuleRun};
+use crate::domain::{DecisionOutcome, DecisionSource, Tenant, ToolOutput, TraceContext};
 use crate::propagation;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::tools::{ToolContext, ToolOutcome};
@@ -65,13 +70,66 @@ impl Runtime {
                 tool: tool_name.to_owned(),
             });
         }
-        Ok(
-            match agent.call_tool(tool_name, args, ToolContext::STANDALONE).await {
-                ToolOutcome::Done(output) => output,
-                ToolOutcome::Suspend(_) => ToolOutput::error(format!(
-                    "{tool_name} needs a run to suspend in and has no answer outside one"
-                )),
-            },
-        )
+        pass_approval(agent, tool_name, args)?;
+        let span = tracing::info_span!("tool_call", tool = %tool_name);
+        let outcome = agent
+            .call_tool(tool_name, args, ToolContext::STANDALONE)
+            .instrument(span)
+            .await;
+        Ok(match outcome {
+            ToolOutcome::Done(output) => output,
+            ToolOutcome::Suspend(_) => ToolOutput::error(format!(
+                "{tool_name} needs a run to suspend in and has no answer outside one"
+            )),
+        })
     }
+}
+
+/// Holds a call outside any run to its tool's approval configuration,
+/// evaluated as in a run of `agent` outside a thread and without metadata:
+/// `Ok` when it may run (no approval asked, or a rule approves); a rule's
+/// decision is logged as a run's is.
+fn pass_approval(agent: &Agent, tool: &str, args: &Value) -> Result<(), RuntimeError> {
+    let metadata = BTreeMap::new();
+    let run = RuleRun {
+        agent_id: &agent.id,
+        thread_id: "",
+        metadata: &metadata,
+    };
+    let refused_for = |why: String| {
+        tracing::info!(%why, "call refused: it waits for approval, and there is no run to wait in");
+        Err(RuntimeError::ApprovalRequired {
+            agent: agent.id.clone(),
+            tool: tool.to_owned(),
+            why,
+        })
+    };
+    let rule = match agent.approval_gate(tool, args, run, false) {
+        ApprovalGate::Free => return Ok(()),
+        ApprovalGate::Required => return refused_for("require_approval".to_owned()),
+        ApprovalGate::Rule(rule) => rule,
+    };
+    let place = format!("{}/{tool}/rules[{}]", agent.id, rule.index);
+    let outcome = match rule.then {
+        RuleDecision::Ask => return refused_for(format!("approval rule {place} asks: {}", rule.when)),
+        RuleDecision::Approve => DecisionOutcome::Approved,
+        RuleDecision::Decline => DecisionOutcome::Declined,
+    };
+    tracing::info!(
+        outcome = outcome.as_str(),
+        decided_by = %place,
+        source = DecisionSource::Rule.as_str(),
+        rule = %rule.when,
+        "call decided"
+    );
+    if outcome == DecisionOutcome::Approved {
+        return Ok(());
+    }
+    Err(RuntimeError::ApprovalDeclined {
+        agent: agent.id.clone(),
+        tool: tool.to_owned(),
+        rule: place,
+        when: rule.when.clone(),
+        reason: rule.reason.clone(),
+    })
 }

@@ -197,6 +197,15 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
+        // A link no person should be shown is refused here, where it
+        // enters, with an error the server can read: nothing suspends on it.
+        if let Err(why) = super::elicitation::refuse_unsafe_link(&request) {
+            tracing::warn!(%why, "an MCP server's request for input was refused");
+            return Err(McpError::invalid_params(
+                format!("request for input refused: {why}"),
+                None,
+            ));
+        }
         let call = self.calls.asker()?;
         let (reply, answer) = oneshot::channel();
         let ended = || {

@@ -4,6 +4,8 @@
 //! nothing for a URL) before it becomes the response the server receives,
 //! exactly as given.
 
+use std::net::IpAddr;
+
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction as McpAction};
 use serde_json::{Map, Value};
 
@@ -43,6 +45,7 @@ pub(super) fn asked(
             )
         }
         ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+            safe_link(&url)?;
             (message, ElicitationRequest::Url { url })
         }
         _ => return Err("it asked in a mode agentd does not know".to_owned()),
@@ -53,6 +56,45 @@ pub(super) fn asked(
         request,
         continuation,
     })
+}
+
+/// Refuses a request for input whose link no person should be shown (see
+/// [`safe_link`]), before anything else happens with it; any other passes.
+pub(super) fn refuse_unsafe_link(request: &ElicitRequestParams) -> Result<(), String> {
+    match request {
+        ElicitRequestParams::UrlElicitationParams { url, .. } => safe_link(url),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `url` may be put before a person to open, on any surface (the
+/// inbox, A2A, AG-UI and MCP clients): `https:`, or `http:` to a loopback
+/// host (a server on the person's own machine). Anything else (`http:` to
+/// another host, `javascript:`, `data:`, `file:`, ...) is refused, with why.
+fn safe_link(url: &str) -> Result<(), String> {
+    let shown = clip(url.to_owned(), MAX_MESSAGE);
+    let parsed =
+        reqwest::Url::parse(url).map_err(|error| format!("its URL {shown:?} is not a URL: {error}"))?;
+    let host = parsed.host_str().unwrap_or_default();
+    let loopback = match host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        Ok(address) => address.is_loopback(),
+        Err(_) => {
+            let name = host.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+    };
+    match parsed.scheme() {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if loopback => Ok(()),
+        scheme => Err(format!(
+            "its URL {shown:?} is not one to open: a link must be https: (or http: to a loopback host), \
+             not {scheme}:"
+        )),
+    }
 }
 
 /// Checks `answer` against what `elicitation` asked, without changing
@@ -187,6 +229,47 @@ mod tests {
             },
             "required": ["email", "nights"],
         })
+    }
+
+    #[test]
+    fn only_safe_links_are_asked() {
+        for url in [
+            "https://pay.example.com/checkout?amount=30",
+            "http://127.0.0.1:8080/pay",
+            "http://127.8.0.1/pay",
+            "http://localhost:3000/",
+            "http://app.localhost/",
+            "http://[::1]:9000/pay",
+        ] {
+            assert_eq!(safe_link(url), Ok(()), "{url}");
+        }
+        for url in [
+            "javascript:alert(document.cookie)",
+            "JavaScript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "file:///etc/passwd",
+            "http://pay.example.com/",
+            "http://10.0.0.1/",
+            "ftp://localhost/",
+            "vbscript:msgbox",
+            "not a url",
+            "",
+        ] {
+            let refused = safe_link(url).expect_err(url);
+            assert!(refused.contains("its URL"), "{refused}");
+        }
+        let asked = ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: "Pay".into(),
+            url: "javascript:alert(1)".into(),
+            elicitation_id: "pay-1".into(),
+        };
+        assert!(refuse_unsafe_link(&asked).is_err());
+        assert!(asked_payload(asked).is_err(), "nothing is suspended with it");
+    }
+
+    fn asked_payload(request: ElicitRequestParams) -> Result<Elicitation, String> {
+        asked("pay", request, json!(null))
     }
 
     #[test]

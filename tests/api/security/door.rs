@@ -352,7 +352,7 @@ async fn a_body_over_the_limit_is_refused_in_each_shape() {
         big.body.resize(5000, b' ');
         let response = send(server.addr, &big, &[]).await;
         let reason = match big.shape {
-            Shape::Error => "too_large",
+            Shape::Error => "request_too_large",
             _ => "REQUEST_TOO_LARGE",
         };
         assert_refused(big.name, response, big.shape, (413, 8, reason)).await;

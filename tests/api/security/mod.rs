@@ -16,5 +16,6 @@ mod raw;
 pub mod server;
 pub mod sse;
 mod stream_caps;
+mod sweep;
 mod tenants;
 mod tls;

@@ -3,7 +3,8 @@
 //! generations, over stdio and streamable HTTP: the request suspends the
 //! run as a typed elicitation; an answer through Resume reaches the server
 //! exactly as given; an answer that breaks the form is refused per field
-//! with the run unchanged; decline, cancel and URL requests; a run
+//! with the run unchanged; decline, cancel and URL requests (a link that
+//! is not https: refused where it enters); a run
 //! cancelled while the server waits; and a kill -9 while suspended,
 //! answered after the restart.
 
@@ -240,6 +241,40 @@ async fn a_url_is_opened(server: &ToolServer) {
     assert_eq!(tool_results(&chunks).remove(0).content, "payment: accept");
 }
 
+/// A URL request for a link no person should open (`javascript:`, or
+/// `http:` to another host) is refused where it enters: no suspension,
+/// nothing any surface could show; the call ends with why (the server that
+/// asked on its live session gets an error and says so). A loopback
+/// `http:` link is asked.
+async fn unsafe_links_are_refused(server: &ToolServer) {
+    for url in [
+        "javascript:alert(document.cookie)",
+        "http://pay.example.com/checkout",
+    ] {
+        let chunks = server
+            .run("travel", &format!(r#"call pay_at {{"url": {url:?}}}"#))
+            .await;
+        assert!(suspensions(&chunks).is_empty(), "{url}: {:?}", kinds(&chunks));
+        assert_eq!(finish(&chunks).reason, pb::FinishReason::Stop as i32);
+        let result = tool_results(&chunks).remove(0);
+        assert!(
+            result.content.contains("request for input") && result.content.contains("refused"),
+            "{url}: {}",
+            result.content
+        );
+        assert!(
+            result.content.contains("https: (or http: to a loopback host)"),
+            "{url}: {}",
+            result.content
+        );
+    }
+    let chunks = server
+        .run("travel", r#"call pay_at {"url": "http://127.0.0.1:9/pay"}"#)
+        .await;
+    let (_, asked) = elicitation(&chunks);
+    assert_eq!(asked.url, "http://127.0.0.1:9/pay");
+}
+
 async fn speaks(server: &ToolServer, version: &str) {
     assert_eq!(
         server.result_of("travel", "call generation {}").await.content,
@@ -255,6 +290,7 @@ async fn a_stdio_server_on_the_2026_protocol_asks_through_input_required_results
     a_form_is_answered(&server).await;
     decline_and_cancel(&server).await;
     a_url_is_opened(&server).await;
+    unsafe_links_are_refused(&server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,6 +301,7 @@ async fn a_stdio_server_on_the_2025_protocol_asks_on_its_live_session() {
     a_form_is_answered(&server).await;
     decline_and_cancel(&server).await;
     a_url_is_opened(&server).await;
+    unsafe_links_are_refused(&server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
