@@ -10,12 +10,15 @@
 //!   Any new caller-supplied URL goes through it too.
 //! - **Configured by the operator** (model providers, HTTP tools, MCP
 //!   servers, webhooks): trusted as configured, proxies from the
-//!   environment included.
+//!   environment included, but a redirect is followed only within the
+//!   configured URL's origin ([`redirects`]), so that neither the request
+//!   nor its configured headers reach another host.
 //!
 //! Every client is still built from [`crate::http_client::builder`].
 
 pub mod address;
 mod policy;
+pub mod redirects;
 
 pub use address::Inward;
 pub use policy::{AddressPolicy, Refusal};
