@@ -26,6 +26,7 @@ mod health;
 mod list_runs;
 mod mcp;
 mod metrics;
+mod outbound;
 mod output_gate;
 mod pg;
 mod process;
