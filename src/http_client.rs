@@ -1,7 +1,8 @@
 //! Every outbound HTTP client (model providers, HTTP and MCP tools,
 //! webhooks, A2A push) is built from [`builder`]: reqwest over rustls, with
 //! ring as rustls's crypto provider, installed once for the process before
-//! the first client is built. Nothing else here.
+//! the first client is built. Where each may go (its redirects, its
+//! addresses, its proxy) is `crate::outbound`'s. Nothing else here.
 
 use std::sync::Once;
 

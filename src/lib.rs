@@ -35,8 +35,10 @@
 //!
 //! Beside them: `auth` (API keys and tenants), `limits`, `metrics`,
 //! `telemetry` (logs and traces), `held_body` (a response body that holds
-//! a stream's slot or count until it ends), `propagation` (trace context to the
-//! services a run calls), `chat` (the terminal client), `pb` (the
+//! a stream's slot or count until it ends), `propagation` (trace context
+//! to the services a run calls), `outbound` (where outbound requests may
+//! go: the address policy of caller-supplied URLs, the redirect policy of
+//! configured ones), `chat` (the terminal client), `pb` (the
 //! generated protobuf code).
 //!
 //! A Resume, end to end: `grpc/convert/request.rs` converts it,
@@ -72,6 +74,7 @@ pub mod limits;
 mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod outbound;
 mod propagation;
 pub mod runtime;
 pub mod server;

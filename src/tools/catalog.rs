@@ -18,6 +18,7 @@ use super::mcp::{McpServer, McpServerConfig};
 use super::{AskUser, HumanReview, Tool};
 use crate::domain::{any_object, ToolDefinition};
 use crate::limits::AskUserLimits;
+use crate::outbound::redirects;
 
 /// How long an HTTP tool waits to connect before it counts as unreachable.
 const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -204,8 +205,11 @@ fn build_tools(configs: &[ToolConfig]) -> Result<Vec<Arc<dyn Tool>>, CatalogErro
                 let client = match &client {
                     Some(client) => client.clone(),
                     None => {
+                        // Redirects only within the tool's origin: its
+                        // headers never reach another host.
                         let built = crate::http_client::builder()
                             .connect_timeout(HTTP_CONNECT_TIMEOUT)
+                            .redirect(redirects::within_origin(redirects::Follow::Any))
                             .build()
                             .map_err(|e| CatalogError::HttpClient(e.to_string()))?;
                         client.insert(built).clone()

@@ -19,6 +19,7 @@ pub use config::{Webhook, WebhookConfig, WebhookConfigError};
 pub(crate) use endpoint::StandardWebhook;
 pub(crate) use payload::{event_type, Payloads};
 
+use crate::outbound::redirects::{within_origin, Follow};
 use crate::runtime::{DeliveryStartError, DeliveryTasks, Runtime};
 
 /// Starts delivering `webhooks` into `tasks`, as one of the replicas
@@ -34,9 +35,10 @@ pub async fn spawn(
         return Ok(());
     }
     let payloads = Payloads::new().map_err(DeliveryStartError::new)?;
-    // Redirects are not followed: a webhook's URL is where it goes.
+    // A webhook's URL is where it goes: a redirect is followed only
+    // within its origin, and only one that keeps the signed body.
     let client = crate::http_client::builder()
-        .redirect(reqwest::redirect::Policy::none())
+        .redirect(within_origin(Follow::KeepingTheBody))
         .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|error| DeliveryStartError::new(format!("webhooks: building the HTTP client: {error}")))?;

@@ -27,6 +27,7 @@ mod http_metrics;
 mod list_runs;
 mod mcp;
 pub(crate) mod metrics;
+mod outbound;
 mod output_gate;
 mod pg;
 mod process;

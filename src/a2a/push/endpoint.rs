@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::a2a::task;
 use crate::domain::{RunEvent, RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::timestamp;
+use crate::outbound::AddressPolicy;
 use crate::runtime::{
     ClaimedDelivery, Endpoint, LedgerReads, NewDelivery, PushConfig, RetrySchedule, RuntimeError,
 };
@@ -59,7 +60,8 @@ impl Target {
 }
 
 pub struct PushEndpoint {
-    pub allow_private: bool,
+    /// Where pushes may go; the client is this policy's.
+    pub policy: AddressPolicy,
     pub retry: RetrySchedule,
 }
 
@@ -133,19 +135,16 @@ impl Endpoint for PushEndpoint {
     ) -> Result<reqwest::RequestBuilder, String> {
         let target: Target =
             serde_json::from_str(&delivery.target).map_err(|error| format!("reading the target: {error}"))?;
-        let url = super::ssrf::parse(&target.url)?;
-        if !self.allow_private {
-            // Names go through the client's resolver, which refuses
-            // non-public answers; literal addresses never reach it.
-            super::ssrf::check_literal(&url)?;
-        }
         let run = reads
             .run(delivery.event.run_id)
             .await
             .map_err(|error| format!("reading the task: {error}"))?;
         let body = body(&update(&run, &delivery.event))?;
-        let mut request = client
-            .post(url)
+        // Checked again where it connects: a literal address here, a
+        // name by the client's resolver.
+        let mut request = self
+            .policy
+            .request(client, reqwest::Method::POST, &target.url)?
             .header(CONTENT_TYPE, "application/json")
             .body(body);
         if !target.token.is_empty() {
@@ -245,7 +244,7 @@ mod tests {
             event(run_id, 3, 400, RunEventKind::Resumed, RunStatus::Running),
         ];
         let endpoint = PushEndpoint {
-            allow_private: false,
+            policy: super::super::policy(false),
             retry: RetrySchedule::default(),
         };
         let reads = LedgerReads::new(&store);

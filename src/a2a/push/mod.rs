@@ -1,11 +1,10 @@
 //! A2A push notification configurations: their RPCs' logic (a task's
 //! configurations, stored per run and tenant; another tenant's or an
 //! unknown task is TASK_NOT_FOUND), and their delivery through the
-//! durable ledger `a2a:push` (`endpoint.rs`) to URLs that `ssrf.rs` lets
-//! through. It never changes a run.
+//! durable ledger `a2a:push` (`endpoint.rs`) to URLs that the outbound
+//! address policy lets through (`crate::outbound`). It never changes a run.
 
 mod endpoint;
-mod ssrf;
 
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use tonic::Status;
 
 use crate::domain::{RunId, RunRecord, Tenant, Timestamp};
 use crate::grpc::convert::invalid;
+use crate::outbound::AddressPolicy;
 use crate::runtime::{DeliveryStartError, DeliveryTasks, PushConfig, RetrySchedule, Runtime};
 
 /// The most configurations a task may have.
@@ -27,12 +27,22 @@ pub async fn spawn(
     allow_private: bool,
     tasks: &mut DeliveryTasks,
 ) -> Result<(), DeliveryStartError> {
-    let client = ssrf::client(allow_private).map_err(DeliveryStartError::new)?;
+    let policy = policy(allow_private);
+    let builder = crate::http_client::builder().user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")));
+    let client = policy
+        .client(builder)
+        .map_err(|error| DeliveryStartError::new(format!("A2A push: building the HTTP client: {error}")))?;
     let endpoint = endpoint::PushEndpoint {
-        allow_private,
+        policy,
         retry: RetrySchedule::default(),
     };
     runtime.deliver(tasks, Arc::new(endpoint), client).await
+}
+
+/// Where pushes may go: global addresses only, unless the operator's
+/// `[a2a] push_allow_private` allows internal ones.
+fn policy(allow_private: bool) -> AddressPolicy {
+    AddressPolicy::new(allow_private, "[a2a] push_allow_private")
 }
 
 fn bad(field: &'static str, reason: impl std::fmt::Display) -> Status {
@@ -54,10 +64,10 @@ pub async fn new_config(
         token,
         authentication,
     } = request;
-    let parsed = ssrf::parse(&url).map_err(|reason| bad("url", reason))?;
-    if !allow_private {
-        ssrf::check(&parsed).await.map_err(|reason| bad("url", reason))?;
-    }
+    policy(allow_private)
+        .check_now(&url)
+        .await
+        .map_err(|reason| bad("url", reason))?;
     if id.len() > 128 || id.chars().any(char::is_control) {
         return Err(bad(
             "id",

@@ -20,6 +20,7 @@ pub(crate) use events::decode_events;
 pub(crate) use events::StreamDecoder;
 
 use super::{ModelError, ModelErrorCode, ModelStream, ProviderSettings};
+use crate::outbound::redirects::{within_origin, Follow};
 
 /// How many bytes of an error body are kept at most.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -48,8 +49,11 @@ pub type DescribeError = fn(&str) -> Option<String>;
 
 impl Transport {
     pub fn new(settings: ProviderSettings) -> Result<Self, reqwest::Error> {
+        // The API key goes with every request: redirects only within
+        // the provider's origin, and only ones that keep the body.
         let client = crate::http_client::builder()
             .connect_timeout(settings.connect_timeout)
+            .redirect(within_origin(Follow::KeepingTheBody))
             .tcp_nodelay(true)
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()?;

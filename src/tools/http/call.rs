@@ -1,6 +1,8 @@
 //! One call of an HTTP tool: the request (JSON body, or query parameters
 //! for GET), the bounded read of the response body, the retries of an
-//! idempotent tool, and the result the model sees.
+//! idempotent tool, and the result the model sees. Redirects are followed
+//! within the tool's origin only (the catalog's client): one to another
+//! origin is an error result, and the headers never go there.
 
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use serde_json::Value;
 
 use super::{HttpMethod, HttpTool};
 use crate::domain::ToolOutput;
+use crate::outbound::redirects;
 
 /// Characters of a failed response's body quoted in the error result.
 const ERROR_EXCERPT_CHARS: usize = 200;
@@ -122,7 +125,12 @@ impl HttpTool {
                 "{name} failed: the server could not be reached: {}",
                 error.without_url()
             )),
-            Attempt::Failed(error) => ToolOutput::error(format!("{name} failed: {}", error.without_url())),
+            Attempt::Failed(error) => match redirects::refusal(&error) {
+                Some(reason) => {
+                    ToolOutput::error(format!("{name} failed: the redirect was refused: {reason}"))
+                }
+                None => ToolOutput::error(format!("{name} failed: {}", error.without_url())),
+            },
         }
     }
 }

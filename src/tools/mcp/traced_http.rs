@@ -18,14 +18,11 @@ use rmcp::transport::streamable_http_client::{
 };
 
 use crate::domain::TraceContext;
+use crate::outbound::redirects::{within_origin, Follow};
 use crate::propagation;
 
 type Headers = HashMap<HeaderName, HeaderValue>;
 type Failure = StreamableHttpError<reqwest::Error>;
-
-/// Same-origin redirects that keep the method and body are followed, at
-/// most this many (as rmcp's own client does).
-const MAX_REDIRECTS: usize = 10;
 
 /// rmcp's reqwest client, adding each tool call's trace headers.
 #[derive(Clone)]
@@ -35,28 +32,12 @@ impl TracedHttpClient {
     /// A client set up as rmcp's default one: no idle connections kept (a
     /// reused connection whose last body was not read to its end stalls),
     /// and only same-origin 307/308 redirects followed (others would lose
-    /// the body, or hand the session and headers to another host).
+    /// the body); one to another origin is refused, so the session and
+    /// the configured headers stay with the configured server.
     pub(super) fn new() -> Result<Self, reqwest::Error> {
-        let redirects = reqwest::redirect::Policy::custom(|attempt| {
-            let keeps_body = matches!(
-                attempt.status(),
-                reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
-            );
-            let same_origin = attempt
-                .previous()
-                .first()
-                .is_some_and(|first| first.origin() == attempt.url().origin());
-            if !keeps_body || !same_origin {
-                attempt.stop()
-            } else if attempt.previous().len() > MAX_REDIRECTS {
-                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-            } else {
-                attempt.follow()
-            }
-        });
         let client = crate::http_client::builder()
             .pool_max_idle_per_host(0)
-            .redirect(redirects)
+            .redirect(within_origin(Follow::KeepingTheBody))
             .build()?;
         Ok(Self(client))
     }
