@@ -96,7 +96,7 @@ fn hide_parameters(text: &str) -> Option<String> {
     let mut rest = text;
     while let Some(eq) = rest.find('=') {
         let name_start = rest[..eq]
-            .rfind(|c: char| matches!(c, '?' | '&' | ';' | ' ' | '\t' | '\n'))
+            .rfind(['?', '&', ';', ' ', '\t', '\n'])
             .map_or(0, |at| at + 1);
         let name = &rest[name_start..eq];
         let value_start = eq + 1;
