@@ -9,8 +9,9 @@
 //!              runtime, the surfaces on one port, TLS, health, draining
 //! door/        the front door every surface goes through: who calls (API
 //!              keys, the caller's tenant and name), allowed hosts and
-//!              origins, content types, body size and time, and every
-//!              refusal in the shape of the surface it is for
+//!              origins, content types, body size and time, every
+//!              refusal in the shape of the surface it is for, and the
+//!              gate of every surface's streams
 //! surfaces     convert and authorise, nothing else; each calls the runtime
 //!              API and never the store:
 //!   grpc/        agentd.v1 (also over gRPC-Web)   a2a/      A2A v1.0

@@ -23,7 +23,8 @@ use tonic::{Code, Request, Response, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::domain::{Decider, DecisionSource, RunId, RunRecord, RunStatus, Tenant, ThreadId, TraceContext};
-use crate::grpc::{tenant_of, OpenStream, StreamGate};
+use crate::door::{OpenStream, StreamGate};
+use crate::grpc::tenant_of;
 use crate::runtime::{ListRuns, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
 pub use a2a_pb::proto::a2a_service_server::A2aServiceServer;

@@ -167,12 +167,12 @@ impl From<RuntimeError> for ApiError {
 
 /// A stream the gate refused: 503 while the server drains, 429 past the
 /// tenant's cap, the limit named.
-impl From<crate::grpc::Refused> for ApiError {
-    fn from(refused: crate::grpc::Refused) -> Self {
-        use crate::grpc::Refused;
+impl From<crate::door::StreamRefused> for ApiError {
+    fn from(refused: crate::door::StreamRefused) -> Self {
+        use crate::door::StreamRefused;
         let (status, code) = match refused {
-            Refused::Draining => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            Refused::TooManyStreams { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_streams"),
+            StreamRefused::Draining => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            StreamRefused::TooManyStreams { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_streams"),
         };
         Self::new(status, code, refused.to_string())
     }

@@ -21,7 +21,7 @@ mod stream;
 
 use axum::routing::{get, post};
 
-use crate::grpc::StreamGate;
+use crate::door::StreamGate;
 use crate::runtime::Runtime;
 
 pub use error::ApiError;

@@ -17,8 +17,8 @@ use super::input::{self, ClientMessage, ResumeStatus, RunInput};
 use super::interrupt;
 use super::stream::{self, Encoding};
 use crate::domain::{Decider, DecisionSource, PendingCall, Phase, RunRecord, Tenant};
+use crate::door::StreamGate;
 use crate::grpc::caller::CallerName;
-use crate::grpc::StreamGate;
 use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
 
 pub async fn run_default(

@@ -23,7 +23,7 @@ use super::events::{Events, Suspension};
 use super::{interrupt, proto};
 use crate::agent::Agent;
 use crate::domain::{Phase, RunRecord, Tenant, Timestamp, Usage};
-use crate::grpc::{OpenStream, StreamGate};
+use crate::door::{OpenStream, StreamGate};
 use crate::runtime::{RunStream, Runtime};
 
 /// How events are written: as server-sent events (JSON), or in the

@@ -18,13 +18,18 @@
 //!   arrive within `limits.request_body_timeout` (408, `body.rs`);
 //! - a path or method no surface has (404, 405).
 //!
-//! CORS answers preflights in front of it all. It only admits: what a
-//! request does is the surfaces' business.
+//! CORS answers preflights in front of it all. Past it, every surface's
+//! streams go through one gate (`gate.rs`): admitted while the server
+//! serves, capped per tenant (`limits.max_streams_per_tenant`,
+//! `tenant_streams.rs`), ended at their deadline or when the drain is
+//! over. It only admits: what a request does is the surfaces' business.
 
 mod auth;
 mod body;
+mod gate;
 mod hosts;
 mod surface;
+mod tenant_streams;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,10 +42,15 @@ use axum::response::Response;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 pub use auth::{caller_name, tenant, Authenticator, CallerName, Unauthenticated};
+pub use gate::{client_deadline, OpenStream, Phase, StreamGate, StreamRefused};
 pub use hosts::AllowedHosts;
 pub use surface::{Refusal, Refused, Surface};
 
 use crate::config::{AllowedOrigins, PublicUrl};
+
+/// The header a gRPC-Web caller names itself with; the inbox's calls send
+/// `x-agentd-client: inbox`.
+pub const CLIENT_HEADER: &str = "x-agentd-client";
 
 /// The URL a request reached this server at, as the agent cards name it:
 /// `public_url` when set, else the scheme and the (allowed) `Host` of the
@@ -273,7 +283,7 @@ const ALLOWED_HEADERS: [HeaderName; 6] = [
     HeaderName::from_static("x-grpc-web"),
     HeaderName::from_static("x-user-agent"),
     HeaderName::from_static("grpc-timeout"),
-    HeaderName::from_static(crate::grpc::caller::CLIENT_HEADER),
+    HeaderName::from_static(CLIENT_HEADER),
 ];
 
 /// Headers a page may read from a response: a call's status, which comes

@@ -10,9 +10,7 @@ use tonic::Request;
 
 use crate::domain::{Decider, DecisionSource};
 
-/// The header a gRPC-Web caller names itself with; the inbox's calls send
-/// `x-agentd-client: inbox`.
-pub const CLIENT_HEADER: &str = "x-agentd-client";
+pub use crate::door::CLIENT_HEADER;
 
 /// [`CLIENT_HEADER`]'s value on the inbox's calls.
 pub const INBOX: &str = "inbox";

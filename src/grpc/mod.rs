@@ -5,9 +5,7 @@
 pub mod auth;
 pub mod caller;
 pub mod convert;
-pub mod gate;
 mod status;
-mod tenant_streams;
 mod wire;
 
 use std::pin::Pin;
@@ -21,10 +19,10 @@ use crate::pb;
 use crate::pb::agent_service_server::AgentService;
 use crate::runtime::{ExecuteTool, ResumeRun, RunStream, Runtime, StartRun};
 
+use crate::door::{OpenStream, StreamGate};
 pub(crate) use auth::tenant_of;
 pub use auth::Authenticator;
 pub(crate) use caller::decider_of;
-pub(crate) use gate::{OpenStream, Refused, StreamGate};
 pub(crate) use wire::WireErrors;
 
 /// A stream of chunks as tonic sends it.
@@ -102,7 +100,7 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         let tenant = tenant_of(&request);
         let open = self.gate.admit(&tenant)?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
+        let deadline = crate::door::client_deadline(request.metadata(), requested);
         let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let request = request.into_inner();
@@ -121,7 +119,7 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         let tenant = tenant_of(&request);
         let open = self.gate.admit(&tenant)?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
+        let deadline = crate::door::client_deadline(request.metadata(), requested);
         let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let resume = convert::resume_request(request.into_inner(), decider).inspect_err(|refused| {
@@ -142,7 +140,7 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         let tenant = tenant_of(&request);
         let open = self.gate.admit(&tenant)?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
+        let deadline = crate::door::client_deadline(request.metadata(), requested);
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
         let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
@@ -156,7 +154,7 @@ impl AgentService for AgentServiceImpl {
         let requested = Instant::now();
         let tenant = tenant_of(&request);
         let open = self.gate.admit(&tenant)?;
-        let deadline = gate::client_deadline(request.metadata(), requested);
+        let deadline = crate::door::client_deadline(request.metadata(), requested);
         let watch = convert::watch_runs_request(request.into_inner())?;
         let events = self.runtime.watch_runs(&tenant, watch).await?.map(|event| {
             event

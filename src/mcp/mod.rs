@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use state::StateError;
 
-use crate::grpc::StreamGate;
+use crate::door::StreamGate;
 use crate::runtime::Runtime;
 
 /// The path of the endpoint.

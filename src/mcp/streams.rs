@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::body::RequestId;
 use crate::domain::Tenant;
-use crate::grpc::{Refused, StreamGate};
+use crate::door::{StreamGate, StreamRefused};
 
 /// Admits the request's stream, if it opens one, or refuses it. A POST's
 /// body has been checked in front (`body.rs`), which says whether it is a
@@ -42,13 +42,13 @@ pub(super) async fn admit(State(gate): State<StreamGate>, request: Request, next
 }
 
 /// The JSON-RPC error answering request `id` that the gate refused.
-fn refusal(id: Value, refused: &Refused) -> Response {
+fn refusal(id: Value, refused: &StreamRefused) -> Response {
     let (status, data) = match refused {
-        Refused::Draining => (
+        StreamRefused::Draining => (
             StatusCode::SERVICE_UNAVAILABLE,
             json!({"reason": refused.reason()}),
         ),
-        Refused::TooManyStreams { max, .. } => (
+        StreamRefused::TooManyStreams { max, .. } => (
             StatusCode::TOO_MANY_REQUESTS,
             json!({"reason": refused.reason(), "limit": "max_streams_per_tenant", "max": max}),
         ),

@@ -15,7 +15,7 @@ use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use super::{health, AbortOnDrop};
-use crate::grpc::StreamGate;
+use crate::door::StreamGate;
 use crate::runtime::Runtime;
 
 /// How long connections get to close once the streams have been ended.

@@ -36,8 +36,9 @@ pub use settings::{FileConfig, ServerSettings, ThreadsFile};
 pub use tls::TlsError;
 
 use crate::agent::{AgentRegistry, RegistryError};
+use crate::door::StreamGate;
 use crate::door::{Door, DoorSettings};
-use crate::grpc::{AgentServiceImpl, Authenticator, StreamGate, WireErrors};
+use crate::grpc::{AgentServiceImpl, Authenticator, WireErrors};
 use crate::pb;
 use crate::pb::agent_service_server::AgentServiceServer;
 use crate::runtime::{Runtime, RuntimeConfig};

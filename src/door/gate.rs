@@ -9,7 +9,7 @@
 //! (DEADLINE_EXCEEDED) or when the drain period is over (UNAVAILABLE). A
 //! stream it ends is only dropped: the run behind it does what its
 //! `on_disconnect` says, as when a client leaves. Each surface says a
-//! refusal ([`Refused`]) in its own protocol's words.
+//! refusal ([`StreamRefused`]) in its own protocol's words.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +23,7 @@ use tokio_stream::wrappers::WatchStream;
 use tokio_stream::Stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
-use tonic_types::StatusExt;
+use tonic_types::{ErrorDetails, StatusExt};
 
 use super::tenant_streams::{StreamSlot, TenantStreams};
 use crate::domain::Tenant;
@@ -55,7 +55,7 @@ impl Default for StreamGate {
 
 /// Why the gate refused a stream.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub enum StreamRefused {
     #[error("the server is shutting down and takes no new streams; retry on another server")]
     Draining,
     #[error(
@@ -65,12 +65,12 @@ pub enum Refused {
     TooManyStreams { tenant: Tenant, max: usize },
 }
 
-impl Refused {
+impl StreamRefused {
     /// The ErrorInfo reason of the refusal.
     pub fn reason(&self) -> &'static str {
         match self {
-            Refused::Draining => "SERVER_DRAINING",
-            Refused::TooManyStreams { .. } => "TOO_MANY_STREAMS",
+            StreamRefused::Draining => "SERVER_DRAINING",
+            StreamRefused::TooManyStreams { .. } => "TOO_MANY_STREAMS",
         }
     }
 }
@@ -78,13 +78,13 @@ impl Refused {
 /// UNAVAILABLE (retry elsewhere) while draining; RESOURCE_EXHAUSTED with
 /// an ErrorInfo naming the limit and a QuotaFailure naming the tenant past
 /// the cap.
-impl From<Refused> for Status {
-    fn from(refused: Refused) -> Self {
+impl From<StreamRefused> for Status {
+    fn from(refused: StreamRefused) -> Self {
         let message = refused.to_string();
         match &refused {
-            Refused::Draining => unavailable(refused.reason(), &message),
-            Refused::TooManyStreams { tenant, max } => {
-                let mut details = super::status::info(
+            StreamRefused::Draining => unavailable(refused.reason(), &message),
+            StreamRefused::TooManyStreams { tenant, max } => {
+                let mut details = error_info(
                     refused.reason(),
                     &[
                         ("limit", "max_streams_per_tenant".to_owned()),
@@ -116,19 +116,19 @@ impl StreamGate {
     /// server's and the tenant's) from now until it is dropped (with the
     /// stream it guards, see [`StreamGate::guard`]); refused once the
     /// server drains, or while `tenant` has as many open as it may.
-    pub fn admit(&self, tenant: &Tenant) -> Result<OpenStream, Refused> {
+    pub fn admit(&self, tenant: &Tenant) -> Result<OpenStream, StreamRefused> {
         match self.phase() {
             Phase::Serving => {
                 let slot = self
                     .tenants
                     .acquire(tenant)
-                    .map_err(|full| Refused::TooManyStreams {
+                    .map_err(|full| StreamRefused::TooManyStreams {
                         tenant: full.tenant,
                         max: full.max,
                     })?;
                 Ok(OpenStream::new(Arc::clone(&self.open), slot))
             }
-            Phase::Draining | Phase::Closed => Err(Refused::Draining),
+            Phase::Draining | Phase::Closed => Err(StreamRefused::Draining),
         }
     }
 
@@ -290,8 +290,20 @@ impl Drop for OpenStream {
     }
 }
 
+/// An ErrorInfo of `reason` in agentd's domain.
+fn error_info(reason: &str, metadata: &[(&str, String)]) -> ErrorDetails {
+    let metadata = metadata
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), value.clone()));
+    ErrorDetails::with_error_info(
+        reason,
+        "agentd.v1",
+        metadata.collect::<std::collections::HashMap<_, _>>(),
+    )
+}
+
 fn unavailable(reason: &str, message: &str) -> Status {
-    Status::with_error_details(Code::Unavailable, message, super::status::info(reason, &[]))
+    Status::with_error_details(Code::Unavailable, message, error_info(reason, &[]))
 }
 
 /// The deadline of a call that came in at `requested`, from its
@@ -376,7 +388,7 @@ mod tests {
         let refused = gate.admit(&acme).unwrap_err();
         assert_eq!(
             refused,
-            Refused::TooManyStreams {
+            StreamRefused::TooManyStreams {
                 tenant: acme.clone(),
                 max: 1
             }
