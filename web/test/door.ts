@@ -1,18 +1,16 @@
 // The front door in a real browser (playwright-core driving Debian's
-// chromium): a page served from another origin (another local port) sends
-// what any web page may send without asking CORS, `no-cors` POSTs with a
-// valid-looking body as text/plain and as an untyped Blob, to /ag-ui,
+// chromium): a page of another origin (PAGE_URL, served by the test on
+// another port) sends what any web page may send without asking CORS,
+// `no-cors` POSTs with a valid-looking body as text/plain and as an untyped Blob, to /ag-ui,
 // /a2a/jsonrpc, /a2a/rest and /mcp, and a JSON POST that needs CORS; none
 // of them runs anything. Then a page the server itself served sends the
 // same AG-UI request as JSON, which runs: the requests did reach it.
 //
-//   node test/run.mjs door.ts AGENTD_URL
+//   node test/run.mjs door.ts AGENTD_URL PAGE_URL
 //
 // AGENTD_URL is a server without keys whose default agent asks (the test
 // checks over gRPC that only the last request ran). CHROMIUM names the
 // browser (default /usr/bin/chromium).
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { chromium } from "playwright-core";
 
 function check(condition: unknown, what: string): asserts condition {
@@ -44,27 +42,12 @@ const ATTACKS: Record<string, unknown> = {
   },
 };
 
-/** The attacker's page: nothing but a title; the test calls fetch in it. */
-function servePage(): Promise<{ url: string; close: () => void }> {
-  const server = createServer((_, response) => {
-    response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    response.end("<!doctype html><title>another site</title><p>nothing to see</p>");
-  });
-  return new Promise((resolve) => {
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({ url: `http://127.0.0.1:${port}/`, close: () => server.close() });
-    });
-  });
-}
-
-export async function main([agentd]: string[]) {
-  check(agentd, "usage: door.ts AGENTD_URL");
-  const attacker = await servePage();
+export async function main([agentd, attacker]: string[]) {
+  check(agentd && attacker, "usage: door.ts AGENTD_URL PAGE_URL");
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox"] });
   try {
     const page = await browser.newPage();
-    await page.goto(attacker.url);
+    await page.goto(attacker);
     check(new URL(page.url()).origin !== new URL(agentd).origin, "the page is of another origin");
     const outcomes = await page.evaluate(
       async ({ agentd, attacks }) => {
@@ -103,7 +86,7 @@ export async function main([agentd]: string[]) {
       const response = await fetch("/ag-ui", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream" },
-        body: JSON.stringify({ ...body, threadId: "own" }),
+        body: JSON.stringify({ ...(body as Record<string, unknown>), threadId: "own" }),
       });
       await response.text();
       return response.status;
@@ -112,6 +95,5 @@ export async function main([agentd]: string[]) {
     console.log(`door: ${outcomes.length} requests of another origin refused; the own page ran`);
   } finally {
     await browser.close();
-    attacker.close();
   }
 }

@@ -556,7 +556,18 @@ async fn unknown_paths_and_methods_are_answered_in_each_shape() {
 async fn a_page_of_another_origin_runs_nothing_in_a_real_browser() {
     let server = SecureServer::start(|_, _| {}).await;
     let url = format!("http://{}", server.addr);
-    tokio::task::spawn_blocking(move || crate::web::node::run_script("door.ts", &[&url]))
+    // The page of another origin: another port of this host.
+    let page = "<!doctype html><title>another site</title><p>nothing to see</p>";
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || async move { axum::response::Html(page) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let attacker = format!("http://{}/", listener.local_addr().expect("its address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    tokio::task::spawn_blocking(move || crate::web::node::run_script("door.ts", &[&url, &attacker]))
         .await
         .expect("the script's task");
     // The page of another origin ran nothing; the server's own page, its
