@@ -36,7 +36,9 @@
 //!
 //! Beside them: `auth` (API keys and tenants), `limits`, `metrics`,
 //! `telemetry` (logs and traces), `held_body` (a response body that holds
-//! a stream's slot or count until it ends), `propagation` (trace context
+//! a stream's slot or count until it ends), `tenant_slots` (what each
+//! tenant holds against a limit: executing runs, open streams),
+//! `propagation` (trace context
 //! to the services a run calls), `outbound` (where outbound requests may
 //! go: the address policy of caller-supplied URLs, the redirect policy of
 //! configured ones), `chat` (the terminal client), `pb` (the
@@ -81,6 +83,7 @@ pub mod runtime;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+pub mod tenant_slots;
 pub mod tools;
 pub mod webhooks;
 

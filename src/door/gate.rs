@@ -2,7 +2,7 @@
 //! each binding, AG-UI's and MCP's responses): it admits new streams while
 //! the server serves and refuses them (UNAVAILABLE) once it drains; it
 //! caps the streams each tenant has open (`limits.max_streams_per_tenant`,
-//! RESOURCE_EXHAUSTED past it; `tenant_streams.rs`); it counts the open
+//! RESOURCE_EXHAUSTED past it; `crate::tenant_slots`); it counts the open
 //! streams, from their admission on (before the run behind one has stored
 //! anything), so the drain can wait for them; and it ends a stream with a
 //! status when its client's deadline (`grpc-timeout`) passes
@@ -25,8 +25,8 @@ use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use super::tenant_streams::{StreamSlot, TenantStreams};
 use crate::domain::Tenant;
+use crate::tenant_slots::{TenantSlot, TenantSlots};
 
 /// Where the server is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +44,9 @@ pub enum Phase {
 pub struct StreamGate {
     phase: Arc<watch::Sender<Phase>>,
     open: Arc<watch::Sender<usize>>,
-    tenants: Arc<TenantStreams>,
+    tenants: Arc<TenantSlots>,
+    /// `limits.max_streams_per_tenant`.
+    max_per_tenant: usize,
 }
 
 impl Default for StreamGate {
@@ -104,7 +106,8 @@ impl StreamGate {
         Self {
             phase: Arc::new(watch::channel(Phase::Serving).0),
             open: Arc::new(watch::channel(0).0),
-            tenants: Arc::new(TenantStreams::new(max_per_tenant)),
+            tenants: Arc::default(),
+            max_per_tenant,
         }
     }
 
@@ -119,13 +122,14 @@ impl StreamGate {
     pub fn admit(&self, tenant: &Tenant) -> Result<OpenStream, StreamRefused> {
         match self.phase() {
             Phase::Serving => {
-                let slot = self
-                    .tenants
-                    .acquire(tenant)
-                    .map_err(|full| StreamRefused::TooManyStreams {
-                        tenant: full.tenant,
-                        max: full.max,
-                    })?;
+                let max = self.max_per_tenant;
+                let slot =
+                    self.tenants
+                        .acquire(tenant, max)
+                        .ok_or_else(|| StreamRefused::TooManyStreams {
+                            tenant: tenant.clone(),
+                            max,
+                        })?;
                 Ok(OpenStream::new(Arc::clone(&self.open), slot))
             }
             Phase::Draining | Phase::Closed => Err(StreamRefused::Draining),
@@ -274,11 +278,11 @@ impl<S> Guarded<S> {
 #[derive(Debug)]
 pub struct OpenStream {
     open: Arc<watch::Sender<usize>>,
-    _slot: StreamSlot,
+    _slot: TenantSlot,
 }
 
 impl OpenStream {
-    fn new(open: Arc<watch::Sender<usize>>, slot: StreamSlot) -> Self {
+    fn new(open: Arc<watch::Sender<usize>>, slot: TenantSlot) -> Self {
         open.send_modify(|count| *count += 1);
         Self { open, _slot: slot }
     }

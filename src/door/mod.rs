@@ -21,7 +21,7 @@
 //! CORS answers preflights in front of it all. Past it, every surface's
 //! streams go through one gate (`gate.rs`): admitted while the server
 //! serves, capped per tenant (`limits.max_streams_per_tenant`,
-//! `tenant_streams.rs`), ended at their deadline or when the drain is
+//! `crate::tenant_slots`), ended at their deadline or when the drain is
 //! over. It only admits: what a request does is the surfaces' business.
 
 mod auth;
@@ -29,7 +29,6 @@ mod body;
 mod gate;
 mod hosts;
 mod surface;
-mod tenant_streams;
 
 use std::sync::Arc;
 use std::time::Duration;

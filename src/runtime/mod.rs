@@ -146,9 +146,10 @@ struct Inner {
     /// Stops every write once the server has shut down (see
     /// `store_layer.rs`, the layer `store` is behind).
     fence: store_layer::Fence,
-    /// Runs executing here, per tenant: the execution's (see
-    /// `execution/tenant_runs.rs`).
-    tenant_runs: Arc<execution::TenantRuns>,
+    /// Runs executing here, per tenant (`limits.max_concurrent_runs_per_tenant`):
+    /// a start or a Resume takes a slot before it commits, its execution
+    /// gives it back when it ends.
+    tenant_runs: Arc<crate::tenant_slots::TenantSlots>,
     /// The runs this process suspended lately, as stored: the execution
     /// keeps them, a Resume takes them (see `execution/recent.rs`).
     recent: Arc<execution::RecentSuspensions>,

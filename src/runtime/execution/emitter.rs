@@ -42,13 +42,13 @@ use tokio::time::Instant;
 
 use super::lease::LeaseSettings;
 use super::recent::RecentSuspensions;
-use super::tenant_runs::RunSlot;
 use crate::agent::ChunkSink;
 use crate::domain::{Chunk, Event, Position, RunEventKind, RunRecord, RunStatus, Timestamp};
 use crate::metrics::Metrics;
 use crate::runtime::fanout::{ClientFeed, Delivery, LiveRun, Refusal, Signal};
 use crate::runtime::{lifecycle_log, RuntimeConfig};
 use crate::store::{Store, StoreError};
+use crate::tenant_slots::TenantSlot as RunSlot;
 
 /// Unstored chunks a step may run ahead of the store by before it waits.
 const MAX_UNSTORED: usize = 1024;

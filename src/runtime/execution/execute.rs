@@ -12,7 +12,6 @@ use tokio::sync::oneshot;
 
 use super::drive::Execution;
 use super::emitter::{Begin, Opening};
-use super::tenant_runs::RunSlot;
 use super::Emitter;
 use crate::agent::Agent;
 use crate::domain::{Continuation, Event, Grant, Lease, RunRecord, TraceContext};
@@ -20,6 +19,7 @@ use crate::propagation;
 use crate::runtime::fanout::{ClientFeed, LiveRun};
 use crate::runtime::{Inner, RunStream, Runtime};
 use crate::store::StoreError;
+use crate::tenant_slots::TenantSlot as RunSlot;
 
 /// How long a claim waits for an execution of its run here to let go of it
 /// before it is refused as a claim racing another.
@@ -78,6 +78,22 @@ impl Inner {
     /// A lease on a run for this replica, from now.
     pub(in crate::runtime) fn new_lease(&self) -> Lease {
         self.config.lease.lease(&self.config.replica_id)
+    }
+
+    /// A slot for one more executing run of `tenant`, taken before a start
+    /// or a Resume commits; past `limits.max_concurrent_runs_per_tenant`,
+    /// TooManyRuns, which changes nothing.
+    pub(in crate::runtime) fn run_slot(
+        &self,
+        tenant: &crate::domain::Tenant,
+    ) -> Result<RunSlot, crate::runtime::RuntimeError> {
+        let max = self.config.limits.max_concurrent_runs_per_tenant;
+        self.tenant_runs
+            .acquire(tenant, max)
+            .ok_or_else(|| crate::runtime::RuntimeError::TooManyRuns {
+                tenant: tenant.to_string(),
+                max,
+            })
     }
 }
 

@@ -5,11 +5,11 @@
 //! the transitions a running run makes itself (suspend, complete, fail, and
 //! cancel once interrupted); `emitter.rs` numbers, stores and releases its
 //! chunks and renews its lease (`lease.rs`). `run_agent.rs` is the agent it
-//! runs with (the configured one plus the run's own tools), `tenant_runs.rs`
-//! the slots that bound each tenant's executions here, and
+//! runs with (the configured one plus the run's own tools), and
 //! `standalone_tool.rs` ExecuteTool, one tool executed outside any run.
 //!
-//! Owns the tenant slots (`Inner::tenant_runs`) and, while it runs, the run
+//! Holds a tenant slot (`Inner::tenant_runs`, `crate::tenant_slots`) for
+//! each execution and, while it runs, the run
 //! itself: it holds the run's lease and is its only writer. It stores every
 //! chunk before anybody sees it and hands the stored chunks to the fan-out
 //! (its client's feed, the run's live entry), which delivers them. It never
@@ -27,7 +27,6 @@ mod lease;
 mod recent;
 mod run_agent;
 mod standalone_tool;
-mod tenant_runs;
 
 pub(super) use emitter::Begin;
 pub(crate) use emitter::Emitter;
@@ -38,4 +37,3 @@ pub(super) use lease::{lease_expired, unfinished_calls};
 pub(super) use recent::RecentSuspensions;
 pub(super) use run_agent::with_run_tools;
 pub use standalone_tool::ExecuteTool;
-pub(super) use tenant_runs::TenantRuns;

@@ -180,8 +180,7 @@ impl Runtime {
         let now = Timestamp::now();
         let who = (tenant, &request.decider, via);
         let (answers, grants) = self.check_answers(&agent, &run, request.answers, who, now)?;
-        let max_runs = self.inner.config.limits.max_concurrent_runs_per_tenant;
-        let slot = self.inner.tenant_runs.acquire(tenant, max_runs)?;
+        let slot = self.inner.run_slot(tenant)?;
 
         // The answers fit: claim the suspension. They are stored with the
         // claim, so an acknowledged answer is never lost; the claim is

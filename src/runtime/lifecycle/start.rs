@@ -117,10 +117,7 @@ impl Runtime {
                 reason: "auto_resume answers the question of a thread's latest run: give a thread_id".into(),
             });
         }
-        let slot = self
-            .inner
-            .tenant_runs
-            .acquire(tenant, limits.max_concurrent_runs_per_tenant)?;
+        let slot = self.inner.run_slot(tenant)?;
         let thread_id = request.thread_id.clone();
         let lease = self.inner.new_lease();
         let (mut run, first) = new_run(tenant, &agent, request, lease, &self.inner.config);
