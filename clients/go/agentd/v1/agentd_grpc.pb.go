@@ -56,6 +56,9 @@ type AgentServiceClient interface {
 	// Runs one tool outside of any run. No suspension is available there:
 	// `ask_user` returns its readable fallback text instead of asking, and a
 	// client-executed tool an error result. HTTP and MCP tools are called.
+	// A call that would wait for approval in a run (`require_approval`, or
+	// an approval rule that asks) is FAILED_PRECONDITION, reason
+	// APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
 	ExecuteTool(ctx context.Context, in *ExecuteToolRequest, opts ...grpc.CallOption) (*ExecuteToolResponse, error)
 	// Returns a conversation thread of the caller's tenant: its messages
 	// across every run (tool calls and results included), which run each
@@ -342,6 +345,9 @@ type AgentServiceServer interface {
 	// Runs one tool outside of any run. No suspension is available there:
 	// `ask_user` returns its readable fallback text instead of asking, and a
 	// client-executed tool an error result. HTTP and MCP tools are called.
+	// A call that would wait for approval in a run (`require_approval`, or
+	// an approval rule that asks) is FAILED_PRECONDITION, reason
+	// APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
 	ExecuteTool(context.Context, *ExecuteToolRequest) (*ExecuteToolResponse, error)
 	// Returns a conversation thread of the caller's tenant: its messages
 	// across every run (tool calls and results included), which run each

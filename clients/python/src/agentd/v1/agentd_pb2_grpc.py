@@ -185,6 +185,9 @@ class AgentServiceServicer:
         """Runs one tool outside of any run. No suspension is available there:
         `ask_user` returns its readable fallback text instead of asking, and a
         client-executed tool an error result. HTTP and MCP tools are called.
+        A call that would wait for approval in a run (`require_approval`, or
+        an approval rule that asks) is FAILED_PRECONDITION, reason
+        APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -109,6 +109,9 @@ class AgentServiceStub:
     """Runs one tool outside of any run. No suspension is available there:
     `ask_user` returns its readable fallback text instead of asking, and a
     client-executed tool an error result. HTTP and MCP tools are called.
+    A call that would wait for approval in a run (`require_approval`, or
+    an approval rule that asks) is FAILED_PRECONDITION, reason
+    APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
     """
     GetThread: _grpc.UnaryUnaryMultiCallable[_agentd_pb2.GetThreadRequest, _agentd_pb2.Thread]
     """Returns a conversation thread of the caller's tenant: its messages
@@ -192,6 +195,9 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Runs one tool outside of any run. No suspension is available there:
     `ask_user` returns its readable fallback text instead of asking, and a
     client-executed tool an error result. HTTP and MCP tools are called.
+    A call that would wait for approval in a run (`require_approval`, or
+    an approval rule that asks) is FAILED_PRECONDITION, reason
+    APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
     """
     GetThread: _aio.UnaryUnaryMultiCallable[_agentd_pb2.GetThreadRequest, _agentd_pb2.Thread]  # type: ignore[assignment]
     """Returns a conversation thread of the caller's tenant: its messages
@@ -320,6 +326,9 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         """Runs one tool outside of any run. No suspension is available there:
         `ask_user` returns its readable fallback text instead of asking, and a
         client-executed tool an error result. HTTP and MCP tools are called.
+        A call that would wait for approval in a run (`require_approval`, or
+        an approval rule that asks) is FAILED_PRECONDITION, reason
+        APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
         """
 
     @_abc_1.abstractmethod

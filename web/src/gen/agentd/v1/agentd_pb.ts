@@ -3177,6 +3177,9 @@ export const AgentService: GenService<{
    * Runs one tool outside of any run. No suspension is available there:
    * `ask_user` returns its readable fallback text instead of asking, and a
    * client-executed tool an error result. HTTP and MCP tools are called.
+   * A call that would wait for approval in a run (`require_approval`, or
+   * an approval rule that asks) is FAILED_PRECONDITION, reason
+   * APPROVAL_REQUIRED; one a rule declines, APPROVAL_DECLINED.
    *
    * @generated from rpc agentd.v1.AgentService.ExecuteTool
    */
