@@ -47,6 +47,12 @@ function sentences(...parts: (string | undefined)[]): string {
 
 const INPUT_TYPES: Record<string, string> = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
 
+/** What is wrong with a value the browser does not take for its format. */
+const FORMAT_PROBLEMS: Record<string, string> = {
+  email: "Not an email address: write it like name@example.com.",
+  uri: "Not a web address: write it like https://example.com.",
+};
+
 /** Where a field's problem shows, tied to `controls` by aria-describedby. */
 function problemSlot(wrapper: HTMLElement, controls: HTMLElement[]): (problem: string | null) => void {
   const id = uid("problem");
@@ -189,6 +195,8 @@ function inputField(field: FieldPlan): FieldView {
       if (field.kind === "integer" && !Number.isInteger(value)) return "A whole number.";
       return { value };
     }
+    // The browser's own check of an email or web address (`ken@` is not one).
+    if (input instanceof HTMLInputElement && input.validity.typeMismatch) return FORMAT_PROBLEMS[format] ?? "Not in the expected form.";
     if (format === "date-time") {
       const time = new Date(raw);
       return Number.isNaN(time.getTime()) ? "Not a time." : { value: time.toISOString() };
