@@ -49,7 +49,7 @@ export function pendingHeadline(call: PendingToolCall): string {
     case "elicitation":
       return elicitationHeadline(payload.value);
     case "clientTool":
-      return `Waits for the client to run ${call.toolName}`;
+      return `Waits for the client to run ${words(call.toolName)}`;
     default:
       return `${words(call.toolName)} waits for a response`;
   }

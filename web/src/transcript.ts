@@ -81,7 +81,7 @@ export class Transcript {
             : payload?.case === "elicitation"
               ? elicitationHeadline(payload.value)
               : payload?.case === "clientTool"
-                ? `Waits for the client to run ${event.value.toolName}`
+                ? `Waits for the client to run ${words(event.value.toolName)}`
                 : `${words(event.value.toolName)} waits for a response`;
         this.add("question", what);
         break;

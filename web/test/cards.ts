@@ -88,12 +88,15 @@ export async function main([url, screens]: string[]) {
       await expectNoViolations(page, name);
       if (!screens) return;
       if (target) {
-        // Below the sticky header, which would cover the card's title.
+        // Tall enough for the card, below the sticky header, which would
+        // otherwise cover part of it.
+        await page.setViewportSize({ width: 1000, height: 2000 });
         await target.evaluate((element) => {
           element.scrollIntoView({ block: "start" });
           window.scrollBy(0, -(document.querySelector(".top")?.getBoundingClientRect().height ?? 80) - 8);
         });
         await target.screenshot({ path: `${screens}/cards-${name}.png` });
+        await page.setViewportSize({ width: 1000, height: 1000 });
       } else {
         await page.screenshot({ path: `${screens}/cards-${name}.png`, fullPage: true });
       }
