@@ -6,7 +6,7 @@
 // while it does. Used by a custom tool's resume data and by an MCP
 // server's request for input. It reads and marks; it never sends.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { h, uid } from "./dom";
+import { clip, h, label, uid } from "./dom";
 import { content, fieldsNow, problems, type FieldPlan, type FormPlan, type Values } from "./schema";
 
 /** One field in the DOM. */
@@ -286,9 +286,12 @@ export function schemaFields(plan: FormPlan): SchemaFields {
   };
 }
 
-/** What was sent, as a person reads it: `name: value; …`. */
+/** What was sent, as a person reads it: `Email: ana@example.com;
+ * Breakfast: yes; …`, each name as words, long values cut. */
 export function summarize(content: JsonObject): string {
+  const said = (value: JsonValue): string =>
+    typeof value === "boolean" ? (value ? "yes" : "no") : Array.isArray(value) ? value.map(said).join(", ") : typeof value === "object" ? JSON.stringify(value) : String(value);
   return Object.entries(content)
-    .map(([name, value]) => `${name}: ${Array.isArray(value) ? value.join(", ") : typeof value === "object" ? JSON.stringify(value) : String(value)}`)
+    .map(([name, value]) => `${label(name)}: ${clip(said(value), 60)}`)
     .join("; ");
 }

@@ -253,7 +253,7 @@ export async function main([url, screens]: string[]) {
     await state("email", bookingCard);
     await email.fill("ken@example.com");
     await form.getByRole("button", { name: "Submit" }).click();
-    await bookingCard.getByRole("status").filter({ hasText: /^Submitted: .* · the run completed$/ }).waitFor(SOON);
+    await bookingCard.getByRole("status").filter({ hasText: /^Submitted: Email: ken@example\.com; Nights: 2; Breakfast: no; .* · the run completed$/ }).waitFor(SOON);
     await state("submitted", bookingCard);
 
     // 1. The compact view: each line says the question and the values.
