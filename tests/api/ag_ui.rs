@@ -23,6 +23,10 @@ use crate::security::server::{write_file, SecureServer};
 /// `.ci/run` does it).
 const CLIENT: &str = "AGENTD_TEST_AG_UI";
 
+/// The folder of `tests/copilotkit` with its packages installed (`npm ci`;
+/// `.ci/run` does it); the test drives Debian's chromium.
+const COPILOTKIT: &str = "AGENTD_TEST_COPILOTKIT";
+
 /// A server with the agents the scenarios use: `assistant` (the default:
 /// ask_user, human_review) and `careful` (human_review needs approval);
 /// with `keys`, only those tenants' keys are let in.
@@ -271,6 +275,35 @@ async fn the_official_ag_ui_client_drives_agentd() {
     );
     assert!(answered, "the client waited on a question answered through gRPC");
     assert!(output.contains("all scenarios passed"), "{output}");
+}
+
+/// Stock CopilotKit in Chromium (`tests/copilotkit/run.mjs`: react-core
+/// 1.74's CopilotChat and useInterrupt, runtime 1.75's CopilotRuntime with
+/// @ag-ui/client 0.0.59's HttpAgent pointing at /ag-ui): a frontend tool, a
+/// cancelled question, two questions answered together, and a reloaded
+/// page that comes back to its open questions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Node with tests/copilotkit's packages and chromium: set AGENTD_TEST_COPILOTKIT; .ci/run runs it"]
+async fn stock_copilotkit_in_chromium_drives_agentd() {
+    let folder = std::env::var(COPILOTKIT).unwrap_or_else(|_| {
+        panic!("{COPILOTKIT} names tests/copilotkit with its packages installed (npm ci)")
+    });
+    let server = server(None).await;
+    let output = Command::new("node")
+        .arg("run.mjs")
+        .current_dir(&folder)
+        .env("AGUI_URL", format!("http://{}", server.addr))
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("start node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("all steps passed"),
+        "stock CopilotKit's steps failed:\n{stdout}\n--- its log:\n{stderr}"
+    );
 }
 
 #[tokio::test]
