@@ -483,6 +483,16 @@ function scenariosOf({ v1, HttpAgent, EventSchema, AgentCapabilitiesSchema }) {
       assert.equal(proto.finished.outcome, "interrupt");
       const strip = ({ expiresAt, ...interrupt }) => interrupt;
       assert.deepEqual(proto.finished.interrupts.map(strip), json.finished.interrupts.map(strip));
+      // A replay in protobuf says what it says in the event stream.
+      const reloadedJson = agent();
+      reloadedJson.threadId = chat.threadId;
+      const replayedJson = await run(reloadedJson);
+      const reloaded = agent("/ag-ui", { proto: true });
+      reloaded.threadId = chat.threadId;
+      const replayed = await run(reloaded);
+      assert.deepEqual(types(replayed.events), ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+      assert.deepEqual(reloaded.messages, reloadedJson.messages);
+      assert.deepEqual(replayed.finished.interrupts, replayedJson.finished.interrupts);
       const [name, plan] = proto.finished.interrupts;
       const resumed = await run(chat, { resume: [resolved(name.id, "Ada"), resolved(plan.id, "Pro")] });
       assert.equal(resumed.runId, proto.runId);
