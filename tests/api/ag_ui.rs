@@ -304,6 +304,25 @@ async fn stock_copilotkit_in_chromium_drives_agentd() {
         output.status.success() && stdout.contains("all steps passed"),
         "stock CopilotKit's steps failed:\n{stdout}\n--- its log:\n{stderr}"
     );
+    // The question the page cancelled cancelled its run in agentd, and
+    // nothing waits any more.
+    let mut client = server.client(None).await;
+    let runs = |status: pb::RunStatus| pb::ListRunsRequest {
+        status: status.into(),
+        ..Default::default()
+    };
+    let cancelled = client
+        .list_runs(runs(pb::RunStatus::Cancelled))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.runs.len(), 1, "{:?}", cancelled.runs);
+    let waiting = client
+        .list_runs(runs(pb::RunStatus::Suspended))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(waiting.runs.is_empty(), "{:?}", waiting.runs);
 }
 
 #[tokio::test]
