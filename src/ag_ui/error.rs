@@ -1,6 +1,8 @@
 //! A request refused before any event: an HTTP status with the JSON body
-//! `{"error": {"code", "message", "field", "interruptId"}}` (the last two
-//! where they apply). Every runtime error maps here, in one place.
+//! `{"error": {"code", "message", "field", "interruptId", "runId",
+//! "interrupts"}}` (all but the first two where they apply: a busy
+//! thread's refusal names its run and carries its open interrupts). Every
+//! runtime error maps here, in one place.
 
 use axum::extract::rejection::BytesRejection;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -19,6 +21,16 @@ pub struct ApiError {
     pub message: String,
     pub field: Option<String>,
     pub interrupt_id: Option<String>,
+    /// What a busy thread's refusal says of its run.
+    pub busy: Option<Box<Busy>>,
+}
+
+/// The run a busy thread's refusal is about, and the interrupts it waits
+/// on, as `RUN_FINISHED` gave them (none while it runs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Busy {
+    pub run_id: String,
+    pub interrupts: Option<Vec<Value>>,
 }
 
 impl ApiError {
@@ -29,6 +41,16 @@ impl ApiError {
             message: message.into(),
             field: None,
             interrupt_id: None,
+            busy: None,
+        }
+    }
+
+    /// A new message on a thread whose run `run_id` still runs or waits:
+    /// `interrupts` are what it waits on (none while it runs).
+    pub fn thread_busy(message: impl Into<String>, run_id: String, interrupts: Option<Vec<Value>>) -> Self {
+        Self {
+            busy: Some(Box::new(Busy { run_id, interrupts })),
+            ..Self::new(StatusCode::CONFLICT, "thread_busy", message)
         }
     }
 
@@ -188,6 +210,12 @@ impl IntoResponse for ApiError {
         }
         if let Some(id) = self.interrupt_id {
             error.insert("interruptId".into(), json!(id));
+        }
+        if let Some(busy) = self.busy {
+            error.insert("runId".into(), json!(busy.run_id));
+            if let Some(interrupts) = busy.interrupts {
+                error.insert("interrupts".into(), Value::Array(interrupts));
+            }
         }
         let body = json!({ "error": Value::Object(error) });
         let mut response = (self.status, axum::Json(body)).into_response();

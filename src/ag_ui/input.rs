@@ -1,8 +1,9 @@
-//! The request body, a `RunAgentInput` of `@ag-ui/core` 1.0, read into
-//! what agentd needs of it: the thread, the client's messages, its
-//! frontend tools and its resume entries. Every refusal names the field at
-//! fault (`messages[2].content`). `context`, `state` and `forwardedProps`
-//! are accepted and not used. Which of the messages are new input is
+//! The request body, a `RunAgentInput` (of `@ag-ui/core` 1.0 or the 0.0.x
+//! generation before it), read into what agentd needs of it: the thread,
+//! the client's messages, its frontend tools, its resume entries and the
+//! generation it speaks ([`Generation`], from `protocolVersion`). Every
+//! refusal names the field at fault (`messages[2].content`). `context`,
+//! `state` and `forwardedProps` are accepted and not used. Which of the messages are new input is
 //! decided by [`new_input`], against the thread's stored history.
 
 use serde_json::{Map, Value};
@@ -40,9 +41,36 @@ pub struct ResumeEntry {
     pub status: ResumeStatus,
 }
 
+/// The generation of AG-UI a client speaks, which decides the shapes of
+/// what it is sent: `RUN_FINISHED`'s outcomes differ between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Generation {
+    /// The 0.0.x clients (`@ag-ui/client` 0.0.59, which CopilotKit pins):
+    /// they send no `protocolVersion`, and their schema knows the outcomes
+    /// `success` (with nothing else in it) and `interrupt` only.
+    #[default]
+    Legacy,
+    /// `@ag-ui/client` 1.0 and later: `protocolVersion` `"1.0"` or above.
+    V1,
+}
+
+impl Generation {
+    /// The generation of a request whose `protocolVersion` is `version`:
+    /// absent or `0.x` is the 0.0.x generation; anything else names 1.0
+    /// or a later one, which speaks 1.0's shapes.
+    pub fn of(version: Option<&str>) -> Self {
+        let major = version.map(|version| version.trim().split('.').next().unwrap_or_default());
+        match major {
+            None | Some("0") => Self::Legacy,
+            Some(_) => Self::V1,
+        }
+    }
+}
+
 /// A `RunAgentInput`, read.
 #[derive(Clone, Debug)]
 pub struct RunInput {
+    pub generation: Generation,
     pub thread_id: ThreadId,
     /// The client's run id: reported back nowhere (agentd's run id is).
     pub client_run_id: String,
@@ -170,6 +198,16 @@ pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
     let thread_id = ThreadId::new(thread)
         .map_err(|error| ApiError::invalid_body("threadId".into(), error.to_string()))?;
     let client_run_id = string(input, "runId", "")?.to_owned();
+    let generation = match input.get("protocolVersion") {
+        None | Some(Value::Null) => Generation::Legacy,
+        Some(Value::String(version)) => Generation::of(Some(version)),
+        Some(_) => {
+            return Err(ApiError::invalid_body(
+                "protocolVersion".into(),
+                "must be a string",
+            ))
+        }
+    };
     let messages = match input.get("messages") {
         Some(Value::Array(messages)) => messages
             .iter()
@@ -190,6 +228,7 @@ pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
         .map(|(index, value)| resume_entry(value, index))
         .collect::<Result<_, _>>()?;
     Ok(RunInput {
+        generation,
         thread_id,
         client_run_id,
         messages,
@@ -266,6 +305,25 @@ mod tests {
             field(json!({"threadId": "t", "runId": "r", "messages": [],
                 "resume": [{"interruptId": "a", "status": "maybe"}]})),
             "resume[0].status"
+        );
+    }
+
+    #[test]
+    fn the_protocol_version_names_the_generation() {
+        let generation = |version: Value| {
+            let mut input = json!({"threadId": "t", "runId": "r", "messages": []});
+            if !version.is_null() {
+                input["protocolVersion"] = version;
+            }
+            parse(&body(input)).map(|input| input.generation)
+        };
+        assert_eq!(generation(Value::Null).unwrap(), Generation::Legacy);
+        assert_eq!(generation(json!("0.0.59")).unwrap(), Generation::Legacy);
+        assert_eq!(generation(json!("1.0")).unwrap(), Generation::V1);
+        assert_eq!(generation(json!("1.2.0")).unwrap(), Generation::V1);
+        assert_eq!(
+            generation(json!(1)).unwrap_err().field.as_deref(),
+            Some("protocolVersion")
         );
     }
 

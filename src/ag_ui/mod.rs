@@ -1,4 +1,5 @@
-//! agentd's agents for AG-UI frontends (`@ag-ui/core` 1.0): `POST
+//! agentd's agents for AG-UI frontends (`@ag-ui/core` 1.0, and the 0.0.x
+//! clients CopilotKit pins, told apart by `protocolVersion`): `POST
 //! /ag-ui/{agent_id}` (`/ag-ui` for the default agent) takes a
 //! `RunAgentInput` and answers with the run as a `text/event-stream` of
 //! AG-UI events (or their protobuf encoding, when asked for); `GET /ag-ui/{agent_id}/capabilities` says what the agent
@@ -7,8 +8,9 @@
 //! per pending call (`interrupt.rs`), answered by the next request's
 //! `resume` through Resume, all at once; a frontend tool's call ends the
 //! stream with its id pending, answered by the next request's `tool`
-//! message. It converts and authorises; every operation is the runtime
-//! API's.
+//! message. A request that brings nothing new replays the thread
+//! (`replay.rs`). It converts and authorises; every operation is the
+//! runtime API's.
 
 mod capabilities;
 mod error;
@@ -16,6 +18,7 @@ mod events;
 mod input;
 mod interrupt;
 mod proto;
+mod replay;
 mod run;
 mod stream;
 

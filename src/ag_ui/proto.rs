@@ -91,6 +91,49 @@ struct RunFinished {
     pending_tool_call_ids: Vec<String>,
 }
 
+#[derive(Clone, PartialEq, Message)]
+struct FunctionCall {
+    #[prost(string, tag = "1")]
+    name: String,
+    #[prost(string, tag = "2")]
+    arguments: String,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ToolCall {
+    #[prost(string, tag = "1")]
+    id: String,
+    #[prost(string, tag = "2")]
+    r#type: String,
+    #[prost(message, optional, tag = "3")]
+    function: Option<FunctionCall>,
+}
+
+/// A message of a snapshot, as far as agentd's messages fill it.
+#[derive(Clone, PartialEq, Message)]
+struct SnapshotMessage {
+    #[prost(string, tag = "1")]
+    id: String,
+    #[prost(string, tag = "2")]
+    role: String,
+    #[prost(string, optional, tag = "3")]
+    content: Option<String>,
+    #[prost(message, repeated, tag = "5")]
+    tool_calls: Vec<ToolCall>,
+    #[prost(string, optional, tag = "6")]
+    tool_call_id: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    error: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct MessagesSnapshot {
+    #[prost(message, optional, tag = "1")]
+    base: Option<BaseEvent>,
+    #[prost(message, repeated, tag = "2")]
+    messages: Vec<SnapshotMessage>,
+}
+
 /// An event's `EventType` number and its arm of `Event`'s `oneof`.
 fn numbers(kind: &str) -> Option<(i32, u32)> {
     Some(match kind {
@@ -100,6 +143,7 @@ fn numbers(kind: &str) -> Option<(i32, u32)> {
         "TOOL_CALL_START" => (3, 4),
         "TOOL_CALL_ARGS" => (4, 5),
         "TOOL_CALL_END" => (5, 6),
+        "MESSAGES_SNAPSHOT" => (8, 9),
         "RUN_STARTED" => (11, 12),
         "RUN_FINISHED" => (12, 13),
         "RUN_ERROR" => (13, 14),
@@ -171,6 +215,41 @@ fn run_finished(base: BaseEvent, event: &Value) -> RunFinished {
     }
 }
 
+fn messages_snapshot(base: BaseEvent, event: &Value) -> MessagesSnapshot {
+    let messages = event["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let messages = messages
+        .iter()
+        .map(|message| SnapshotMessage {
+            id: text(message, "id").unwrap_or_default(),
+            role: text(message, "role").unwrap_or_default(),
+            content: text(message, "content"),
+            tool_calls: message["toolCalls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|call| ToolCall {
+                    id: text(call, "id").unwrap_or_default(),
+                    r#type: text(call, "type").unwrap_or_default(),
+                    function: Some(FunctionCall {
+                        name: text(&call["function"], "name").unwrap_or_default(),
+                        arguments: text(&call["function"], "arguments").unwrap_or_default(),
+                    }),
+                })
+                .collect(),
+            tool_call_id: text(message, "toolCallId"),
+            error: text(message, "error"),
+        })
+        .collect();
+    MessagesSnapshot {
+        base: Some(base),
+        messages,
+    }
+}
+
 /// The fields of an event other than RUN_FINISHED, by its message's tags.
 fn fields(base: BaseEvent, kind: &str, event: &Value) -> Fields {
     let keys: [&str; 5] = match kind {
@@ -212,10 +291,10 @@ pub fn encode(event: &Value) -> Bytes {
         timestamp: event.get("timestamp").and_then(Value::as_i64),
         metadata: event.get("metadata").map(json_to_struct),
     };
-    let inner = if kind == "RUN_FINISHED" {
-        run_finished(base, event).encode_to_vec()
-    } else {
-        fields(base, kind, event).encode_to_vec()
+    let inner = match kind {
+        "RUN_FINISHED" => run_finished(base, event).encode_to_vec(),
+        "MESSAGES_SNAPSHOT" => messages_snapshot(base, event).encode_to_vec(),
+        _ => fields(base, kind, event).encode_to_vec(),
     };
     // The `Event` envelope: its one arm, a length-delimited field.
     let mut envelope = Vec::with_capacity(inner.len() + 8);

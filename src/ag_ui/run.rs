@@ -1,7 +1,9 @@
 //! `POST /ag-ui/{agent_id}`: a request starts a run on its thread, or
 //! continues the thread's suspended run: `resume` entries answer its
-//! interrupts, `tool` messages its frontend tools' calls. Refusals come
-//! before any event; then the run streams as AG-UI events (`stream.rs`).
+//! interrupts, `tool` messages its frontend tools' calls; a request that
+//! brings nothing new replays the thread (`replay.rs`). Refusals come
+//! before any event; then the run streams as AG-UI events (`stream.rs`),
+//! shaped for the generation the request speaks.
 
 use std::collections::HashSet;
 
@@ -13,9 +15,10 @@ use axum::response::Response;
 use axum::Extension;
 
 use super::error::{answer_message, payload_field, ApiError};
+use super::events::Events;
 use super::input::{self, ClientMessage, ResumeStatus, RunInput};
-use super::interrupt;
 use super::stream::{self, Encoding};
+use super::{interrupt, replay};
 use crate::domain::{Decider, DecisionSource, PendingCall, Phase, RunRecord, Tenant};
 use crate::door::StreamGate;
 use crate::grpc::caller::CallerName;
@@ -87,11 +90,12 @@ async fn respond(
         .clone();
     let trace =
         crate::grpc::convert::trace_context(&tonic::metadata::MetadataMap::from_headers(headers.clone()));
-    let latest = match runtime.get_thread(&tenant, &input.thread_id).await {
-        Ok(view) => view.runs.into_iter().last(),
-        Err(RuntimeError::ThreadNotFound) => None,
+    let runs = match runtime.get_thread(&tenant, &input.thread_id).await {
+        Ok(view) => view.runs,
+        Err(RuntimeError::ThreadNotFound) => Vec::new(),
         Err(error) => return Err(error.into()),
     };
+    let latest = runs.last().cloned();
     let thread_id = input.thread_id.to_string();
     if !input.resume.is_empty() {
         return resume(&runtime, (&tenant, &decider), latest, &input, trace, encoding).await;
@@ -102,14 +106,26 @@ async fn respond(
             .iter()
             .any(|message| matches!(message, ClientMessage::Tool { .. }))
         {
-            return tool_results(&runtime, (&tenant, &decider), run, new, trace, encoding).await;
+            return tool_results(&runtime, (&tenant, &decider), run, new, &input, trace, encoding).await;
         }
     }
     let messages = input::turns(new);
-    if !messages
+    let has_user_message = messages
         .iter()
-        .any(|message| matches!(message, crate::domain::Message::User { .. }))
-    {
+        .any(|message| matches!(message, crate::domain::Message::User { .. }));
+    if let Some(run) = &latest {
+        let events = Events::new(thread_id.clone(), run.id, input.generation);
+        if !has_user_message {
+            return match replay::events(&runtime, &events, &runs) {
+                Some(replayed) => Ok(stream::complete(&replayed, encoding)),
+                None => Err(busy(&runtime, &thread_id, run)),
+            };
+        }
+        if matches!(run.phase(), Phase::Running { .. } | Phase::Suspended { .. }) {
+            return Err(busy(&runtime, &thread_id, run));
+        }
+    }
+    if !has_user_message {
         return Err(ApiError::invalid_body(
             "messages".to_owned(),
             "has no new user message after the thread's history",
@@ -127,8 +143,60 @@ async fn respond(
         decider: Some(decider),
         ..StartRun::default()
     };
-    let run_stream = runtime.start(&tenant, start).await?;
-    Ok(stream::response(runtime, tenant, thread_id, run_stream, encoding))
+    let run_stream = match runtime.start(&tenant, start).await {
+        Ok(run_stream) => run_stream,
+        // Another request started or suspended a run on the thread since
+        // it was read: refused as that run stands.
+        Err(RuntimeError::ThreadBusy { run_id, .. }) => {
+            let run = runtime.get_run(&tenant, run_id).await?;
+            return Err(busy(&runtime, &thread_id, &run));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let events = Events::new(thread_id, run_stream.run_id, input.generation);
+    Ok(stream::response(runtime, tenant, events, run_stream, encoding))
+}
+
+/// The refusal of a new message on thread `thread_id` while its run `run`
+/// runs or waits: what it waits on, with each interrupt's schema.
+fn busy(runtime: &Runtime, thread_id: &str, run: &RunRecord) -> ApiError {
+    let Some(pending) = pending_of(run) else {
+        return ApiError::thread_busy(
+            format!(
+                "thread {thread_id} is busy: its run {} is {}, and a thread runs one run at a time; \
+                 send the message again once it has finished",
+                run.id,
+                run.status()
+            ),
+            run.id.to_string(),
+            None,
+        );
+    };
+    let agent = runtime.agents().get(&run.agent_id).cloned();
+    let expires_at = match run.phase() {
+        Phase::Suspended { expires_at, .. } => Some(*expires_at),
+        _ => None,
+    };
+    let interrupts = pending
+        .iter()
+        .map(|call| interrupt::interrupt(call, agent.as_deref(), expires_at))
+        .collect();
+    let ids: Vec<&str> = pending.iter().map(|call| call.call.id.as_str()).collect();
+    let how = if pending.iter().all(interrupt::is_client_tool) {
+        "send each call's result as a tool message with its toolCallId"
+    } else {
+        "answer every one of them in one request's resume entries (their responseSchema says how)"
+    };
+    ApiError::thread_busy(
+        format!(
+            "thread {thread_id} waits on its run {}: open interrupts {}; {how}, or send the thread \
+             with no new message to have them again",
+            run.id,
+            ids.join(", ")
+        ),
+        run.id.to_string(),
+        Some(interrupts),
+    )
 }
 
 fn pending_of(run: &RunRecord) -> Option<&[PendingCall]> {
@@ -228,7 +296,8 @@ async fn resume(
             )
             .await
             .map_err(|error| not_open(error, first))?;
-        return Ok(stream::cancelled(&thread_id, &cancelled, encoding));
+        let events = Events::new(thread_id, cancelled.id, input.generation);
+        return Ok(stream::cancelled(&events, &cancelled, encoding));
     }
     let request = ResumeRun {
         run_id: run.id,
@@ -237,7 +306,8 @@ async fn resume(
         trace,
         decider: decider.clone(),
     };
-    continue_with(runtime, tenant, request, thread_id, encoding, |error| {
+    let events = Events::new(thread_id, run.id, input.generation).resuming(run.state.steps);
+    continue_with(runtime, tenant, request, events, encoding, |error| {
         refused(error, &input.resume, &entries, |entry, error| {
             payload_field(entry, error)
         })
@@ -245,13 +315,13 @@ async fn resume(
     .await
 }
 
-/// Resumes a run of thread `thread_id` as `request` says and streams the
-/// continuation as AG-UI events; a refusal is what `refusal` makes of it.
+/// Resumes a run as `request` says and streams the continuation as the
+/// AG-UI events `events` makes; a refusal is what `refusal` makes of it.
 async fn continue_with(
     runtime: &Runtime,
     tenant: &Tenant,
     request: ResumeRun,
-    thread_id: String,
+    events: Events,
     encoding: Encoding,
     refusal: impl FnOnce(RuntimeError) -> ApiError,
 ) -> Result<Response, ApiError> {
@@ -259,7 +329,7 @@ async fn continue_with(
     Ok(stream::response(
         runtime.clone(),
         tenant.clone(),
-        thread_id,
+        events,
         run_stream,
         encoding,
     ))
@@ -272,6 +342,7 @@ async fn tool_results(
     (tenant, decider): (&Tenant, &Decider),
     run: &RunRecord,
     new: &[ClientMessage],
+    input: &RunInput,
     trace: Option<crate::domain::TraceContext>,
     encoding: Encoding,
 ) -> Result<Response, ApiError> {
@@ -302,11 +373,7 @@ async fn tool_results(
             remember: None,
         });
     }
-    let thread_id = run
-        .thread
-        .as_ref()
-        .map(|link| link.id.to_string())
-        .unwrap_or_default();
+    let thread_id = input.thread_id.to_string();
     let ids: Vec<String> = pending.iter().map(|call| call.call.id.clone()).collect();
     let request = ResumeRun {
         run_id: run.id,
@@ -315,21 +382,15 @@ async fn tool_results(
         trace,
         decider: decider.clone(),
     };
-    continue_with(
-        runtime,
-        tenant,
-        request,
-        thread_id,
-        encoding,
-        |error| match error {
-            RuntimeError::InvalidAnswer(answer) => {
-                let position = answer.of.as_ref().map_or(0, |(position, _)| *position);
-                let id = ids.get(position).map_or("", String::as_str);
-                ApiError::invalid_answer(id, "messages".to_owned(), answer_message(&answer))
-            }
-            other => not_open(other, ids.first().map_or("", String::as_str)),
-        },
-    )
+    let events = Events::new(thread_id, run.id, input.generation).resuming(run.state.steps);
+    continue_with(runtime, tenant, request, events, encoding, |error| match error {
+        RuntimeError::InvalidAnswer(answer) => {
+            let position = answer.of.as_ref().map_or(0, |(position, _)| *position);
+            let id = ids.get(position).map_or("", String::as_str);
+            ApiError::invalid_answer(id, "messages".to_owned(), answer_message(&answer))
+        }
+        other => not_open(other, ids.first().map_or("", String::as_str)),
+    })
     .await
 }
 

@@ -3,7 +3,8 @@
 //! when the client's `Accept` asks for it (`proto.rs`). A suspension ends the
 //! stream with `RUN_FINISHED`: outcome `interrupt` with one interrupt per
 //! pending call, or `success` naming the frontend tool calls pending when
-//! the run waits on nothing else. A client that leaves drops the stream;
+//! the run waits on nothing else (`events.rs` shapes both for the client's
+//! generation). A replay (`replay.rs`) is answered here too. A client that leaves drops the stream;
 //! the run goes on. Each stream is the stream gate's ([`guarded`]): when
 //! the drain period of a shutdown is over it ends with `RUN_ERROR`, and the
 //! run goes on elsewhere.
@@ -19,10 +20,10 @@ use serde_json::{json, Value};
 use tonic::Status;
 use tonic_types::StatusExt;
 
-use super::events::{Events, Suspension};
+use super::events::{Events, Outcome, Suspension};
 use super::{interrupt, proto};
 use crate::agent::Agent;
-use crate::domain::{Phase, RunRecord, Tenant, Timestamp, Usage};
+use crate::domain::{PendingCall, Phase, RunRecord, Tenant, Timestamp, Usage};
 use crate::door::{OpenStream, StreamGate};
 use crate::runtime::{RunStream, Runtime};
 
@@ -69,15 +70,28 @@ fn event_stream(encoding: Encoding, body: Body) -> Response {
     response
 }
 
+/// What a run waiting on `pending` (until `expires_at`) waits on, as a
+/// `RUN_FINISHED` outcome: the frontend tool calls when it waits on
+/// nothing else, otherwise an interrupt per call.
+pub fn waiting_outcome(
+    pending: &[PendingCall],
+    agent: Option<&Agent>,
+    expires_at: Option<Timestamp>,
+) -> Outcome {
+    if !pending.is_empty() && pending.iter().all(interrupt::is_client_tool) {
+        return Outcome::PendingTools(pending.iter().map(|call| call.call.id.clone()).collect());
+    }
+    Outcome::Interrupt(
+        pending
+            .iter()
+            .map(|call| interrupt::interrupt(call, agent, expires_at))
+            .collect(),
+    )
+}
+
 /// The `RUN_FINISHED` of a stream that ended suspended.
-async fn suspended(
-    events: &Events,
-    runtime: &Runtime,
-    tenant: &Tenant,
-    run_id: crate::domain::RunId,
-    suspension: Suspension,
-) -> Value {
-    let stored = runtime.get_run(tenant, run_id).await.ok();
+async fn suspended(events: &Events, runtime: &Runtime, tenant: &Tenant, suspension: Suspension) -> Value {
+    let stored = runtime.get_run(tenant, events.run_id()).await.ok();
     let agent: Option<Arc<Agent>> = stored
         .as_ref()
         .and_then(|run| runtime.agents().get(&run.agent_id).cloned());
@@ -93,34 +107,18 @@ async fn suspended(
             pending = now.to_vec();
         }
     }
-    let at = Timestamp::now();
-    if !pending.is_empty() && pending.iter().all(interrupt::is_client_tool) {
-        let ids: Vec<&str> = pending.iter().map(|call| call.call.id.as_str()).collect();
-        let outcome = json!({"type": "success", "pendingToolCallIds": ids});
-        return events.run_finished(at, outcome, None, suspension.usage);
-    }
-    let interrupts: Vec<Value> = pending
-        .iter()
-        .map(|call| interrupt::interrupt(call, agent.as_deref(), expires_at))
-        .collect();
-    events.run_finished(
-        at,
-        json!({"type": "interrupt", "interrupts": interrupts}),
-        None,
-        suspension.usage,
-    )
+    let outcome = waiting_outcome(&pending, agent.as_deref(), expires_at);
+    events.run_finished(Timestamp::now(), outcome, suspension.usage)
 }
 
-/// The events of `stream`, a run of `thread_id`.
+/// The events of `stream`, a run's, made by `events`.
 pub fn response(
     runtime: Runtime,
     tenant: Tenant,
-    thread_id: String,
+    events: Events,
     stream: RunStream,
     encoding: Encoding,
 ) -> Response {
-    let run_id = stream.run_id;
-    let events = Events::new(thread_id, run_id);
     let chunks = stream.map_events(Clone::clone);
     let body = futures_util::stream::unfold(
         (chunks, events, runtime, tenant),
@@ -128,7 +126,7 @@ pub fn response(
             let event = chunks.next().await?;
             let (mut out, suspension) = events.of(&event);
             if let Some(suspension) = suspension {
-                out.push(suspended(&events, &runtime, &tenant, run_id, suspension).await);
+                out.push(suspended(&events, &runtime, &tenant, suspension).await);
             }
             let bytes: Vec<Bytes> = out.iter().map(|event| encoding.encode(event)).collect();
             Some((bytes.concat(), (chunks, events, runtime, tenant)))
@@ -137,6 +135,12 @@ pub fn response(
     .filter(|bytes| std::future::ready(!bytes.is_empty()))
     .map(|bytes| Ok::<_, std::convert::Infallible>(Bytes::from(bytes)));
     event_stream(encoding, Body::from_stream(body))
+}
+
+/// A response of `events`, all known at once.
+pub fn complete(events: &[Value], encoding: Encoding) -> Response {
+    let body: Vec<Bytes> = events.iter().map(|event| encoding.encode(event)).collect();
+    event_stream(encoding, Body::from(body.concat()))
 }
 
 /// `response`'s body, admitted as `open`: counted among the open streams
@@ -169,18 +173,19 @@ fn run_error(status: &Status) -> Value {
     })
 }
 
-/// The events of a run that a `cancelled` resume entry cancelled.
-pub fn cancelled(thread_id: &str, run: &RunRecord, encoding: Encoding) -> Response {
-    let events = Events::new(thread_id.to_owned(), run.id);
+/// The events of a run that a `cancelled` resume entry cancelled, made by
+/// `events`.
+pub fn cancelled(events: &Events, run: &RunRecord, encoding: Encoding) -> Response {
     let at = Timestamp::now();
-    let started = json!({
-        "type": "RUN_STARTED",
-        "timestamp": at.0 / 1000,
-        "threadId": thread_id,
-        "runId": run.id.to_string(),
-        "metadata": {"agentd": {"agentId": run.agent_id, "resumed": true}},
-    });
-    let finished = events.run_finished(at, json!({"type": "cancelled"}), None, Usage::default());
-    let body = [encoding.encode(&started), encoding.encode(&finished)].concat();
-    event_stream(encoding, Body::from(body))
+    let started = Events::event(
+        "RUN_STARTED",
+        at,
+        json!({
+            "threadId": events.thread_id(),
+            "runId": run.id.to_string(),
+            "metadata": {"agentd": {"agentId": run.agent_id, "resumed": true}},
+        }),
+    );
+    let finished = events.run_finished(at, Outcome::Cancelled, Usage::default());
+    complete(&[started, finished], encoding)
 }

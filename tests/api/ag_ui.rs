@@ -23,6 +23,10 @@ use crate::security::server::{write_file, SecureServer};
 /// `.ci/run` does it).
 const CLIENT: &str = "AGENTD_TEST_AG_UI";
 
+/// The folder of `tests/copilotkit` with its packages installed (`npm ci`;
+/// `.ci/run` does it); the test drives Debian's chromium.
+const COPILOTKIT: &str = "AGENTD_TEST_COPILOTKIT";
+
 /// A server with the agents the scenarios use: `assistant` (the default:
 /// ask_user, human_review) and `careful` (human_review needs approval);
 /// with `keys`, only those tenants' keys are let in.
@@ -156,6 +160,60 @@ async fn a_bad_answer_changes_nothing_and_a_question_answered_elsewhere_is_409()
     );
 }
 
+/// The tokens of a `RUN_FINISHED`.
+fn tokens(finished: &Value) -> u64 {
+    finished["usage"][0]["totalTokens"].as_u64().expect("usage")
+}
+
+/// A 0.0.x request (no `protocolVersion`): a new message while the run
+/// waits is refused with its interrupts; the thread with no new message is
+/// replayed; each stream counts its own tokens, which add up to the run's.
+#[tokio::test]
+async fn a_busy_thread_names_its_interrupts_and_streams_count_their_own_tokens() {
+    let server = server(None).await;
+    let asked = events(post(&server, None, &input("busy", "help me pick a plan")).await).await;
+    let finished = asked.last().unwrap().clone();
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    let id = interrupt["id"].as_str().unwrap().to_owned();
+    let run_id = finished["runId"].as_str().unwrap().to_owned();
+
+    let (status, error) = refusal(post(&server, None, &input("busy", "plain hello")).await).await;
+    assert_eq!((status, error["code"].as_str()), (409, Some("thread_busy")));
+    assert_eq!(error["runId"], run_id.as_str());
+    assert_eq!(error["interrupts"][0], *interrupt, "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(!message.contains("Resume"), "{message}");
+
+    let nothing_new = json!({"threadId": "busy", "runId": "r", "messages": []});
+    let replayed = events(post(&server, None, &nothing_new).await).await;
+    let kinds: Vec<&str> = replayed.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    assert_eq!(replayed[1]["messages"][0]["content"], "help me pick a plan");
+    assert_eq!(replayed[2]["outcome"]["interrupts"][0], *interrupt);
+    assert_eq!(tokens(&replayed[2]), 0, "a replay uses no tokens");
+
+    let resume = json!({"threadId": "busy", "runId": "r2", "messages": [],
+        "resume": [{"interruptId": id, "status": "resolved", "payload": "Pro"}]});
+    let resumed = events(post(&server, None, &resume).await).await;
+    let kinds: Vec<&str> = resumed.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds[..4],
+        ["RUN_STARTED", "STEP_STARTED", "TOOL_CALL_RESULT", "STEP_FINISHED"]
+    );
+    let mut client = server.client(None).await;
+    let run = client
+        .get_run(pb::GetRunRequest { run_id })
+        .await
+        .unwrap()
+        .into_inner();
+    let usage = run.usage.expect("the run's usage");
+    assert_eq!(
+        tokens(&finished) + tokens(resumed.last().unwrap()),
+        usage.input_tokens + usage.output_tokens,
+        "the streams' usage adds up to the run's"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs Node with tests/ag_ui's packages: set AGENTD_TEST_AG_UI; .ci/run runs it"]
 async fn the_official_ag_ui_client_drives_agentd() {
@@ -217,6 +275,54 @@ async fn the_official_ag_ui_client_drives_agentd() {
     );
     assert!(answered, "the client waited on a question answered through gRPC");
     assert!(output.contains("all scenarios passed"), "{output}");
+}
+
+/// Stock CopilotKit in Chromium (`tests/copilotkit/run.mjs`: react-core
+/// 1.74's CopilotChat and useInterrupt, runtime 1.75's CopilotRuntime with
+/// @ag-ui/client 0.0.59's HttpAgent pointing at /ag-ui): a frontend tool, a
+/// cancelled question, two questions answered together, and a reloaded
+/// page that comes back to its open questions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Node with tests/copilotkit's packages and chromium: set AGENTD_TEST_COPILOTKIT; .ci/run runs it"]
+async fn stock_copilotkit_in_chromium_drives_agentd() {
+    let folder = std::env::var(COPILOTKIT).unwrap_or_else(|_| {
+        panic!("{COPILOTKIT} names tests/copilotkit with its packages installed (npm ci)")
+    });
+    let server = server(None).await;
+    let output = Command::new("node")
+        .arg("run.mjs")
+        .current_dir(&folder)
+        .env("AGUI_URL", format!("http://{}", server.addr))
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("start node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("all steps passed"),
+        "stock CopilotKit's steps failed:\n{stdout}\n--- its log:\n{stderr}"
+    );
+    // The question the page cancelled cancelled its run in agentd, and
+    // nothing waits any more.
+    let mut client = server.client(None).await;
+    let runs = |status: pb::RunStatus| pb::ListRunsRequest {
+        status: status.into(),
+        ..Default::default()
+    };
+    let cancelled = client
+        .list_runs(runs(pb::RunStatus::Cancelled))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.runs.len(), 1, "{:?}", cancelled.runs);
+    let waiting = client
+        .list_runs(runs(pb::RunStatus::Suspended))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(waiting.runs.is_empty(), "{:?}", waiting.runs);
 }
 
 #[tokio::test]
