@@ -89,9 +89,12 @@ export class RunCard {
   private readonly pendingList = h("div", { class: "pending" });
   private readonly forms = new Map<string, HTMLFormElement>();
   private readonly kinds = new Map<string, Kind>();
-  private readonly live = h("section", { class: "live", "aria-label": "Continuation", hidden: true });
+  private readonly live: HTMLElement;
   private transcript: Transcript | null = null;
-  private readonly history = h("section", { class: "history", "aria-label": "History", hidden: true });
+  private readonly history: HTMLElement;
+  /** The element naming the run, added to the names of its forms and
+   * regions: each names its run, as landmarks are named uniquely. */
+  private readonly runName: string;
   private readonly historyButton: HTMLButtonElement;
   private readonly cancelButton: HTMLButtonElement;
   private readonly footerAlert = h("div", { class: "footer-alert" });
@@ -118,6 +121,9 @@ export class RunCard {
     this.since = summary.since ? timestampDate(summary.since) : null;
     if (summary.since) this.shownAt = micros(summary.since);
     const titleId = `run-${summary.runId}`;
+    this.runName = `run-id-${summary.runId}`;
+    this.live = h("section", { class: "live", "aria-label": `Continuation of run ${summary.runId}`, hidden: true });
+    this.history = h("section", { class: "history", "aria-label": `History of run ${summary.runId}`, hidden: true });
     this.historyButton = h("button", { type: "button", "aria-expanded": "false", onclick: () => void this.toggleHistory() }, "Show history");
     this.cancelButton = h("button", { type: "button", class: "danger quiet", onclick: () => void this.cancel() }, "Cancel run");
     const dismiss = h("button", { type: "button", class: "quiet dismiss", onclick: () => this.ctx.remove(this) }, "Dismiss");
@@ -132,7 +138,7 @@ export class RunCard {
       h(
         "header",
         {},
-        h("h2", { id: titleId }, h("span", { class: "agent" }, summary.agentId), " ", h("span", { class: "run-id" }, `run ${summary.runId}`)),
+        h("h2", { id: titleId }, h("span", { class: "agent" }, summary.agentId), " ", h("span", { class: "run-id", id: this.runName }, `run ${summary.runId}`)),
         this.line,
         this.meta,
         summary.threadId ? h("p", { class: "thread" }, `Thread ${summary.threadId}`) : null,
@@ -186,6 +192,7 @@ export class RunCard {
       const form = pendingForm(call, tool, send, this.onThread);
       if (!form) continue;
       form.dataset.toolCallId = call.toolCallId;
+      form.setAttribute("aria-labelledby", `${form.getAttribute("aria-labelledby")} ${this.runName}`);
       this.forms.set(call.toolCallId, form);
       this.kinds.set(call.toolCallId, kindOf(call));
       this.pendingList.append(form);

@@ -9,7 +9,8 @@
 // human_review (its inbox_metadata shows `ticket` and `customer` first and
 // hides `trace_id`), and a second agent `reviewer` (whose deadlines decline
 // its questions and approve its reviews); KEYED_URL one with the
-// tenants acme and globex. With SCREENS_DIR, inbox-context.png,
+// tenants acme and globex. Every state it visits is checked with axe-core
+// (zero violations). With SCREENS_DIR, inbox-context.png,
 // inbox-phone.png, inbox-review-form.png, inbox-compact.png,
 // inbox-deadline.png and inbox-triage.png are saved there. CHROMIUM names the browser (default
 // /usr/bin/chromium).
@@ -26,6 +27,7 @@ import {
 } from "../src/gen/agentd/v1/agentd_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { StreamAgentRequestSchema } from "../src/gen/agentd/v1/agentd_pb";
+import { expectNoViolations } from "./axe";
 
 type Agentd = Client<typeof AgentService>;
 const SOON = { timeout: 10_000 };
@@ -127,10 +129,12 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const nameContext = card(page, name).getByRole("group", { name: "Context" });
     await nameContext.getByText("My order 1043 arrived damaged").waitFor(SOON);
     await nameContext.getByText("I am sorry. I can send a replacement or refund it.").waitFor(SOON);
+    await expectNoViolations(page, "four runs waiting, with their contexts");
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
     if (screens) {
       await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
       await page.setViewportSize({ width: 390, height: 844 });
+      await expectNoViolations(page, "the phone layout");
       await page.screenshot({ path: shot("inbox-phone.png") });
       await page.setViewportSize({ width: 1000, height: 900 });
     }
@@ -154,6 +158,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await card(page, plan).getByText("Thanks! You answered: Pro.").waitFor(SOON);
     await cardStatus(page, plan).filter({ hasText: "Answered: Pro · the run completed" }).waitFor(SOON);
     check((await statusOf(agentd, plan)) === RunStatus.COMPLETED, "the plan run completed");
+    await expectNoViolations(page, "an answered card, finished");
 
     // Multi-select: checkboxes named by their labels.
     const pizzaForm = card(page, pizza).getByRole("form", { name: "Which toppings do you want on your pizza?" });
@@ -223,6 +228,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check((await revised.getAttribute("aria-invalid")) === "true", "an empty revised_text is marked");
     await revised.fill("Dear Ms Lovelace, your refund of 40 EUR was sent today.");
     await review.getByRole("textbox", { name: "comment", exact: true }).fill("Say when");
+    await expectNoViolations(page, "a review's form, a field marked");
     if (screens) {
       await page.setViewportSize({ width: 1000, height: 1600 });
       await review.evaluate((form) => form.scrollIntoView({ block: "center" }));
@@ -258,6 +264,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await rememberForm.waitFor(SOON);
     const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember in this conversation" });
     await rememberButton.waitFor(SOON);
+    await expectNoViolations(page, "an approval on a thread");
     if (screens) {
       await rememberForm.evaluate((form) => form.scrollIntoView({ block: "center" }));
       await card(page, remembered).screenshot({ path: shot("inbox-remember.png") });
@@ -313,6 +320,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const historyRegion = historyCard.getByRole("region", { name: "History" });
     await historyRegion.getByText("free text for the history").waitFor(SOON);
     await historyRegion.getByText("Asks: What should I call you?").waitFor(SOON);
+    await expectNoViolations(page, "a run's history");
     await historyCard.getByRole("button", { name: "Cancel run" }).click();
     await historyCard.getByRole("button", { name: "Confirm cancel" }).click();
     await historyCard.waitFor({ state: "detached", ...SOON });
@@ -333,6 +341,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await lapsedCard.getByRole("button", { name: "Show history" }).click();
     const lapsedHistory = lapsedCard.getByRole("region", { name: "History" });
     await lapsedHistory.getByText("Nobody answered in time").waitFor(SOON);
+    await expectNoViolations(page, "a history with the deadline's answer");
     if (screens) await lapsedCard.screenshot({ path: shot("inbox-deadline.png") });
     // Nobody reviews it either: declined at its own deadline, the run ends.
     await lapsedCard.waitFor({ state: "detached", ...SOON });
@@ -364,6 +373,8 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     for (const runId of fifty) await card(page, runId).waitFor(SOON);
     const search = page.getByRole("searchbox", { name: "Search" });
     const count = page.locator("#search-count");
+    await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
+    await expectNoViolations(page, "52 waiting runs, many asking the same");
     await search.fill("grace HOPPER");
     await count.filter({ hasText: `5 of ${waitingNow} runs match` }).waitFor(SOON);
     const graces = fifty.filter((_, i) => i % 10 === 3);
@@ -377,6 +388,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await count.filter({ hasText: `24 of ${waitingNow} runs match` }).waitFor(SOON);
     await search.fill("t-2011");
     await count.filter({ hasText: `1 of ${waitingNow} runs match` }).waitFor(SOON);
+    await expectNoViolations(page, "a search that matches one run");
     await search.fill("");
     await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
 
@@ -413,6 +425,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await first.getByRole("button", { expanded: true }).waitFor(SOON);
     await first.getByRole("form", { name: "Which plan should I set up for you?" }).waitFor({ state: "visible", ...SOON });
     await first.getByRole("group", { name: "Context" }).waitFor({ state: "visible", ...SOON });
+    await expectNoViolations(page, "the compact view, one run open");
     if (screens) await page.screenshot({ path: shot("inbox-compact.png") });
 
     // Shortcuts: / searches, j and k move between runs, ? shows them.
@@ -428,6 +441,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check(await focused(card(page, reviewRun)), "k: the previous run");
     await page.keyboard.press("?");
     await page.getByRole("region", { name: "Keyboard shortcuts" }).waitFor(SOON);
+    await expectNoViolations(page, "the shortcuts shown");
     if (screens) await page.screenshot({ path: shot("inbox-triage.png") });
     await page.keyboard.press("?");
     await compact.click();
@@ -445,15 +459,20 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const keyed = await context.newPage();
     await keyed.goto(keyedUrl);
     const key = keyed.getByRole("textbox", { name: "API key" });
+    await key.waitFor(SOON);
+    await expectNoViolations(keyed, "the sign-in form");
+    if (screens) await keyed.screenshot({ path: shot("inbox-sign-in.png") });
     const remember = keyed.getByRole("checkbox", { name: "Remember on this device" });
     check(!(await remember.isChecked()), "Remember on this device is off by default");
     await key.fill("not-a-key-of-anyone");
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await keyed.getByRole("alert").filter({ hasText: "did not accept" }).waitFor(SOON);
+    await expectNoViolations(keyed, "a key refused");
     await keyed.getByRole("textbox", { name: "API key" }).fill(acmeKey);
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await card(keyed, acmeRun).waitFor(SOON);
     await keyed.getByRole("banner").getByText("acme", { exact: true }).waitFor(SOON);
+    await expectNoViolations(keyed, "signed in as acme");
     check((await card(keyed, globexRun).count()) === 0, "another tenant's run is not shown");
     check((await keyed.getByRole("article").count()) === 1, "only the tenant's run");
     // Kept for this tab only: another tab asks again.
@@ -483,6 +502,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check((await line.textContent()) === "Live", `the line: ${await line.textContent()}`);
     await context.setOffline(true);
     await line.filter({ hasText: /^Offline — retrying$/ }).waitFor({ timeout: 20_000 });
+    await expectNoViolations(keyed, "offline");
     await context.setOffline(false);
     await line.filter({ hasText: /^Live$/ }).waitFor({ timeout: 20_000 });
     console.log("inbox: signing in with a key shows only that tenant's runs, and names the tenant");
