@@ -53,8 +53,18 @@ export class Toolbar {
   constructor(agents: string[], changed: () => void, move: (step: 1 | -1) => void) {
     this.search.setAttribute("aria-describedby", "search-count");
     this.search.addEventListener("input", changed);
+    // Escape clears the box and the filter together (the browser's own
+    // clearing of a search box would leave the filter applied); in an
+    // empty box it leaves the box.
     this.search.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") this.search.blur();
+      if (event.key !== "Escape") return;
+      if (!this.search.value) {
+        this.search.blur();
+        return;
+      }
+      event.preventDefault();
+      this.search.value = "";
+      changed();
     });
     this.kind = select("kind-filter", changed, [
       ["all", "All"],

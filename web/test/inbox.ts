@@ -389,6 +389,15 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await search.fill("t-2011");
     await count.filter({ hasText: `1 of ${waitingNow} runs match` }).waitFor(SOON);
     await expectNoViolations(page, "a search that matches one run");
+    // Escape clears the box and the filter together; in an empty box it
+    // leaves the box.
+    await search.press("Escape");
+    check((await search.inputValue()) === "", "Escape empties Search");
+    await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
+    check((await visibleIds(page)).length === waitingNow, "Escape shows every run again");
+    check(await focused(search), "the first Escape stays in Search");
+    await search.press("Escape");
+    check(!(await focused(search)), "Escape in an empty Search leaves it");
     await search.fill("");
     await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
 
