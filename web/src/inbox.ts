@@ -52,6 +52,8 @@ export class Inbox {
   private cursor = "";
   private readonly contextQueue: RunCard[] = [];
   private contextReads = 0;
+  /** Where focus goes once the first listing is shown (after sign-in). */
+  private focusOnLoad = false;
 
   constructor(
     private readonly client: Agentd,
@@ -78,8 +80,11 @@ export class Inbox {
     window.setInterval(() => this.cards.forEach((card) => card.tick()), 15_000);
   }
 
-  /** Watches from now on, and lists what already waits once the watch is open. */
-  start(): void {
+  /** Watches from now on, and lists what already waits once the watch is
+   * open; with `focus`, focus then goes to the first run (or the page's
+   * heading when none waits). */
+  start(focus = false): void {
+    this.focusOnLoad = focus;
     void this.watch();
   }
 
@@ -153,6 +158,11 @@ export class Inbox {
     } catch (error) {
       this.alert.replaceChildren(h("div", { role: "alert", class: "alert" }, `The waiting runs could not be read: ${plain(error)}`));
       return;
+    }
+    if (this.focusOnLoad) {
+      this.focusOnLoad = false;
+      const first = this.shown()[0] ?? document.querySelector<HTMLElement>("h1");
+      first?.focus({ preventScroll: true });
     }
     if (pageToken) return;
     for (const card of [...this.cards.values()]) {
@@ -250,7 +260,9 @@ export class Inbox {
     if (!runs.length) return;
     const at = runs.findIndex((run) => run.contains(document.activeElement));
     const next = at === -1 ? (step === 1 ? 0 : runs.length - 1) : Math.min(Math.max(at + step, 0), runs.length - 1);
-    runs[next].focus();
+    // Scrolled so that its header shows below the sticky header (the
+    // card's scroll-margin-top).
+    runs[next].focus({ preventScroll: true });
     runs[next].scrollIntoView({ block: "nearest" });
   }
 

@@ -1,7 +1,8 @@
 // The inbox's triage controls: Search (with the count of what matches),
 // Kind, Agent and Sort, the Compact view switch, and the keyboard
-// shortcuts (j/k next/previous run, / search, ? shows them). It holds the
-// controls' state and says when it changes; the inbox applies it.
+// shortcuts (j/k next/previous run, / search, ? shows them, Escape leaves
+// a text box). It holds the controls' state and says when it changes; the
+// inbox applies it.
 import { h } from "./dom";
 
 export interface Triage {
@@ -17,6 +18,7 @@ const SHORTCUTS: [string, string][] = [
   ["k", "Previous run"],
   ["/", "Search"],
   ["?", "Show or hide these shortcuts"],
+  ["Esc", "Clear Search, or leave a text box"],
 ];
 
 function select(id: string, onchange: () => void, options: [string, string][]): HTMLSelectElement {
@@ -55,14 +57,11 @@ export class Toolbar {
     this.search.addEventListener("input", changed);
     // Escape clears the box and the filter together (the browser's own
     // clearing of a search box would leave the filter applied); in an
-    // empty box it leaves the box.
+    // empty box it leaves the box, like in any other.
     this.search.addEventListener("keydown", (event) => {
-      if (event.key !== "Escape") return;
-      if (!this.search.value) {
-        this.search.blur();
-        return;
-      }
+      if (event.key !== "Escape" || !this.search.value) return;
       event.preventDefault();
+      event.stopPropagation();
       this.search.value = "";
       changed();
     });
@@ -91,7 +90,17 @@ export class Toolbar {
       this.help,
     );
     document.addEventListener("keydown", (event) => {
-      if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+      if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+      if (event.key === "Escape" && typing(event.target)) {
+        // Escape leaves a text box, so the shortcuts work again; focus
+        // goes to its run, from where j and k go on.
+        const target = event.target as HTMLElement;
+        const run = target.closest<HTMLElement>("article");
+        if (run) run.focus({ preventScroll: true });
+        else target.blur();
+        return;
+      }
+      if (typing(event.target)) return;
       if (event.key === "/") {
         event.preventDefault();
         this.search.focus();

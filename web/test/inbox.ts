@@ -71,6 +71,23 @@ async function focused(locator: Locator): Promise<boolean> {
   return locator.evaluate((element) => element === document.activeElement);
 }
 
+/** Waits until `locator` has focus. */
+async function waitFocused(page: Page, locator: Locator, what: string): Promise<void> {
+  const element = await locator.elementHandle(SOON);
+  try {
+    await page.waitForFunction((target) => target === document.activeElement, element, SOON);
+  } catch {
+    const now = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120));
+    throw new Error(`inbox: ${what}; focus is on ${now}`);
+  }
+}
+
+/** The bottom of the sticky header, in the viewport. */
+async function headerBottom(page: Page): Promise<number> {
+  const box = (await page.getByRole("banner").boundingBox())!;
+  return box.y + box.height;
+}
+
 async function visibleIds(page: Page): Promise<string[]> {
   return page.getByRole("article").evaluateAll((cards) =>
     cards.filter((c) => !(c as HTMLElement).hidden && (c as HTMLElement).offsetParent !== null).map((c) => c.getAttribute("data-run-id")!),
@@ -455,6 +472,29 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await page.keyboard.press("?");
     await compact.click();
 
+    // k from the bottom up: each run it moves to shows its header below
+    // the sticky header, never under it.
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    await page.locator("body").click({ position: { x: 5, y: 300 } });
+    await page.keyboard.press("k");
+    for (let i = 0; i < 6; i += 1) {
+      await page.keyboard.press("k");
+      const box = (await page.locator("article:focus").boundingBox())!;
+      const under = await headerBottom(page);
+      check(box.y >= under - 1, `k: the run's top (${box.y}) is below the sticky header (${under})`);
+    }
+    // Escape leaves a text box for its run, and the shortcuts work again.
+    const freeText = card(page, fifty[7]);
+    const freeAnswer = freeText.getByRole("textbox", { name: "Answer" });
+    await freeAnswer.focus();
+    await page.keyboard.type("j");
+    check((await freeAnswer.inputValue()) === "j", "j types in a text box");
+    await page.keyboard.press("Escape");
+    check(await focused(freeText), "Escape leaves the text box for its run");
+    await page.keyboard.press("j");
+    check(await focused(card(page, fifty[6])), "j goes on from that run");
+    await freeAnswer.fill("");
+
     check(problems.length === 0, `page errors: ${problems.join("; ")}`);
     console.log(`inbox: every scenario passed; a new suspension appeared after ${appeared} ms`);
 
@@ -480,6 +520,8 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await keyed.getByRole("textbox", { name: "API key" }).fill(acmeKey);
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await card(keyed, acmeRun).waitFor(SOON);
+    // Signed in, focus goes to the first run.
+    await waitFocused(keyed, card(keyed, acmeRun), "after sign-in, focus is on the first run");
     await keyed.getByRole("banner").getByText("acme", { exact: true }).waitFor(SOON);
     await expectNoViolations(keyed, "signed in as acme");
     check((await card(keyed, globexRun).count()) === 0, "another tenant's run is not shown");
