@@ -4,11 +4,13 @@
 // after a broken stream, continues after the last cursor it saw, so
 // nothing is missed in between. GetRun reads each run's context. Triage:
 // search, kind, agent, sort, a compact view, and keyboard shortcuts.
+// Runs that arrive after the first listing are marked new until seen.
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { RunEventKind, RunStatus, type Agent, type InboxSettings, type RunEvent, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
 import { codeOf, plain, type Agentd } from "./api";
 import { forPerson, RunCard, type Kind, type RunSummary } from "./card";
+import { Arrivals } from "./arrivals";
 import { h } from "./dom";
 import { micros } from "./time";
 import { Toolbar } from "./toolbar";
@@ -52,6 +54,9 @@ export class Inbox {
   private cursor = "";
   private readonly contextQueue: RunCard[] = [];
   private contextReads = 0;
+  private readonly arrivals = new Arrivals();
+  /** Whether the first listing is shown: runs arriving after it are new. */
+  private listed = false;
   /** Where focus goes once the first listing is shown (after sign-in). */
   private focusOnLoad = false;
 
@@ -76,6 +81,7 @@ export class Inbox {
       this.toolbar.element,
       this.alert,
       h("section", { class: "waiting", "aria-label": "Waiting runs" }, this.empty, this.list),
+      this.arrivals.region,
     );
     window.setInterval(() => this.cards.forEach((card) => card.tick()), 15_000);
   }
@@ -159,6 +165,7 @@ export class Inbox {
       this.alert.replaceChildren(h("div", { role: "alert", class: "alert" }, `The waiting runs could not be read: ${plain(error)}`));
       return;
     }
+    this.listed = true;
     if (this.focusOnLoad) {
       this.focusOnLoad = false;
       const first = this.shown()[0] ?? document.querySelector<HTMLElement>("h1");
@@ -210,6 +217,9 @@ export class Inbox {
       this.place(card);
       this.contextQueue.push(card);
       this.readContext();
+      card.setPending(pending, summary.since as Timestamp | undefined);
+      if (this.listed) this.arrivals.add(card.element, card.element.querySelector("form h3")?.textContent ?? `a run of ${summary.agentId}`);
+      return;
     }
     card.setPending(pending, summary.since as Timestamp | undefined);
   }
@@ -246,6 +256,7 @@ export class Inbox {
   private remove(card: RunCard): void {
     card.element.remove();
     this.cards.delete(card.runId);
+    this.arrivals.remove(card.element);
     this.changed();
   }
 

@@ -12,7 +12,7 @@
 // tenants acme and globex. Every state it visits is checked with axe-core
 // (zero violations). With SCREENS_DIR, inbox-context.png,
 // inbox-phone.png, inbox-review-form.png, inbox-compact.png,
-// inbox-deadline.png and inbox-triage.png are saved there. CHROMIUM names the browser (default
+// inbox-deadline.png, inbox-new.png and inbox-triage.png are saved there. CHROMIUM names the browser (default
 // /usr/bin/chromium).
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -494,6 +494,34 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await page.keyboard.press("j");
     check(await focused(card(page, fifty[6])), "j goes on from that run");
     await freeAnswer.fill("");
+
+    // The runs started above arrived while the page was open: counted in
+    // the tab's title. Opened afresh, what is listed is not new.
+    check(/^\(\d+\) agentd inbox$/.test(await page.title()), `arrivals counted in the title: ${await page.title()}`);
+    await page.reload();
+    await page.getByRole("status").filter({ hasText: /^Live$/ }).waitFor(SOON);
+    await card(page, fifty[0]).waitFor(SOON);
+    check((await page.title()) === "agentd inbox", `the title of a page opened afresh: ${await page.title()}`);
+    check((await page.getByText("New", { exact: true }).count()) === 0, "nothing listed is new");
+    // A run that arrives while the reader is further down: counted in the
+    // tab's title, said in a polite live region, marked New until seen.
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    const arrived = await start(agentd, { prompt: "free text, while you read" });
+    await card(page, arrived).waitFor(SOON);
+    await page.waitForFunction(() => document.title === "(1) agentd inbox", null, SOON);
+    await page.getByRole("status").filter({ hasText: /^New: What should I call you\?/ }).waitFor({ state: "attached", ...SOON });
+    const badge = card(page, arrived).getByText("New", { exact: true });
+    check(await badge.isVisible(), "the new run is marked New");
+    const arrivedToo = await start(agentd, { prompt: "Help me pick a plan, while you read" });
+    await page.waitForFunction(() => document.title === "(2) agentd inbox", null, SOON);
+    await expectNoViolations(page, "two runs arrived, not seen yet");
+    // Seen once in view for a moment: the mark and the count go.
+    await card(page, arrived).scrollIntoViewIfNeeded();
+    if (screens) await page.screenshot({ path: shot("inbox-new.png") });
+    await badge.waitFor({ state: "detached", ...SOON });
+    await card(page, arrivedToo).scrollIntoViewIfNeeded();
+    await card(page, arrivedToo).getByText("New", { exact: true }).waitFor({ state: "detached", ...SOON });
+    await page.waitForFunction(() => document.title === "agentd inbox", null, SOON);
 
     check(problems.length === 0, `page errors: ${problems.join("; ")}`);
     console.log(`inbox: every scenario passed; a new suspension appeared after ${appeared} ms`);
