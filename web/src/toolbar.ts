@@ -2,7 +2,8 @@
 // Kind, Agent and Sort, the Compact view switch, and the keyboard
 // shortcuts (j/k next/previous run, / search, ? shows them, Escape leaves
 // a text box). It holds the controls' state and says when it changes; the
-// inbox applies it.
+// inbox applies it. On a narrow screen the filters fold behind a
+// `Filters` button, so the runs start high on the first screen.
 import { h } from "./dom";
 
 export interface Triage {
@@ -45,6 +46,12 @@ export class Toolbar {
     h("span", { class: "switch-track", "aria-hidden": "true" }),
     "Compact view",
   );
+  private readonly filters = h("div", { class: "filters", id: "filters" });
+  private readonly filtersButton = h(
+    "button",
+    { type: "button", class: "filters-toggle", "aria-expanded": "false", "aria-controls": "filters" },
+    "Filters",
+  );
   private readonly help = h(
     "section",
     { class: "shortcuts", "aria-label": "Keyboard shortcuts", hidden: true },
@@ -81,12 +88,18 @@ export class Toolbar {
       this.compact.setAttribute("aria-checked", String(this.compact.getAttribute("aria-checked") !== "true"));
       changed();
     });
+    this.filtersButton.addEventListener("click", () => {
+      const open = this.filtersButton.getAttribute("aria-expanded") !== "true";
+      this.filtersButton.setAttribute("aria-expanded", String(open));
+      this.element.classList.toggle("filters-open", open);
+    });
     const labelled = (text: string, control: HTMLElement) => h("div", { class: "filter" }, h("label", { for: control.id }, text), control);
+    this.filters.append(labelled("Kind", this.kind), labelled("Agent", this.agent), labelled("Sort", this.sort), this.compact);
     this.element = h(
       "div",
       { class: "toolbar" },
-      h("div", { class: "search", role: "search" }, labelled("Search", this.search), this.counter),
-      h("div", { class: "filters" }, labelled("Kind", this.kind), labelled("Agent", this.agent), labelled("Sort", this.sort), this.compact),
+      h("div", { class: "search", role: "search" }, labelled("Search", this.search), this.filtersButton, this.counter),
+      this.filters,
       this.help,
     );
     document.addEventListener("keydown", (event) => {
@@ -130,6 +143,9 @@ export class Toolbar {
   /** Shows how many waiting runs match the filters, of how many. */
   count(matching: number, waiting: number): void {
     const { agent, kind, query } = this.state();
+    // Folded, the button says how many filters apply.
+    const on = (agent ? 1 : 0) + (kind !== "all" ? 1 : 0);
+    this.filtersButton.textContent = on ? `Filters (${on})` : "Filters";
     const runs = (n: number) => (n === 1 ? "1 run" : `${n} runs`);
     this.counter.textContent =
       agent || kind !== "all" || query

@@ -11,8 +11,10 @@
 // its questions and approve its reviews); KEYED_URL one with the
 // tenants acme and globex. Every state it visits is checked with axe-core
 // (zero violations). With SCREENS_DIR, inbox-context.png,
-// inbox-phone.png, inbox-review-form.png, inbox-compact.png,
-// inbox-deadline.png, inbox-new.png and inbox-triage.png are saved there. CHROMIUM names the browser (default
+// inbox-phone.png, inbox-phone-filters.png, inbox-review-form.png,
+// inbox-remember.png, inbox-remembered.png, inbox-compact.png,
+// inbox-deadline.png, inbox-new.png, inbox-triage.png and
+// inbox-sign-in.png are saved there. CHROMIUM names the browser (default
 // /usr/bin/chromium).
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -147,14 +149,39 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await nameContext.getByText("My order 1043 arrived damaged").waitFor(SOON);
     await nameContext.getByText("I am sorry. I can send a replacement or refund it.").waitFor(SOON);
     await expectNoViolations(page, "four runs waiting, with their contexts");
+    // Dense: a waiting card takes a few hundred pixels, not a screen.
+    const planHeight = (await card(page, plan).boundingBox())!.height;
+    check(planHeight < 420, `the plan card is ${planHeight}px tall`);
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
-    if (screens) {
-      await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
-      await page.setViewportSize({ width: 390, height: 844 });
-      await expectNoViolations(page, "the phone layout");
-      await page.screenshot({ path: shot("inbox-phone.png") });
-      await page.setViewportSize({ width: 1000, height: 900 });
-    }
+    if (screens) await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
+
+    // A phone: the header and the search take at most a fifth of the first
+    // screen, the filters fold behind a button, and the first card's
+    // question with its buttons shows without scrolling.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const filters = page.getByRole("button", { name: "Filters" });
+    await filters.waitFor(SOON);
+    check(!(await page.getByRole("combobox", { name: "Kind" }).isVisible()), "the filters are folded on a phone");
+    const bottoms = await Promise.all(
+      [page.getByRole("searchbox", { name: "Search" }), filters, page.locator("#search-count")].map(async (locator) => {
+        const box = (await locator.boundingBox())!;
+        return box.y + box.height;
+      }),
+    );
+    const chrome = Math.max(await headerBottom(page), ...bottoms);
+    check(chrome / 844 <= 0.2, `the header and filters take ${Math.round((chrome / 844) * 100)}% of the first screen`);
+    const firstApprove = card(page, approve).getByRole("button", { name: "Decline" });
+    const declineBox = (await firstApprove.boundingBox())!;
+    check(declineBox.y + declineBox.height <= 844, `the first card's question and buttons show on the first screen: ${declineBox.y}`);
+    await expectNoViolations(page, "the phone layout");
+    if (screens) await page.screenshot({ path: shot("inbox-phone.png") });
+    await filters.click();
+    check((await filters.getAttribute("aria-expanded")) === "true", "Filters is expanded");
+    await page.getByRole("combobox", { name: "Kind" }).waitFor({ state: "visible", ...SOON });
+    await expectNoViolations(page, "the phone layout, filters unfolded");
+    if (screens) await page.screenshot({ path: shot("inbox-phone-filters.png") });
+    await filters.click();
+    await page.setViewportSize({ width: 1000, height: 900 });
 
     // Single-select: radios named by their labels, described by their descriptions.
     const planForm = card(page, plan).getByRole("form", { name: "Which plan should I set up for you?" });
@@ -261,7 +288,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const declineForm = card(page, declined).getByRole("form", { name: "Approve human_review?" });
     await declineForm.waitFor(SOON);
     // A run outside any thread offers no remembering.
-    const rememberOffered = declineForm.getByRole("button", { name: "Approve and remember in this conversation" });
+    const rememberOffered = declineForm.getByRole("button", { name: "Approve and remember", exact: true });
     check((await rememberOffered.count()) === 0, "no thread, no remembering");
     await declineForm.getByRole("textbox", { name: "Reason" }).fill("Not today");
     await declineForm.getByRole("button", { name: "Decline" }).click();
@@ -279,13 +306,18 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const remembered = await start(agentd, { prompt: REVIEW, threadId, options: { requireToolApproval: true } });
     const rememberForm = card(page, remembered).getByRole("form", { name: "Approve human_review?" });
     await rememberForm.waitFor(SOON);
-    const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember in this conversation" });
+    const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember", exact: true });
     await rememberButton.waitFor(SOON);
-    await expectNoViolations(page, "an approval on a thread");
+    // Its buttons' labels fit on a phone, on one line each.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const rememberHeight = (await rememberButton.boundingBox())!.height;
+    check(rememberHeight < 45, `Approve and remember is one line on a phone: ${rememberHeight}px`);
+    await expectNoViolations(page, "an approval on a thread, on a phone");
     if (screens) {
       await rememberForm.evaluate((form) => form.scrollIntoView({ block: "center" }));
       await card(page, remembered).screenshot({ path: shot("inbox-remember.png") });
     }
+    await page.setViewportSize({ width: 1000, height: 900 });
     await rememberButton.click();
     const rememberedReview = card(page, remembered).getByRole("form", { name: "human_review asks for a response" });
     await rememberedReview.waitFor(SOON);
@@ -415,8 +447,6 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check(await focused(search), "the first Escape stays in Search");
     await search.press("Escape");
     check(!(await focused(search)), "Escape in an empty Search leaves it");
-    await search.fill("");
-    await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
 
     // Kind: a review waits among the questions.
     const reviewRun = await start(agentd, { prompt: 'call human_review {"draft": "Hello"}' });
