@@ -25,8 +25,9 @@ export function shownMetadata(metadata: Record<string, string>, inbox: InboxSett
 }
 
 /** The group `Context`: prompt, last assistant text, metadata. Folded,
- * it is one line of each; a longer context has a `Show all` button that
- * unfolds it. */
+ * it is one line of each, in the space a card keeps for it before it is
+ * read (so filling it in moves nothing); a longer context has a `Show
+ * all` button that unfolds it. */
 export function contextGroup(run: Run, inbox: InboxSettings | undefined): HTMLElement {
   const { prompt, said } = openingAndLast(run.messages);
   const metadata = shownMetadata(run.metadata, inbox);
