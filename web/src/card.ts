@@ -13,7 +13,7 @@ import {
   type ToolInfo,
 } from "./gen/agentd/v1/agentd_pb";
 import { codeOf, plain, violations, type Agentd } from "./api";
-import { contextGroup, historyList, openingAndLast } from "./context";
+import { contextGroup, historyList, openingAndLast, shownMetadata } from "./context";
 import { h } from "./dom";
 import { pendingForm, type Answer, type Refusal, type Send } from "./forms";
 import { ago, full, micros, until } from "./time";
@@ -89,12 +89,9 @@ export class RunCard {
   private readonly pendingList = h("div", { class: "pending" });
   private readonly forms = new Map<string, HTMLFormElement>();
   private readonly kinds = new Map<string, Kind>();
-  private readonly live: HTMLElement;
+  private readonly live = h("section", { class: "live", hidden: true });
   private transcript: Transcript | null = null;
-  private readonly history: HTMLElement;
-  /** The element naming the run, added to the names of its forms and
-   * regions: each names its run, as landmarks are named uniquely. */
-  private readonly runName: string;
+  private readonly history = h("section", { class: "history", hidden: true });
   private readonly historyButton: HTMLButtonElement;
   private readonly cancelButton: HTMLButtonElement;
   private readonly footerAlert = h("div", { class: "footer-alert" });
@@ -103,7 +100,20 @@ export class RunCard {
   /** The one line of the compact view, which opens the card in place. */
   private readonly line: HTMLButtonElement;
   private readonly lineText = h("span", { class: "line-text" });
+  /** The title: the questions, then the agent's first metadata values. */
+  private readonly title = h("span", { class: "title-question" });
+  private readonly titleMeta = h("span", { class: "title-meta" });
+  /** The run's id as the card shows it; forms name their run by it. */
+  private readonly refId: string;
+  private readonly keepButton: HTMLButtonElement;
+  private readonly cancelWarning = h("p", { class: "cancel-warning", hidden: true }, "Cancelling stops the run for good: its questions go unanswered.");
   private confirmingCancel = false;
+  /** The values of the agent's first metadata keys, as GetRun read them. */
+  private firstValues: string[] = [];
+  /** Questions answered here, which stay on the card. */
+  private readonly answeredTitles: string[] = [];
+  /** Every call this card has shown: a call not among them is news. */
+  private readonly seenCalls = new Set<string>();
   /** Whether the run belongs to a thread (a conversation), where an
    * approval can be remembered. */
   private readonly onThread: boolean;
@@ -121,11 +131,15 @@ export class RunCard {
     this.since = summary.since ? timestampDate(summary.since) : null;
     if (summary.since) this.shownAt = micros(summary.since);
     const titleId = `run-${summary.runId}`;
-    this.runName = `run-id-${summary.runId}`;
-    this.live = h("section", { class: "live", "aria-label": `Continuation of run ${summary.runId}`, hidden: true });
-    this.history = h("section", { class: "history", "aria-label": `History of run ${summary.runId}`, hidden: true });
+    this.refId = `run-ref-${summary.runId}`;
+    // Regions named by their heading and the run: every card has them.
+    this.live.setAttribute("aria-labelledby", `live-${summary.runId} ${this.refId}`);
+    this.history.setAttribute("aria-labelledby", `history-${summary.runId} ${this.refId}`);
     this.historyButton = h("button", { type: "button", "aria-expanded": "false", onclick: () => void this.toggleHistory() }, "Show history");
     this.cancelButton = h("button", { type: "button", class: "danger quiet", onclick: () => void this.cancel() }, "Cancel run");
+    this.keepButton = h("button", { type: "button", hidden: true, onclick: () => this.keepRun() }, "Keep run");
+    const copy = h("button", { type: "button", class: "quiet copy" }, "Copy run id");
+    copy.addEventListener("click", () => void this.copyRunId(copy));
     const dismiss = h("button", { type: "button", class: "quiet dismiss", onclick: () => this.ctx.remove(this) }, "Dismiss");
     this.line = h(
       "button",
@@ -134,11 +148,20 @@ export class RunCard {
     );
     this.element = h(
       "article",
-      { class: "run", "aria-labelledby": titleId, "data-run-id": summary.runId, tabindex: "-1" },
+      { class: "run", "aria-labelledby": `${titleId} ${this.refId}`, "data-run-id": summary.runId, tabindex: "-1" },
       h(
         "header",
         {},
-        h("h2", { id: titleId }, h("span", { class: "agent" }, summary.agentId), " ", h("span", { class: "run-id", id: this.runName }, `run ${summary.runId}`)),
+        h("h2", { id: titleId }, this.title, this.titleMeta),
+        h(
+          "p",
+          { class: "run-ref" },
+          h("span", { class: "agent" }, summary.agentId),
+          " ",
+          h("span", { class: "run-id", id: this.refId }, "run ", h("code", {}, summary.runId)),
+          " ",
+          copy,
+        ),
         this.line,
         this.meta,
         summary.threadId ? h("p", { class: "thread" }, `Thread ${summary.threadId}`) : null,
@@ -148,15 +171,39 @@ export class RunCard {
       this.live,
       this.status,
       this.history,
-      h("footer", {}, this.historyButton, this.cancelButton, dismiss, this.footerAlert),
+      h("footer", { role: "group", "aria-label": "This run" }, this.historyButton, this.cancelWarning, this.cancelButton, this.keepButton, dismiss, this.footerAlert),
     );
+    // Escape takes back a cancel not yet confirmed.
+    this.element.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.confirmingCancel) {
+        event.preventDefault();
+        event.stopPropagation();
+        this.keepRun();
+      }
+    });
     this.tick();
+  }
+
+  private async copyRunId(button: HTMLButtonElement): Promise<void> {
+    try {
+      await navigator.clipboard.writeText(this.runId);
+      button.textContent = "Run id copied";
+    } catch {
+      // No clipboard here: the id stays selectable.
+      window.getSelection()?.selectAllChildren(document.getElementById(this.refId)?.querySelector("code") ?? button);
+      button.textContent = "Run id selected";
+    }
+    window.setTimeout(() => (button.textContent = "Copy run id"), 2000);
   }
 
   /** The run as GetRun read it: its context. */
   setRun(run: Run): void {
     const { prompt, said } = openingAndLast(run.messages);
     this.contextText = [prompt, said, ...Object.values(run.metadata)].join("\n");
+    const first = new Set(this.ctx.inbox(this.agentId)?.metadataFirst ?? []);
+    this.firstValues = shownMetadata(run.metadata, this.ctx.inbox(this.agentId))
+      .filter(([key]) => first.has(key))
+      .map(([, value]) => value);
     this.context.replaceChildren(contextGroup(run, this.ctx.inbox(this.agentId)));
     this.index();
     this.ctx.changed();
@@ -171,11 +218,14 @@ export class RunCard {
   /** The calls the run waits on now: forms for new ones, the forms of
    * those still waiting kept as the person left them, the others gone. */
   setPending(pending: PendingToolCall[], since?: Timestamp): void {
+    const human = pending.filter(forPerson);
     if (since) {
-      this.since = timestampDate(since);
+      // Asked then only if a call is new: one answered among several
+      // leaves the others asked when they were.
+      if (this.seenCalls.size === 0 || human.some((call) => !this.seenCalls.has(call.toolCallId))) this.since = timestampDate(since);
       this.shownAt = Math.max(this.shownAt, micros(since));
     }
-    const human = pending.filter(forPerson);
+    for (const call of human) this.seenCalls.add(call.toolCallId);
     const ids = new Set(human.map((call) => call.toolCallId));
     for (const [id, form] of this.forms) {
       if (!ids.has(id)) {
@@ -192,7 +242,8 @@ export class RunCard {
       const form = pendingForm(call, tool, send, this.onThread);
       if (!form) continue;
       form.dataset.toolCallId = call.toolCallId;
-      form.setAttribute("aria-labelledby", `${form.getAttribute("aria-labelledby")} ${this.runName}`);
+      // Named with the run too: forms asking the same in several runs differ.
+      form.setAttribute("aria-labelledby", `${form.getAttribute("aria-labelledby")} ${this.refId}`);
       this.forms.set(call.toolCallId, form);
       this.kinds.set(call.toolCallId, kindOf(call));
       this.pendingList.append(form);
@@ -219,10 +270,15 @@ export class RunCard {
   }
 
   private index(): void {
-    const questions = [...this.forms.values()].map((form) => form.querySelector("h3")?.textContent ?? "");
-    this.searchable = [this.runId, ...questions, this.contextText].join("\n").toLowerCase();
+    const forms = [...this.forms.values()];
+    const questions = forms.map((form) => form.querySelector("h3")?.textContent ?? "");
+    const searched = forms.map((form) => form.dataset.search ?? "");
+    this.searchable = [this.runId, ...questions, ...searched, ...this.answeredTitles, this.contextText].join("\n").toLowerCase();
+    const title = questions.join(" · ") || this.answeredTitles.join(" · ") || "Nothing waits on you";
+    this.title.textContent = title;
+    this.titleMeta.textContent = this.firstValues.map((value) => ` · ${value}`).join("");
     this.lineText.replaceChildren(
-      h("span", { class: "line-question" }, questions.join(" · ") || "Nothing waits on you"),
+      h("span", { class: "line-question" }, title, this.titleMeta.textContent),
       h("span", { class: "line-agent" }, this.agentId),
     );
   }
@@ -256,13 +312,16 @@ export class RunCard {
     const form = this.forms.get(toolCallId);
     this.forms.delete(toolCallId);
     this.kinds.delete(toolCallId);
-    form?.remove();
+    // The question stays on the card, with what was sent.
+    const question = form?.querySelector("h3")?.textContent ?? "";
+    if (question) this.answeredTitles.push(question);
+    form?.replaceWith(h("div", { class: "answered" }, h("h3", {}, question), h("p", {}, h("span", { class: "label" }, "You: "), summary.replace(/^Answered: /, ""))));
     this.answered = summary;
     this.say(summary);
     this.status.focus();
     this.pendingList.inert = true;
     this.transcript = new Transcript();
-    this.live.replaceChildren(h("h3", {}, "Continuation"), this.transcript.element);
+    this.live.replaceChildren(h("h3", { id: `live-${this.runId}` }, "What the agent did next"), this.transcript.element);
     this.live.hidden = false;
     if (!first.done) this.transcript.append(first.value);
     void this.follow(iterator);
@@ -307,9 +366,11 @@ export class RunCard {
     try {
       const run = await this.ctx.client.getRun({ runId: this.runId });
       if (run.status === RunStatus.SUSPENDED) {
+        const fresh = run.pending.filter(forPerson).some((call) => !this.seenCalls.has(call.toolCallId));
         this.setPending(run.pending, run.updatedAt);
         if (this.waiting === 0) this.finished("it waits for its client, not for you");
-        else if (this.answered) this.say(`${this.answered} · it asks again`);
+        else if (this.answered && fresh) this.say(`${this.answered} · it asks again`);
+        else if (this.answered) this.say(`${this.answered} · ${this.waiting === 1 ? "1 more question waits" : `${this.waiting} more questions wait`} on you`);
       } else {
         this.finished(`the run is ${STATUS_TEXT[run.status]}`);
       }
@@ -342,20 +403,32 @@ export class RunCard {
     this.historyButton.textContent = open ? "Show history" : "Hide history";
     this.history.hidden = open;
     if (open) return;
-    this.history.replaceChildren(h("h3", {}, "History"), h("p", { class: "hint" }, "Reading…"));
+    this.history.replaceChildren(h("h3", { id: `history-${this.runId}` }, "History"), h("p", { class: "hint" }, "Reading…"));
     try {
       const run = await this.ctx.client.getRun({ runId: this.runId });
-      this.history.replaceChildren(h("h3", {}, "History"), historyList(run));
+      this.history.replaceChildren(h("h3", { id: `history-${this.runId}` }, "History"), historyList(run));
     } catch (error) {
-      this.history.replaceChildren(h("h3", {}, "History"), h("div", { role: "alert", class: "alert" }, plain(error)));
+      this.history.replaceChildren(h("h3", { id: `history-${this.runId}` }, "History"), h("div", { role: "alert", class: "alert" }, plain(error)));
     }
+  }
+
+  /** Asks before cancelling: Confirm cancel, or Keep run (or Escape). */
+  private confirmCancel(on: boolean): void {
+    this.confirmingCancel = on;
+    this.cancelButton.textContent = on ? "Confirm cancel" : "Cancel run";
+    this.cancelButton.classList.toggle("quiet", !on);
+    this.cancelWarning.hidden = !on;
+    this.keepButton.hidden = !on;
+  }
+
+  private keepRun(): void {
+    this.confirmCancel(false);
+    this.cancelButton.focus();
   }
 
   private async cancel(): Promise<void> {
     if (!this.confirmingCancel) {
-      this.confirmingCancel = true;
-      this.cancelButton.textContent = "Confirm cancel";
-      this.cancelButton.classList.remove("quiet");
+      this.confirmCancel(true);
       return;
     }
     this.cancelButton.disabled = true;

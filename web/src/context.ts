@@ -3,8 +3,9 @@
 // metadata as the agent's inbox settings order it) and its whole history,
 // both read from GetRun's conversation. It only renders.
 import { AnswerSource, Role, type InboxSettings, type PendingToolCall, type Run, type ThreadMessage } from "./gen/agentd/v1/agentd_pb";
-import { h, pretty, uid } from "./dom";
+import { h, pretty, uid, words } from "./dom";
 import { elicitationHeadline } from "./elicitation_form";
+import { resultLabel } from "./transcript";
 
 /** The opening prompt and the last assistant text of a conversation. */
 export function openingAndLast(messages: ThreadMessage[]): { prompt: string; said: string } {
@@ -59,7 +60,7 @@ export function contextGroup(run: Run, inbox: InboxSettings | undefined): HTMLEl
 
 /** What a pending call asks, in a line. */
 export function pendingHeadline(call: PendingToolCall): string {
-  if (call.awaitingApproval) return `Asks to run ${call.toolName}`;
+  if (call.awaitingApproval) return `Asks to approve ${words(call.toolName)}`;
   const payload = call.suspendPayload?.kind;
   switch (payload?.case) {
     case "askUser":
@@ -67,9 +68,9 @@ export function pendingHeadline(call: PendingToolCall): string {
     case "elicitation":
       return elicitationHeadline(payload.value);
     case "clientTool":
-      return `Waits for the client to run ${call.toolName}`;
+      return `Waits for the client to run ${words(call.toolName)}`;
     default:
-      return `${call.toolName} waits for a response`;
+      return `${words(call.toolName)} waits for a response`;
   }
 }
 
@@ -93,12 +94,12 @@ export function historyList(run: Run): HTMLElement {
           } else if (call.originalArgs !== undefined) {
             add(
               "call",
-              h("span", { class: "label" }, `Runs ${call.toolName} with edited arguments`),
+              h("span", { class: "label" }, `Runs ${words(call.toolName)} with edited arguments`),
               h("pre", {}, pretty(call.args)),
               h("details", {}, h("summary", {}, "The model's arguments"), h("pre", {}, pretty(call.originalArgs))),
             );
           } else {
-            add("call", h("span", { class: "label" }, `Calls ${call.toolName}`), h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, pretty(call.args))));
+            add("call", h("span", { class: "label" }, `Uses ${words(call.toolName)}`), h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, pretty(call.args))));
           }
         }
         break;
@@ -110,7 +111,7 @@ export function historyList(run: Run): HTMLElement {
         if (message.answer) add("answer", h("span", { class: "label" }, deadline ? "Nobody answered in time" : "Answer"), message.answer.text);
         add(
           result?.isError ? "result error" : "result",
-          h("span", { class: "label" }, `${result?.toolName ?? "tool"} ${result?.isError ? "failed" : "returned"}`),
+          h("span", { class: "label" }, resultLabel(result?.toolName ?? "tool", result?.isError ?? false)),
           h("p", {}, message.content),
         );
         break;

@@ -37,3 +37,24 @@ export function uid(prefix: string): string {
 export function pretty(value: unknown): string {
   return JSON.stringify(value ?? {}, null, 2);
 }
+
+/** A name as words: `issue_refund` and `issueRefund` are `issue refund`. */
+export function words(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/[_-]+/g, " ")
+    .trim()
+    .toLowerCase();
+}
+
+/** A name as a label: `revised_text` is `Revised text`. */
+export function label(name: string): string {
+  const said = words(name);
+  return said ? said[0].toUpperCase() + said.slice(1) : name;
+}
+
+/** `text` cut to `max` characters, with an ellipsis when cut. */
+export function clip(text: string, max = 80): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1).trimEnd()}…` : flat;
+}

@@ -20,13 +20,28 @@ function respond(action: ElicitationAction, content?: JsonObject): Answer {
   return { case: "elicitation", value: { action, content } };
 }
 
-/** Decline and Cancel, which carry no content. */
+/** Decline and Skip (MCP's cancel: no answer either way), which carry no
+ * content; the run goes on after either. */
 function declineButtons(form: HTMLFormElement, send: Send): HTMLButtonElement[] {
   const decline = h("button", { type: "button", class: "danger" }, "Decline");
-  const cancel = h("button", { type: "button", class: "quiet" }, "Cancel");
+  const cancel = h("button", { type: "button", class: "quiet" }, "Skip without answering");
   decline.addEventListener("click", () => void submit(form, send, respond(ElicitationAction.DECLINE), "Declined"));
   cancel.addEventListener("click", () => void submit(form, send, respond(ElicitationAction.CANCEL), "Cancelled"));
   return [decline, cancel];
+}
+
+const FORMATS: Record<string, string> = {
+  email: "Not an email address: write it like name@example.com.",
+  uri: "Not a web address: write it like https://example.com.",
+  date: "Not a date.",
+  "date-time": "Not a time.",
+};
+
+/** A server's problem with a field in plain words (`"ken@" is not a
+ * "email"`: not an email address). */
+export function plainProblem(description: string): string {
+  const format = /is not a "([a-z-]+)"$/.exec(description)?.[1];
+  return (format && FORMATS[format]) || description;
 }
 
 export function elicitationForm(asked: Elicitation, send: Send): HTMLFormElement {
@@ -79,7 +94,7 @@ function schemaForm(asked: Elicitation, send: Send): HTMLFormElement {
         const name = violation.field.slice(CONTENT.length).split(".")[0];
         problems.set(name, [...(problems.get(name) ?? []), violation.description]);
       }
-      problems.forEach((said, name) => editor.mark(name, said.join(" ")));
+      problems.forEach((said, name) => editor.mark(name, said.map(plainProblem).join(" ")));
     })();
   });
   return form;

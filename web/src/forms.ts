@@ -13,10 +13,57 @@ import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { GrantScope, SelectionMode, type PendingToolCall, type ResumeRequestSchema, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
 import type { Violation } from "./api";
-import { h, pretty, uid } from "./dom";
+import { clip, h, label, pretty, uid, words } from "./dom";
 import { elicitationForm } from "./elicitation_form";
 import { planForm } from "./schema";
-import { schemaFields, summarize } from "./schema_form";
+import { schemaFields } from "./schema_form";
+
+/** What a tool is called in a sentence: its input schema's title, or its
+ * name as words (`issue_refund`: `issue refund`). */
+export function toolWords(toolName: string, tool: ToolInfo | undefined): string {
+  const title = tool?.inputSchema?.title;
+  return typeof title === "string" && title.trim() ? title.trim() : words(toolName);
+}
+
+/** The text of a JSON value for search and summaries. */
+export function flatText(value: JsonValue | undefined): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "object") return (Array.isArray(value) ? value : Object.values(value)).map(flatText).join(" ");
+  return String(value);
+}
+
+/** A value as a person reads it in a table cell. */
+function shownValue(value: JsonValue): Node | string {
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (value === null) return "none";
+  if (typeof value === "object") {
+    if (Array.isArray(value) && value.every((item) => typeof item !== "object" || item === null)) return value.join(", ");
+    return h("pre", {}, pretty(value));
+  }
+  return String(value);
+}
+
+/** A labelled table of `values`: each row named by its property's title
+ * in `schema` (or its name as words), described by its description. */
+export function valueTable(caption: string, values: JsonObject, schema: JsonValue | undefined): HTMLTableElement {
+  const properties =
+    schema && typeof schema === "object" && !Array.isArray(schema) && schema.properties && typeof schema.properties === "object" && !Array.isArray(schema.properties)
+      ? (schema.properties as JsonObject)
+      : {};
+  const rows = Object.entries(values).map(([name, value]) => {
+    const property = properties[name];
+    const about = property && typeof property === "object" && !Array.isArray(property) ? property : {};
+    const title = typeof about.title === "string" && about.title.trim() ? about.title : label(name);
+    const description = typeof about.description === "string" ? about.description : "";
+    return h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, title, description ? h("span", { class: "arg-description" }, description) : null),
+      h("td", {}, shownValue(value)),
+    );
+  });
+  return h("table", { class: "args" }, h("caption", {}, caption), h("tbody", {}, ...rows));
+}
 
 export type Answer = MessageInitShape<typeof ResumeRequestSchema>["answer"];
 
@@ -39,7 +86,7 @@ export function pendingForm(
   send: Send,
   onThread = false,
 ): HTMLFormElement | null {
-  if (pending.awaitingApproval) return approvalForm(pending, send, onThread);
+  if (pending.awaitingApproval) return approvalForm(pending, tool, send, onThread);
   const payload = pending.suspendPayload?.kind;
   switch (payload?.case) {
     case "askUser": {
@@ -166,11 +213,21 @@ function sameJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
   return JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
 }
 
-function approvalForm(pending: PendingToolCall, send: Send, onThread: boolean): HTMLFormElement {
-  const { form, body } = shell(`Approve ${pending.toolName}?`, "approval");
+function approvalForm(pending: PendingToolCall, tool: ToolInfo | undefined, send: Send, onThread: boolean): HTMLFormElement {
+  const { form, body } = shell(`Approve: ${toolWords(pending.toolName, tool)}?`, "approval");
+  form.dataset.search = [pending.toolName, tool?.description ?? "", flatText(pending.args)].join(" ");
   const args = h("textarea", { spellcheck: "false", class: "code" });
   args.value = pretty(pending.args);
   args.rows = Math.min(Math.max(args.value.split("\n").length, 3), 14);
+  const jsonField = field("Arguments as JSON", args, "Edit them to run the call with your arguments instead of the model's.");
+  jsonField.hidden = true;
+  const editArgs = h("button", { type: "button", class: "quiet", "aria-expanded": "false", "aria-controls": args.id }, "Edit arguments");
+  editArgs.addEventListener("click", () => {
+    const open = editArgs.getAttribute("aria-expanded") !== "true";
+    editArgs.setAttribute("aria-expanded", String(open));
+    jsonField.hidden = !open;
+    if (open) args.focus();
+  });
   const reason = h("input", { type: "text", autocomplete: "off" });
   const approve = h("button", { type: "submit", class: "primary" }, "Approve");
   // Later calls of this tool in the conversation run without asking (a
@@ -183,8 +240,11 @@ function approvalForm(pending: PendingToolCall, send: Send, onThread: boolean): 
       )
     : null;
   const decline = h("button", { type: "button", class: "danger" }, "Decline");
+  if (tool?.description) body.append(h("p", { class: "tool-description" }, tool.description));
   body.append(
-    field("Arguments", args, "The call as the model made it. Edit the JSON to run it with your arguments instead."),
+    valueTable(`What ${pending.toolName} will be run with`, pending.args ?? {}, tool?.inputSchema as JsonValue | undefined),
+    h("div", { class: "edit-args" }, editArgs),
+    jsonField,
     h("div", { class: "actions" }, approve, remember),
     field("Reason", reason, "Optional. The model is told why you declined."),
     h("div", { class: "actions" }, decline),
@@ -255,8 +315,10 @@ export interface SchemaEditor {
   mark(name: string, problem: string): boolean;
 }
 
-export function schemaEditor(form: HTMLFormElement, schema: JsonObject | undefined, jsonLabel: string): SchemaEditor {
+export function schemaEditor(form: HTMLFormElement, schema: JsonObject | undefined, jsonLabel: string, start: JsonObject = {}): SchemaEditor {
   const plan = planForm(schema ?? { type: "object" });
+  // Fields without a default of their own start from `start`.
+  for (const field of plan?.fields ?? []) if (field.default === undefined && field.name in start) field.default = start[field.name];
   const fields = plan ? schemaFields(plan) : null;
   const json = h("textarea", { rows: 6, spellcheck: "false", class: "code" });
   json.value = pretty(skeleton(schema));
@@ -321,19 +383,44 @@ export function schemaEditor(form: HTMLFormElement, schema: JsonObject | undefin
   };
 }
 
+const REVIEWED: Record<string, string> = { approve: "Approved the draft", reject: "Rejected the draft", edit: "Edited the draft" };
+
+/** What a response said, in a line: a review's verdict (and comment), or
+ * each value named, long ones cut. */
+function responseSummary(data: JsonObject): string {
+  const verdict = typeof data.decision === "string" ? REVIEWED[data.decision] : undefined;
+  if (verdict) {
+    const comment = typeof data.comment === "string" ? data.comment.trim() : "";
+    return comment ? `${verdict}: ${clip(comment)}` : verdict;
+  }
+  const said = Object.entries(data)
+    .map(([name, value]) => `${label(name)}: ${clip(flatText(value), 60)}`)
+    .join("; ");
+  return said ? `Answered: ${said}` : "Answered";
+}
+
+/** Where a response starts: a review's revised text from its draft. */
+function startingPoint(schema: JsonObject | undefined, payload: JsonObject): JsonObject {
+  const properties = schema?.properties;
+  const hasRevised = !!properties && typeof properties === "object" && !Array.isArray(properties) && "revised_text" in properties;
+  return hasRevised && typeof payload.draft === "string" ? { revised_text: payload.draft } : {};
+}
+
 function customForm(pending: PendingToolCall, payload: JsonObject, tool: ToolInfo | undefined, send: Send): HTMLFormElement {
-  const { form, body } = shell(`${pending.toolName} asks for a response`, "custom");
+  const draft = typeof payload.draft === "string";
+  const { form, body } = shell(draft ? "Review the draft" : `${label(toolWords(pending.toolName, tool))} needs your response`, "custom");
+  form.dataset.search = [pending.toolName, flatText(payload)].join(" ");
   const shown = h("dl", { class: "payload" });
   for (const [name, value] of Object.entries(payload)) {
-    shown.append(h("dt", {}, name), h("dd", {}, typeof value === "string" ? value : h("pre", {}, pretty(value))));
+    shown.append(h("dt", {}, label(name)), h("dd", {}, typeof value === "string" ? value : h("pre", {}, pretty(value))));
   }
-  const editor = schemaEditor(form, tool?.resumeSchema, "Resume data");
+  const editor = schemaEditor(form, tool?.resumeSchema, "Response as JSON", startingPoint(tool?.resumeSchema, payload));
   body.append(shown, editor.element, h("div", { class: "actions" }, sendButton()));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const data = editor.read();
     if (!data) return;
-    void submit(form, send, { case: "data", value: fromJson(ValueSchema, data) }, `Answered: ${summarize(data) || "{}"}`);
+    void submit(form, send, { case: "data", value: fromJson(ValueSchema, data) }, responseSummary(data));
   });
   return form;
 }

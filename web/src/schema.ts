@@ -5,6 +5,7 @@
 // form (null): the page then offers JSON. It never sends anything; the
 // server checks every answer again.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { label } from "./dom";
 
 /** One choice of an enum: the value sent, and what the person reads. */
 export interface Choice {
@@ -18,7 +19,7 @@ export type FieldKind = "choice" | "choices" | "boolean" | "text" | "number" | "
 
 export interface FieldPlan {
   name: string;
-  /** The property's title, or its name. */
+  /** The property's title, or its name as words. */
   label: string;
   description?: string;
   kind: FieldKind;
@@ -107,7 +108,7 @@ export function choicesOf(schema: JsonObject | undefined): Choice[] | null | und
   if (schema.enum !== undefined) {
     if (!Array.isArray(schema.enum) || !schema.enum.every(scalar)) return null;
     const titles = Array.isArray(schema.enumNames) ? schema.enumNames : [];
-    return schema.enum.map((value, i) => ({ value, title: text(titles[i]) ?? String(value) }));
+    return schema.enum.map((value, i) => ({ value, title: text(titles[i]) ?? (typeof value === "string" ? label(value) : String(value)) }));
   }
   return undefined;
 }
@@ -118,7 +119,7 @@ export function planField(name: string, property: JsonValue | undefined, require
   if (!schema || Object.keys(schema).some((key) => !PROPERTY_KEYS.has(key))) return null;
   const base: FieldPlan = {
     name,
-    label: text(schema.title) ?? name,
+    label: text(schema.title) ?? label(name),
     description: text(schema.description),
     kind: "text",
     required,

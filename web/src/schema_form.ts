@@ -6,7 +6,7 @@
 // while it does. Used by a custom tool's resume data and by an MCP
 // server's request for input. It reads and marks; it never sends.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { h, uid } from "./dom";
+import { clip, h, label, uid } from "./dom";
 import { content, fieldsNow, problems, type FieldPlan, type FormPlan, type Values } from "./schema";
 
 /** One field in the DOM. */
@@ -46,6 +46,12 @@ function sentences(...parts: (string | undefined)[]): string {
 }
 
 const INPUT_TYPES: Record<string, string> = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+
+/** What is wrong with a value the browser does not take for its format. */
+const FORMAT_PROBLEMS: Record<string, string> = {
+  email: "Not an email address: write it like name@example.com.",
+  uri: "Not a web address: write it like https://example.com.",
+};
 
 /** Where a field's problem shows, tied to `controls` by aria-describedby. */
 function problemSlot(wrapper: HTMLElement, controls: HTMLElement[]): (problem: string | null) => void {
@@ -189,6 +195,8 @@ function inputField(field: FieldPlan): FieldView {
       if (field.kind === "integer" && !Number.isInteger(value)) return "A whole number.";
       return { value };
     }
+    // The browser's own check of an email or web address (`ken@` is not one).
+    if (input instanceof HTMLInputElement && input.validity.typeMismatch) return FORMAT_PROBLEMS[format] ?? "Not in the expected form.";
     if (format === "date-time") {
       const time = new Date(raw);
       return Number.isNaN(time.getTime()) ? "Not a time." : { value: time.toISOString() };
@@ -278,9 +286,12 @@ export function schemaFields(plan: FormPlan): SchemaFields {
   };
 }
 
-/** What was sent, as a person reads it: `name: value; …`. */
+/** What was sent, as a person reads it: `Email: ana@example.com;
+ * Breakfast: yes; …`, each name as words, long values cut. */
 export function summarize(content: JsonObject): string {
+  const said = (value: JsonValue): string =>
+    typeof value === "boolean" ? (value ? "yes" : "no") : Array.isArray(value) ? value.map(said).join(", ") : typeof value === "object" ? JSON.stringify(value) : String(value);
   return Object.entries(content)
-    .map(([name, value]) => `${name}: ${Array.isArray(value) ? value.join(", ") : typeof value === "object" ? JSON.stringify(value) : String(value)}`)
+    .map(([name, value]) => `${label(name)}: ${clip(said(value), 60)}`)
     .join("; ");
 }

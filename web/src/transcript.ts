@@ -2,17 +2,24 @@
 // streams, tool calls and their results, questions, and how the stream
 // ended. Used for a continuation after an answer and for a run's history.
 import { FinishReason, type AgentChunk } from "./gen/agentd/v1/agentd_pb";
-import { h, pretty } from "./dom";
+import { h, label, pretty, words } from "./dom";
 import { elicitationHeadline } from "./elicitation_form";
 
 const ENDINGS: Record<FinishReason, string> = {
   [FinishReason.UNSPECIFIED]: "The stream ended",
-  [FinishReason.STOP]: "Done",
+  [FinishReason.STOP]: "Finished",
   [FinishReason.SUSPENDED]: "Waiting for an answer",
   [FinishReason.MAX_STEPS]: "Stopped at its step limit",
   [FinishReason.CANCELLED]: "Cancelled",
   [FinishReason.ERROR]: "Failed",
 };
+
+/** What a tool's result is, as its label says. */
+export function resultLabel(toolName: string, isError: boolean): string {
+  if (toolName === "ask_user") return isError ? "The question failed" : "The answer the agent got";
+  if (toolName === "human_review") return isError ? "The review failed" : "The review the agent got";
+  return `${label(toolName)} ${isError ? "failed" : "returned"}`;
+}
 
 export class Transcript {
   readonly element = h("ol", { class: "transcript" });
@@ -36,14 +43,14 @@ export class Transcript {
     this.text = null;
     switch (event.case) {
       case "start":
-        if (event.value.resumed) this.add("marker", "Resumed");
+        if (event.value.resumed) this.add("marker", "Went on with the answer");
         break;
       case "toolCall": {
         const call = event.value;
         if (call.originalArgs !== undefined) {
           this.add(
             "call",
-            h("span", { class: "label" }, `Runs ${call.toolName} with edited arguments`),
+            h("span", { class: "label" }, `Runs ${words(call.toolName)} with edited arguments`),
             h("pre", {}, pretty(call.args)),
             h("details", {}, h("summary", {}, "The model's arguments"), h("pre", {}, pretty(call.originalArgs))),
           );
@@ -51,7 +58,7 @@ export class Transcript {
           // A question shows itself when it is asked; other calls' arguments on demand.
           this.add(
             "call",
-            h("span", { class: "label" }, `Calls ${call.toolName}`),
+            h("span", { class: "label" }, `Uses ${words(call.toolName)}`),
             call.toolName === "ask_user" ? null : h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, pretty(call.args))),
           );
         }
@@ -61,7 +68,7 @@ export class Transcript {
         const result = event.value;
         this.add(
           result.isError ? "result error" : "result",
-          h("span", { class: "label" }, `${result.toolName} ${result.isError ? "failed" : "returned"}`),
+          h("span", { class: "label" }, resultLabel(result.toolName, result.isError)),
           h("p", {}, result.content),
         );
         break;
@@ -74,13 +81,13 @@ export class Transcript {
             : payload?.case === "elicitation"
               ? elicitationHeadline(payload.value)
               : payload?.case === "clientTool"
-                ? `Waits for the client to run ${event.value.toolName}`
-                : `${event.value.toolName} waits for a response`;
+                ? `Waits for the client to run ${words(event.value.toolName)}`
+                : `${words(event.value.toolName)} waits for a response`;
         this.add("question", what);
         break;
       }
       case "toolCallApproval":
-        this.add("question", `Asks to run ${event.value.toolName}`);
+        this.add("question", `Asks to approve ${words(event.value.toolName)}`);
         break;
       case "error":
         this.add("result error", h("span", { class: "label" }, `Error: ${event.value.code}`), h("p", {}, event.value.message));

@@ -94,17 +94,22 @@ export async function main([url, screenshot]: string[]) {
     check(await invalid(nights), "empty required nights are marked");
     check((await agentd.getRun({ runId: booking })).status === RunStatus.SUSPENDED, "nothing was sent");
 
-    // Out of the schema's range: marked here, nothing sent.
+    // Not an email address, and out of the schema's range: marked here in
+    // plain words, nothing sent.
     await email.fill("not an address");
     await nights.fill("0");
     await form.getByRole("button", { name: "Submit" }).click();
-    await form.getByRole("alert").filter({ hasText: "One field needs your attention." }).waitFor(SOON);
+    await form.getByRole("alert").filter({ hasText: "2 fields need your attention." }).waitFor(SOON);
+    check(await invalid(email), "a malformed email is marked");
+    check((await description(page, email)).includes("Not an email address"), `email's problem: ${await description(page, email)}`);
     check(await invalid(nights), "nights below the minimum are marked");
     check((await description(page, nights)).includes("At least 1."), `nights' problem: ${await description(page, nights)}`);
     check((await agentd.getRun({ runId: booking })).status === RunStatus.SUSPENDED, "nothing was sent");
 
-    // Values the server refuses: its message, each field it names marked,
-    // the entries kept.
+    // Values the server refuses (an address the browser takes, with two
+    // dots in a row): its message, each field it names marked in plain
+    // words, the entries kept.
+    await email.fill("ana..lima@example.com");
     await nights.fill("2");
     await form.getByRole("button", { name: "Submit" }).click();
     const alert = form.getByRole("alert").filter({ hasText: "does not fit the form" });
@@ -114,8 +119,8 @@ export async function main([url, screenshot]: string[]) {
     check(await invalid(email), "the server's refusal marks email");
     check(!(await invalid(nights)), "nights are fine now");
     check(!(await invalid(budget)), "budget is fine");
-    check((await description(page, email)).includes("email"), `email's problem: ${await description(page, email)}`);
-    check((await email.inputValue()) === "not an address", "the form keeps what was entered");
+    check((await description(page, email)).includes("Not an email address"), `email's problem: ${await description(page, email)}`);
+    check((await email.inputValue()) === "ana..lima@example.com", "the form keeps what was entered");
     check((await agentd.getRun({ runId: booking })).status === RunStatus.SUSPENDED, "a refusal leaves the run suspended");
     if (screenshot) await form.screenshot({ path: screenshot.replace(/(\.png)?$/, "-refused.png") });
 

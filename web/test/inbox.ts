@@ -151,7 +151,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await expectNoViolations(page, "four runs waiting, with their contexts");
     // Dense: a waiting card takes a few hundred pixels, not a screen.
     const planHeight = (await card(page, plan).boundingBox())!.height;
-    check(planHeight < 420, `the plan card is ${planHeight}px tall`);
+    check(planHeight < 450, `the plan card is ${planHeight}px tall`);
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
     if (screens) await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
 
@@ -231,28 +231,29 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await cardStatus(page, name).filter({ hasText: /^Answered: Ada/ }).waitFor(SOON);
 
     // Approve with edited arguments; the tool then asks for a review.
-    const approval = card(page, approve).getByRole("form", { name: "Approve human_review?" });
-    const args = approval.getByRole("textbox", { name: "Arguments" });
+    const approval = card(page, approve).getByRole("form", { name: "Approve: human review?" });
+    await approval.getByRole("button", { name: "Edit arguments" }).click();
+    const args = approval.getByRole("textbox", { name: "Arguments as JSON" });
     const shown = JSON.parse(await args.inputValue());
     check(shown.draft === "Dear customer, your refund is on its way.", `the call's arguments: ${JSON.stringify(shown)}`);
     await args.fill(JSON.stringify({ draft: "Dear Ms Lovelace, your refund of 40 EUR is on its way." }, null, 2));
     await approval.getByRole("button", { name: "Approve" }).click();
-    const review = card(page, approve).getByRole("form", { name: "human_review asks for a response" });
+    const review = card(page, approve).getByRole("form", { name: "Review the draft" });
     await review.waitFor(SOON);
     await review.getByText("Dear Ms Lovelace, your refund of 40 EUR is on its way.").waitFor(SOON);
     const edited = await agentd.getRun({ runId: approve });
     check(edited.editedCalls.length === 1, "GetRun lists the edited call");
     check(edited.editedCalls[0].originalArgs?.draft === "Dear customer, your refund is on its way.", "with the model's arguments");
     // The resume schema as a form: the decision as radios named by their
-    // values, revised_text only once `edit` is chosen.
-    const decision = review.getByRole("radiogroup", { name: "decision", exact: true });
+    // values in words, the revised text only once Edit is chosen.
+    const decision = review.getByRole("radiogroup", { name: "Decision", exact: true });
     check((await decision.getByRole("radio").count()) === 3, "three decisions");
-    const revised = review.getByRole("textbox", { name: "revised_text", exact: true });
+    const revised = review.getByRole("textbox", { name: "Revised text", exact: true });
     check((await revised.count()) === 0 || !(await revised.isVisible()), "revised_text waits for edit");
     // JSON stays behind the switch: data the schema refuses is said in words, with the choices.
     const asJson = review.getByRole("switch", { name: "Edit as JSON" });
     await asJson.click();
-    const data = review.getByRole("textbox", { name: "Resume data" });
+    const data = review.getByRole("textbox", { name: "Response as JSON" });
     await data.fill('{"decision": "maybe"}');
     await review.getByRole("button", { name: "Send answer" }).click();
     const schemaAlert = review.getByRole("alert");
@@ -263,15 +264,17 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check(!said.includes("data/"), `no JSON pointer: ${said}`);
     check((await data.inputValue()) === '{"decision": "maybe"}', "the editor keeps what was typed");
     await asJson.click();
-    await decision.getByRole("radio", { name: "edit", exact: true }).check();
+    await decision.getByRole("radio", { name: "Edit", exact: true }).check();
     await revised.waitFor({ state: "visible", ...SOON });
     check((await revised.getAttribute("aria-required")) === "true", "revised_text is required on edit");
     check((await decision.getAttribute("aria-required")) === "true", "the decision is required");
+    check((await revised.inputValue()) === "Dear Ms Lovelace, your refund of 40 EUR is on its way.", "the revised text starts from the draft");
+    await revised.fill("");
     await review.getByRole("button", { name: "Send answer" }).click();
     await review.getByRole("alert").filter({ hasText: "One field needs your attention." }).waitFor(SOON);
     check((await revised.getAttribute("aria-invalid")) === "true", "an empty revised_text is marked");
     await revised.fill("Dear Ms Lovelace, your refund of 40 EUR was sent today.");
-    await review.getByRole("textbox", { name: "comment", exact: true }).fill("Say when");
+    await review.getByRole("textbox", { name: "Comment", exact: true }).fill("Say when");
     await expectNoViolations(page, "a review's form, a field marked");
     if (screens) {
       await page.setViewportSize({ width: 1000, height: 1600 });
@@ -285,7 +288,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
 
     // Decline with a reason.
     const declined = await start(agentd, { prompt: REVIEW, options: { requireToolApproval: true } });
-    const declineForm = card(page, declined).getByRole("form", { name: "Approve human_review?" });
+    const declineForm = card(page, declined).getByRole("form", { name: "Approve: human review?" });
     await declineForm.waitFor(SOON);
     // A run outside any thread offers no remembering.
     const rememberOffered = declineForm.getByRole("button", { name: "Approve and remember", exact: true });
@@ -304,7 +307,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     // next run is approved by the grant, without asking.
     const threadId = "support:remember";
     const remembered = await start(agentd, { prompt: REVIEW, threadId, options: { requireToolApproval: true } });
-    const rememberForm = card(page, remembered).getByRole("form", { name: "Approve human_review?" });
+    const rememberForm = card(page, remembered).getByRole("form", { name: "Approve: human review?" });
     await rememberForm.waitFor(SOON);
     const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember", exact: true });
     await rememberButton.waitFor(SOON);
@@ -319,7 +322,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     }
     await page.setViewportSize({ width: 1000, height: 900 });
     await rememberButton.click();
-    const rememberedReview = card(page, remembered).getByRole("form", { name: "human_review asks for a response" });
+    const rememberedReview = card(page, remembered).getByRole("form", { name: "Review the draft" });
     await rememberedReview.waitFor(SOON);
     await cardStatus(page, remembered).filter({ hasText: "Approved, and remembered in this conversation" }).waitFor(SOON);
     if (screens) {
@@ -332,21 +335,21 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const grants = (await agentd.getThread({ threadId })).grants;
     check(grants.length === 1 && grants[0].toolName === "human_review", `the thread's grant: ${grants.map((g) => g.toolName)}`);
     check(grants[0].scope === GrantScope.THREAD && !grants[0].expiresAt, "a grant of the thread without an end");
-    await rememberedReview.getByRole("radiogroup", { name: "decision", exact: true }).getByRole("radio", { name: "approve", exact: true }).check();
+    await rememberedReview.getByRole("radiogroup", { name: "Decision", exact: true }).getByRole("radio", { name: "Approve", exact: true }).check();
     await rememberedReview.getByRole("button", { name: "Send answer" }).click();
     await cardStatus(page, remembered).filter({ hasText: "the run completed" }).waitFor(SOON);
     const granted = await start(agentd, { prompt: REVIEW, threadId, options: { requireToolApproval: true } });
-    await card(page, granted).getByRole("form", { name: "human_review asks for a response" }).waitFor(SOON);
+    await card(page, granted).getByRole("form", { name: "Review the draft" }).waitFor(SOON);
     check(
-      (await card(page, granted).getByRole("form", { name: "Approve human_review?" }).count()) === 0,
+      (await card(page, granted).getByRole("form", { name: "Approve: human review?" }).count()) === 0,
       "nobody is asked to approve",
     );
     const grantedRun = await agentd.getRun({ runId: granted });
     check(grantedRun.decisions[0]?.source === DecisionSource.GRANT, `approved by the grant: ${grantedRun.decisions.map((d) => d.source)}`);
     await agentd.revokeGrant({ grantId: grants[0].grantId });
     check((await agentd.getThread({ threadId })).grants.length === 0, "revoked");
-    const grantedReview = card(page, granted).getByRole("form", { name: "human_review asks for a response" });
-    await grantedReview.getByRole("radiogroup", { name: "decision", exact: true }).getByRole("radio", { name: "approve", exact: true }).check();
+    const grantedReview = card(page, granted).getByRole("form", { name: "Review the draft" });
+    await grantedReview.getByRole("radiogroup", { name: "Decision", exact: true }).getByRole("radio", { name: "Approve", exact: true }).check();
     await grantedReview.getByRole("button", { name: "Send answer" }).click();
     await cardStatus(page, granted).filter({ hasText: "the run completed" }).waitFor(SOON);
 
@@ -384,7 +387,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
       options: { suspendTtlSeconds: 3n },
     });
     const lapsedCard = card(page, lapsed);
-    const lapsedApproval = lapsedCard.getByRole("form", { name: "Approve human_review?" });
+    const lapsedApproval = lapsedCard.getByRole("form", { name: "Approve: human review?" });
     await lapsedApproval.waitFor(SOON);
     await lapsedApproval.waitFor({ state: "detached", ...SOON });
     await lapsedCard.getByRole("button", { name: "Show history" }).click();

@@ -42,7 +42,7 @@ function reviewForm(): FormPlan {
 function humanReview(): void {
   const plan = reviewForm();
   same(plan.fields.map((f) => [f.name, f.kind, f.required]), [["decision", "choice", true], ["comment", "text", false], ["revised_text", "text", false]], "fields, required first");
-  same(plan.fields[0].choices?.map((c) => c.title), ["approve", "reject", "edit"], "an enum's choices are named by their values");
+  same(plan.fields[0].choices?.map((c) => c.title), ["Approve", "Reject", "Edit"], "an enum's choices are named by their values, as words");
   // revised_text appears, and is required, only when edit is chosen.
   const approve = fieldsNow(plan, { decision: "approve" });
   check(!approve.shown.has("revised_text") && approve.shown.has("comment"), "approve hides revised_text");

@@ -4,6 +4,7 @@
 //! and the inbox in a real browser.
 
 pub(crate) mod browser;
+mod cards;
 mod client;
 mod cors;
 mod grpc_web;
