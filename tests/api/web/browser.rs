@@ -87,14 +87,26 @@ async fn the_inbox_in_a_real_browser() {
 }
 
 /// 300 waiting runs: `web/test/many.ts` measures the cumulative layout
-/// shift while the page lists them and fills in their contexts (under 0.1),
+/// shift while the page lists them and fills in their contexts (under 0.1,
+/// on a phone and on a desktop),
 /// unfolds a long context, and measures the phone layout (the header and
 /// the search within a fifth of a 390×844 screen), with axe-core in each
 /// state.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs chromium and Node (apt-get install chromium; npm ci in web/); .ci/run runs it"]
 async fn three_hundred_waiting_runs_fill_in_without_moving() {
-    let server = SecureServer::start(|_, _| {}).await;
+    // The cards' titles show `ticket` and `customer` once their contexts
+    // are read.
+    let server = SecureServer::start(|_, settings| {
+        settings.agents = vec![AgentSpec {
+            inbox_metadata: InboxMetadata {
+                first: vec!["ticket".into(), "customer".into()],
+                hidden: vec![],
+            },
+            ..AgentSpec::assistant()
+        }];
+    })
+    .await;
     let url = format!("http://{}", server.addr);
     // AGENTD_INBOX_SCREENS=DIR saves the desktop and phone views there.
     let screens = std::env::var("AGENTD_INBOX_SCREENS")
