@@ -3,7 +3,7 @@
 // metadata as the agent's inbox settings order it) and its whole history,
 // both read from GetRun's conversation. It only renders.
 import { AnswerSource, Role, type InboxSettings, type PendingToolCall, type Run, type ThreadMessage } from "./gen/agentd/v1/agentd_pb";
-import { h, pretty, words } from "./dom";
+import { h, pretty, uid, words } from "./dom";
 import { elicitationHeadline } from "./elicitation_form";
 import { resultLabel } from "./transcript";
 
@@ -25,17 +25,36 @@ export function shownMetadata(metadata: Record<string, string>, inbox: InboxSett
   return [...first, ...rest].map((key) => [key, metadata[key]]);
 }
 
-/** The group `Context`: prompt, last assistant text, metadata. */
+/** The group `Context`: prompt, last assistant text, metadata. Folded,
+ * it is one line of each, in the space a card keeps for it before it is
+ * read (so filling it in moves nothing); a longer context has a `Show
+ * all` button that unfolds it. */
 export function contextGroup(run: Run, inbox: InboxSettings | undefined): HTMLElement {
   const { prompt, said } = openingAndLast(run.messages);
   const metadata = shownMetadata(run.metadata, inbox);
-  const group = h("div", { role: "group", "aria-label": "Context", class: "context" });
-  if (prompt) group.append(h("div", { class: "said prompt" }, h("span", { class: "label" }, "Prompt"), h("p", {}, prompt)));
-  if (said) group.append(h("div", { class: "said assistant" }, h("span", { class: "label" }, "Assistant said"), h("p", {}, said)));
+  const lines = h("div", { class: "context-lines", id: uid("context") });
+  const group = h("div", { role: "group", "aria-label": "Context", class: "context" }, lines);
+  if (prompt) lines.append(h("div", { class: "said prompt" }, h("span", { class: "label" }, "Prompt"), h("p", {}, prompt)));
+  if (said) lines.append(h("div", { class: "said assistant" }, h("span", { class: "label" }, "Assistant said"), h("p", {}, said)));
   if (metadata.length) {
-    group.append(h("dl", { class: "metadata", "aria-label": "Metadata" }, ...metadata.flatMap(([key, value]) => [h("dt", {}, key), h("dd", {}, value)])));
+    lines.append(h("dl", { class: "metadata", "aria-label": "Metadata" }, ...metadata.flatMap(([key, value]) => [h("dt", {}, key), h("dd", {}, value)])));
   }
-  if (!group.childElementCount) group.append(h("p", { class: "hint" }, "No prompt or metadata."));
+  if (!lines.childElementCount) lines.append(h("p", { class: "hint" }, "No prompt or metadata."));
+  const more = h("button", { type: "button", class: "quiet more", "aria-expanded": "false", "aria-controls": lines.id, hidden: true }, "Show all");
+  more.addEventListener("click", () => {
+    const open = more.getAttribute("aria-expanded") !== "true";
+    more.setAttribute("aria-expanded", String(open));
+    more.textContent = open ? "Show less" : "Show all";
+    group.classList.toggle("open", open);
+  });
+  group.append(more);
+  // Once laid out: a line cut short offers the rest.
+  const cut = () => [...lines.children].some((line) => line.scrollHeight > line.clientHeight + 1 || line.scrollWidth > line.clientWidth + 1);
+  const observer = new ResizeObserver(() => {
+    if (group.classList.contains("open")) return;
+    more.hidden = !cut();
+  });
+  observer.observe(lines);
   return group;
 }
 

@@ -233,7 +233,11 @@ function approvalForm(pending: PendingToolCall, tool: ToolInfo | undefined, send
   // Later calls of this tool in the conversation run without asking (a
   // grant of the thread, which GetThread lists and RevokeGrant ends).
   const remember = onThread
-    ? h("button", { type: "submit", class: "remember", value: "remember" }, "Approve and remember in this conversation")
+    ? h(
+        "button",
+        { type: "submit", class: "remember", value: "remember", title: `Also approves later calls of ${pending.toolName} in this conversation` },
+        "Approve and remember",
+      )
     : null;
   const decline = h("button", { type: "button", class: "danger" }, "Decline");
   if (tool?.description) body.append(h("p", { class: "tool-description" }, tool.description));

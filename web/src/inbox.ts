@@ -4,11 +4,15 @@
 // after a broken stream, continues after the last cursor it saw, so
 // nothing is missed in between. GetRun reads each run's context. Triage:
 // search, kind, agent, sort, a compact view, and keyboard shortcuts.
+// The listed runs appear at once, and their contexts fill in (those in
+// view first) into space kept for them, so nothing moves under the
+// reader; runs that arrive later are marked new until seen.
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { RunEventKind, RunStatus, type Agent, type InboxSettings, type RunEvent, type ToolInfo } from "./gen/agentd/v1/agentd_pb";
 import { codeOf, plain, type Agentd } from "./api";
 import { forPerson, RunCard, type Kind, type RunSummary } from "./card";
+import { Arrivals } from "./arrivals";
 import { h } from "./dom";
 import { micros } from "./time";
 import { Toolbar } from "./toolbar";
@@ -27,8 +31,10 @@ const WATCHED = [
 
 /** Waiting runs read at most, page by page. */
 const MAX_LISTED = 1000;
-/** GetRun calls in flight at once, for the cards' context. */
-const CONTEXT_READS = 4;
+/** GetRun calls in flight at once, for the cards' context: with the
+ * WatchRuns stream, the six connections a browser opens to a server over
+ * HTTP/1.1. */
+const CONTEXT_READS = 5;
 /** Failed attempts in a row after which the line says Offline. */
 const OFFLINE_AFTER = 3;
 
@@ -52,6 +58,19 @@ export class Inbox {
   private cursor = "";
   private readonly contextQueue: RunCard[] = [];
   private contextReads = 0;
+  /** Cards in or near view, whose context is read first. */
+  private readonly nearView = new Set<Element>();
+  private readonly viewObserver = new IntersectionObserver(
+    (entries) => entries.forEach((entry) => (entry.isIntersecting ? this.nearView.add(entry.target) : this.nearView.delete(entry.target))),
+    { rootMargin: "50% 0px" },
+  );
+  private readonly arrivals = new Arrivals();
+  /** Whether the first listing is shown: runs arriving after it are new. */
+  private listed = false;
+  /** Set while many cards change at once: the filters apply once after. */
+  private batching = false;
+  /** Where focus goes once the first listing is shown (after sign-in). */
+  private focusOnLoad = false;
 
   constructor(
     private readonly client: Agentd,
@@ -68,18 +87,23 @@ export class Inbox {
       () => this.changed(),
       (step) => this.move(step),
     );
+    this.empty.hidden = true;
     this.element = h(
       "main",
       { class: "inbox" },
       this.toolbar.element,
       this.alert,
       h("section", { class: "waiting", "aria-label": "Waiting runs" }, this.empty, this.list),
+      this.arrivals.region,
     );
     window.setInterval(() => this.cards.forEach((card) => card.tick()), 15_000);
   }
 
-  /** Watches from now on, and lists what already waits once the watch is open. */
-  start(): void {
+  /** Watches from now on, and lists what already waits once the watch is
+   * open; with `focus`, focus then goes to the first run (or the page's
+   * heading when none waits). */
+  start(focus = false): void {
+    this.focusOnLoad = focus;
     void this.watch();
   }
 
@@ -136,23 +160,36 @@ export class Inbox {
   private async load(): Promise<void> {
     const receivedBefore = this.received;
     const listed = new Set<string>();
+    const runs = [];
     let pageToken = "";
     try {
+      // Every page first, then the cards at once: a later page's cards
+      // appearing between earlier ones would move them.
       do {
         const page = await this.client.listRuns({ status: RunStatus.SUSPENDED, pageSize: 200, pageToken });
-        for (const run of page.runs) {
-          listed.add(run.runId);
-          const seen = this.latest.get(run.runId);
-          // An event newer than this read already said where the run is.
-          if (seen && run.updatedAt && seen.time >= micros(run.updatedAt)) continue;
-          this.upsert({ runId: run.runId, agentId: run.agentId, threadId: run.threadId, since: run.updatedAt }, run.pending);
-        }
+        runs.push(...page.runs);
+        page.runs.forEach((run) => listed.add(run.runId));
         pageToken = page.nextPageToken;
       } while (pageToken && listed.size < MAX_LISTED);
       this.alert.replaceChildren();
     } catch (error) {
       this.alert.replaceChildren(h("div", { role: "alert", class: "alert" }, `The waiting runs could not be read: ${plain(error)}`));
       return;
+    }
+    this.batching = true;
+    for (const run of runs) {
+      const seen = this.latest.get(run.runId);
+      // An event newer than this read already said where the run is.
+      if (seen && run.updatedAt && seen.time >= micros(run.updatedAt)) continue;
+      this.upsert({ runId: run.runId, agentId: run.agentId, threadId: run.threadId, since: run.updatedAt }, run.pending);
+    }
+    this.batching = false;
+    this.listed = true;
+    this.changed();
+    if (this.focusOnLoad) {
+      this.focusOnLoad = false;
+      const first = this.shown()[0] ?? document.querySelector<HTMLElement>("h1");
+      first?.focus({ preventScroll: true });
     }
     if (pageToken) return;
     for (const card of [...this.cards.values()]) {
@@ -198,16 +235,22 @@ export class Inbox {
       card.setExpanded(false);
       this.cards.set(summary.runId, card);
       this.place(card);
+      this.viewObserver.observe(card.element);
       this.contextQueue.push(card);
       this.readContext();
+      card.setPending(pending, summary.since as Timestamp | undefined);
+      if (this.listed) this.arrivals.add(card.element, card.element.querySelector("form h3")?.textContent ?? `a run of ${summary.agentId}`);
+      return;
     }
     card.setPending(pending, summary.since as Timestamp | undefined);
   }
 
-  /** Reads the context of queued cards, a few at a time. */
+  /** Reads the context of queued cards, a few at a time, those in or
+   * near view first. */
   private readContext(): void {
     while (this.contextReads < CONTEXT_READS && this.contextQueue.length) {
-      const card = this.contextQueue.shift()!;
+      const near = this.contextQueue.findIndex((queued) => this.nearView.has(queued.element));
+      const card = this.contextQueue.splice(Math.max(near, 0), 1)[0];
       if (!this.cards.has(card.runId)) continue;
       this.contextReads += 1;
       void this.client
@@ -236,6 +279,9 @@ export class Inbox {
   private remove(card: RunCard): void {
     card.element.remove();
     this.cards.delete(card.runId);
+    this.viewObserver.unobserve(card.element);
+    this.nearView.delete(card.element);
+    this.arrivals.remove(card.element);
     this.changed();
   }
 
@@ -250,12 +296,15 @@ export class Inbox {
     if (!runs.length) return;
     const at = runs.findIndex((run) => run.contains(document.activeElement));
     const next = at === -1 ? (step === 1 ? 0 : runs.length - 1) : Math.min(Math.max(at + step, 0), runs.length - 1);
-    runs[next].focus();
+    // Scrolled so that its header shows below the sticky header (the
+    // card's scroll-margin-top).
+    runs[next].focus({ preventScroll: true });
     runs[next].scrollIntoView({ block: "nearest" });
   }
 
   /** Applies the filters, the order and the view; counts what matches. */
   private changed(): void {
+    if (this.batching) return;
     const { agent, kind, query, compact } = this.toolbar.state();
     this.list.classList.toggle("compact", compact);
     const ids = [...this.cards.keys()].sort();
@@ -266,13 +315,13 @@ export class Inbox {
     let waiting = 0;
     for (const card of this.cards.values()) {
       const visible = (!agent || card.agentId === agent) && (kind === "all" || card.done || card.hasKind(kind as Kind)) && card.matches(query);
-      card.element.hidden = !visible;
+      if (card.element.hidden === visible) card.element.hidden = !visible;
       if (card.waiting > 0) {
         waiting += 1;
         if (visible) matching += 1;
       }
     }
-    this.empty.hidden = this.shown().length > 0;
+    this.empty.hidden = !this.listed || this.shown().length > 0;
     this.toolbar.count(matching, waiting);
   }
 }

@@ -33,6 +33,8 @@ function leave(): void {
   window.location.reload();
 }
 
+/** Opens the inbox with `key`; `remember` is null when the key was not
+ * just typed in (then focus stays where the page starts). */
 async function open(key: string | null, remember: boolean | null): Promise<void> {
   const client = connect(key);
   let listed;
@@ -59,7 +61,8 @@ async function open(key: string | null, remember: boolean | null): Promise<void>
   tenant.hidden = false;
   const inbox = new Inbox(client, listed.agents, setStatus, leave);
   app.replaceChildren(inbox.element);
-  inbox.start();
+  // Signed in: focus goes to the first run, not nowhere.
+  inbox.start(remember !== null);
 }
 
 function signIn(refusal: string | null): void {
@@ -92,4 +95,8 @@ function signIn(refusal: string | null): void {
 }
 
 document.getElementById("header-tools")!.append(tenant, status, signOut);
+// The sticky header's height, which a run scrolled to keeps clear of
+// (its scroll-margin-top).
+const top = document.querySelector<HTMLElement>("header.top")!;
+new ResizeObserver(() => document.documentElement.style.setProperty("--top-height", `${top.offsetHeight}px`)).observe(top);
 void open(storedKey(), null);

@@ -1,7 +1,9 @@
 // The inbox's triage controls: Search (with the count of what matches),
 // Kind, Agent and Sort, the Compact view switch, and the keyboard
-// shortcuts (j/k next/previous run, / search, ? shows them). It holds the
-// controls' state and says when it changes; the inbox applies it.
+// shortcuts (j/k next/previous run, / search, ? shows them, Escape leaves
+// a text box). It holds the controls' state and says when it changes; the
+// inbox applies it. On a narrow screen the filters fold behind a
+// `Filters` button, so the runs start high on the first screen.
 import { h } from "./dom";
 
 export interface Triage {
@@ -17,6 +19,7 @@ const SHORTCUTS: [string, string][] = [
   ["k", "Previous run"],
   ["/", "Search"],
   ["?", "Show or hide these shortcuts"],
+  ["Esc", "Clear Search, or leave a text box"],
 ];
 
 function select(id: string, onchange: () => void, options: [string, string][]): HTMLSelectElement {
@@ -43,6 +46,12 @@ export class Toolbar {
     h("span", { class: "switch-track", "aria-hidden": "true" }),
     "Compact view",
   );
+  private readonly filters = h("div", { class: "filters", id: "filters" });
+  private readonly filtersButton = h(
+    "button",
+    { type: "button", class: "filters-toggle", "aria-expanded": "false", "aria-controls": "filters" },
+    "Filters",
+  );
   private readonly help = h(
     "section",
     { class: "shortcuts", "aria-label": "Keyboard shortcuts", hidden: true },
@@ -53,8 +62,15 @@ export class Toolbar {
   constructor(agents: string[], changed: () => void, move: (step: 1 | -1) => void) {
     this.search.setAttribute("aria-describedby", "search-count");
     this.search.addEventListener("input", changed);
+    // Escape clears the box and the filter together (the browser's own
+    // clearing of a search box would leave the filter applied); in an
+    // empty box it leaves the box, like in any other.
     this.search.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") this.search.blur();
+      if (event.key !== "Escape" || !this.search.value) return;
+      event.preventDefault();
+      event.stopPropagation();
+      this.search.value = "";
+      changed();
     });
     this.kind = select("kind-filter", changed, [
       ["all", "All"],
@@ -72,16 +88,32 @@ export class Toolbar {
       this.compact.setAttribute("aria-checked", String(this.compact.getAttribute("aria-checked") !== "true"));
       changed();
     });
+    this.filtersButton.addEventListener("click", () => {
+      const open = this.filtersButton.getAttribute("aria-expanded") !== "true";
+      this.filtersButton.setAttribute("aria-expanded", String(open));
+      this.element.classList.toggle("filters-open", open);
+    });
     const labelled = (text: string, control: HTMLElement) => h("div", { class: "filter" }, h("label", { for: control.id }, text), control);
+    this.filters.append(labelled("Kind", this.kind), labelled("Agent", this.agent), labelled("Sort", this.sort), this.compact);
     this.element = h(
       "div",
       { class: "toolbar" },
-      h("div", { class: "search", role: "search" }, labelled("Search", this.search), this.counter),
-      h("div", { class: "filters" }, labelled("Kind", this.kind), labelled("Agent", this.agent), labelled("Sort", this.sort), this.compact),
+      h("div", { class: "search", role: "search" }, labelled("Search", this.search), this.filtersButton, this.counter),
+      this.filters,
       this.help,
     );
     document.addEventListener("keydown", (event) => {
-      if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+      if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+      if (event.key === "Escape" && typing(event.target)) {
+        // Escape leaves a text box, so the shortcuts work again; focus
+        // goes to its run, from where j and k go on.
+        const target = event.target as HTMLElement;
+        const run = target.closest<HTMLElement>("article");
+        if (run) run.focus({ preventScroll: true });
+        else target.blur();
+        return;
+      }
+      if (typing(event.target)) return;
       if (event.key === "/") {
         event.preventDefault();
         this.search.focus();
@@ -111,6 +143,9 @@ export class Toolbar {
   /** Shows how many waiting runs match the filters, of how many. */
   count(matching: number, waiting: number): void {
     const { agent, kind, query } = this.state();
+    // Folded, the button says how many filters apply.
+    const on = (agent ? 1 : 0) + (kind !== "all" ? 1 : 0);
+    this.filtersButton.textContent = on ? `Filters (${on})` : "Filters";
     const runs = (n: number) => (n === 1 ? "1 run" : `${n} runs`);
     this.counter.textContent =
       agent || kind !== "all" || query

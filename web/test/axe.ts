@@ -10,7 +10,9 @@ interface AxeResults {
 
 /** Runs axe-core on the page as it is now; throws naming `state` and every violation. */
 export async function expectNoViolations(page: Page, state: string): Promise<void> {
-  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: axe.source });
+  // Evaluated over the DevTools protocol: the page's Content-Security-Policy
+  // (script-src 'self') refuses an inline script tag.
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(axe.source);
   const results = (await page.evaluate(() =>
     (window as unknown as { axe: { run: (context: Document, options: object) => Promise<unknown> } }).axe.run(document, {
       resultTypes: ["violations"],

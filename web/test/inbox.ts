@@ -9,9 +9,12 @@
 // human_review (its inbox_metadata shows `ticket` and `customer` first and
 // hides `trace_id`), and a second agent `reviewer` (whose deadlines decline
 // its questions and approve its reviews); KEYED_URL one with the
-// tenants acme and globex. With SCREENS_DIR, inbox-context.png,
-// inbox-phone.png, inbox-review-form.png, inbox-compact.png,
-// inbox-deadline.png and inbox-triage.png are saved there. CHROMIUM names the browser (default
+// tenants acme and globex. Every state it visits is checked with axe-core
+// (zero violations). With SCREENS_DIR, inbox-context.png,
+// inbox-phone.png, inbox-phone-filters.png, inbox-review-form.png,
+// inbox-remember.png, inbox-remembered.png, inbox-compact.png,
+// inbox-deadline.png, inbox-new.png, inbox-triage.png and
+// inbox-sign-in.png are saved there. CHROMIUM names the browser (default
 // /usr/bin/chromium).
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -26,6 +29,7 @@ import {
 } from "../src/gen/agentd/v1/agentd_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { StreamAgentRequestSchema } from "../src/gen/agentd/v1/agentd_pb";
+import { expectNoViolations } from "./axe";
 
 type Agentd = Client<typeof AgentService>;
 const SOON = { timeout: 10_000 };
@@ -67,6 +71,23 @@ function cardStatus(page: Page, runId: string): Locator {
 
 async function focused(locator: Locator): Promise<boolean> {
   return locator.evaluate((element) => element === document.activeElement);
+}
+
+/** Waits until `locator` has focus. */
+async function waitFocused(page: Page, locator: Locator, what: string): Promise<void> {
+  const element = await locator.elementHandle(SOON);
+  try {
+    await page.waitForFunction((target) => target === document.activeElement, element, SOON);
+  } catch {
+    const now = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120));
+    throw new Error(`inbox: ${what}; focus is on ${now}`);
+  }
+}
+
+/** The bottom of the sticky header, in the viewport. */
+async function headerBottom(page: Page): Promise<number> {
+  const box = (await page.getByRole("banner").boundingBox())!;
+  return box.y + box.height;
 }
 
 async function visibleIds(page: Page): Promise<string[]> {
@@ -127,13 +148,40 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const nameContext = card(page, name).getByRole("group", { name: "Context" });
     await nameContext.getByText("My order 1043 arrived damaged").waitFor(SOON);
     await nameContext.getByText("I am sorry. I can send a replacement or refund it.").waitFor(SOON);
+    await expectNoViolations(page, "four runs waiting, with their contexts");
+    // Dense: a waiting card takes a few hundred pixels, not a screen.
+    const planHeight = (await card(page, plan).boundingBox())!.height;
+    check(planHeight < 450, `the plan card is ${planHeight}px tall`);
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
-    if (screens) {
-      await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
-      await page.setViewportSize({ width: 390, height: 844 });
-      await page.screenshot({ path: shot("inbox-phone.png") });
-      await page.setViewportSize({ width: 1000, height: 900 });
-    }
+    if (screens) await page.screenshot({ path: shot("inbox-context.png"), fullPage: true });
+
+    // A phone: the header and the search take at most a fifth of the first
+    // screen, the filters fold behind a button, and the first card's
+    // question with its buttons shows without scrolling.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const filters = page.getByRole("button", { name: "Filters" });
+    await filters.waitFor(SOON);
+    check(!(await page.getByRole("combobox", { name: "Kind" }).isVisible()), "the filters are folded on a phone");
+    const bottoms = await Promise.all(
+      [page.getByRole("searchbox", { name: "Search" }), filters, page.locator("#search-count")].map(async (locator) => {
+        const box = (await locator.boundingBox())!;
+        return box.y + box.height;
+      }),
+    );
+    const chrome = Math.max(await headerBottom(page), ...bottoms);
+    check(chrome / 844 <= 0.2, `the header and filters take ${Math.round((chrome / 844) * 100)}% of the first screen`);
+    const firstApprove = card(page, approve).getByRole("button", { name: "Decline" });
+    const declineBox = (await firstApprove.boundingBox())!;
+    check(declineBox.y + declineBox.height <= 844, `the first card's question and buttons show on the first screen: ${declineBox.y}`);
+    await expectNoViolations(page, "the phone layout");
+    if (screens) await page.screenshot({ path: shot("inbox-phone.png") });
+    await filters.click();
+    check((await filters.getAttribute("aria-expanded")) === "true", "Filters is expanded");
+    await page.getByRole("combobox", { name: "Kind" }).waitFor({ state: "visible", ...SOON });
+    await expectNoViolations(page, "the phone layout, filters unfolded");
+    if (screens) await page.screenshot({ path: shot("inbox-phone-filters.png") });
+    await filters.click();
+    await page.setViewportSize({ width: 1000, height: 900 });
 
     // Single-select: radios named by their labels, described by their descriptions.
     const planForm = card(page, plan).getByRole("form", { name: "Which plan should I set up for you?" });
@@ -154,6 +202,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await card(page, plan).getByText("Thanks! You answered: Pro.").waitFor(SOON);
     await cardStatus(page, plan).filter({ hasText: "Answered: Pro · the run completed" }).waitFor(SOON);
     check((await statusOf(agentd, plan)) === RunStatus.COMPLETED, "the plan run completed");
+    await expectNoViolations(page, "an answered card, finished");
 
     // Multi-select: checkboxes named by their labels.
     const pizzaForm = card(page, pizza).getByRole("form", { name: "Which toppings do you want on your pizza?" });
@@ -226,6 +275,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check((await revised.getAttribute("aria-invalid")) === "true", "an empty revised_text is marked");
     await revised.fill("Dear Ms Lovelace, your refund of 40 EUR was sent today.");
     await review.getByRole("textbox", { name: "Comment", exact: true }).fill("Say when");
+    await expectNoViolations(page, "a review's form, a field marked");
     if (screens) {
       await page.setViewportSize({ width: 1000, height: 1600 });
       await review.evaluate((form) => form.scrollIntoView({ block: "center" }));
@@ -241,7 +291,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const declineForm = card(page, declined).getByRole("form", { name: "Approve: human review?" });
     await declineForm.waitFor(SOON);
     // A run outside any thread offers no remembering.
-    const rememberOffered = declineForm.getByRole("button", { name: "Approve and remember in this conversation" });
+    const rememberOffered = declineForm.getByRole("button", { name: "Approve and remember", exact: true });
     check((await rememberOffered.count()) === 0, "no thread, no remembering");
     await declineForm.getByRole("textbox", { name: "Reason" }).fill("Not today");
     await declineForm.getByRole("button", { name: "Decline" }).click();
@@ -259,12 +309,18 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const remembered = await start(agentd, { prompt: REVIEW, threadId, options: { requireToolApproval: true } });
     const rememberForm = card(page, remembered).getByRole("form", { name: "Approve: human review?" });
     await rememberForm.waitFor(SOON);
-    const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember in this conversation" });
+    const rememberButton = rememberForm.getByRole("button", { name: "Approve and remember", exact: true });
     await rememberButton.waitFor(SOON);
+    // Its buttons' labels fit on a phone, on one line each.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const rememberHeight = (await rememberButton.boundingBox())!.height;
+    check(rememberHeight < 45, `Approve and remember is one line on a phone: ${rememberHeight}px`);
+    await expectNoViolations(page, "an approval on a thread, on a phone");
     if (screens) {
       await rememberForm.evaluate((form) => form.scrollIntoView({ block: "center" }));
       await card(page, remembered).screenshot({ path: shot("inbox-remember.png") });
     }
+    await page.setViewportSize({ width: 1000, height: 900 });
     await rememberButton.click();
     const rememberedReview = card(page, remembered).getByRole("form", { name: "Review the draft" });
     await rememberedReview.waitFor(SOON);
@@ -316,6 +372,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const historyRegion = historyCard.getByRole("region", { name: "History" });
     await historyRegion.getByText("free text for the history").waitFor(SOON);
     await historyRegion.getByText("Asks: What should I call you?").waitFor(SOON);
+    await expectNoViolations(page, "a run's history");
     await historyCard.getByRole("button", { name: "Cancel run" }).click();
     await historyCard.getByRole("button", { name: "Confirm cancel" }).click();
     await historyCard.waitFor({ state: "detached", ...SOON });
@@ -336,6 +393,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await lapsedCard.getByRole("button", { name: "Show history" }).click();
     const lapsedHistory = lapsedCard.getByRole("region", { name: "History" });
     await lapsedHistory.getByText("Nobody answered in time").waitFor(SOON);
+    await expectNoViolations(page, "a history with the deadline's answer");
     if (screens) await lapsedCard.screenshot({ path: shot("inbox-deadline.png") });
     // Nobody reviews it either: declined at its own deadline, the run ends.
     await lapsedCard.waitFor({ state: "detached", ...SOON });
@@ -367,6 +425,8 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     for (const runId of fifty) await card(page, runId).waitFor(SOON);
     const search = page.getByRole("searchbox", { name: "Search" });
     const count = page.locator("#search-count");
+    await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
+    await expectNoViolations(page, "52 waiting runs, many asking the same");
     await search.fill("grace HOPPER");
     await count.filter({ hasText: `5 of ${waitingNow} runs match` }).waitFor(SOON);
     const graces = fifty.filter((_, i) => i % 10 === 3);
@@ -380,8 +440,16 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await count.filter({ hasText: `24 of ${waitingNow} runs match` }).waitFor(SOON);
     await search.fill("t-2011");
     await count.filter({ hasText: `1 of ${waitingNow} runs match` }).waitFor(SOON);
-    await search.fill("");
+    await expectNoViolations(page, "a search that matches one run");
+    // Escape clears the box and the filter together; in an empty box it
+    // leaves the box.
+    await search.press("Escape");
+    check((await search.inputValue()) === "", "Escape empties Search");
     await count.filter({ hasText: `${waitingNow} runs wait on you` }).waitFor(SOON);
+    check((await visibleIds(page)).length === waitingNow, "Escape shows every run again");
+    check(await focused(search), "the first Escape stays in Search");
+    await search.press("Escape");
+    check(!(await focused(search)), "Escape in an empty Search leaves it");
 
     // Kind: a review waits among the questions.
     const reviewRun = await start(agentd, { prompt: 'call human_review {"draft": "Hello"}' });
@@ -416,6 +484,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     await first.getByRole("button", { expanded: true }).waitFor(SOON);
     await first.getByRole("form", { name: "Which plan should I set up for you?" }).waitFor({ state: "visible", ...SOON });
     await first.getByRole("group", { name: "Context" }).waitFor({ state: "visible", ...SOON });
+    await expectNoViolations(page, "the compact view, one run open");
     if (screens) await page.screenshot({ path: shot("inbox-compact.png") });
 
     // Shortcuts: / searches, j and k move between runs, ? shows them.
@@ -431,9 +500,61 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check(await focused(card(page, reviewRun)), "k: the previous run");
     await page.keyboard.press("?");
     await page.getByRole("region", { name: "Keyboard shortcuts" }).waitFor(SOON);
+    await expectNoViolations(page, "the shortcuts shown");
     if (screens) await page.screenshot({ path: shot("inbox-triage.png") });
     await page.keyboard.press("?");
     await compact.click();
+
+    // k from the bottom up: each run it moves to shows its header below
+    // the sticky header, never under it.
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    await page.locator("body").click({ position: { x: 5, y: 300 } });
+    await page.keyboard.press("k");
+    for (let i = 0; i < 6; i += 1) {
+      await page.keyboard.press("k");
+      const box = (await page.locator("article:focus").boundingBox())!;
+      const under = await headerBottom(page);
+      check(box.y >= under - 1, `k: the run's top (${box.y}) is below the sticky header (${under})`);
+    }
+    // Escape leaves a text box for its run, and the shortcuts work again.
+    const freeText = card(page, fifty[7]);
+    const freeAnswer = freeText.getByRole("textbox", { name: "Answer" });
+    await freeAnswer.focus();
+    await page.keyboard.type("j");
+    check((await freeAnswer.inputValue()) === "j", "j types in a text box");
+    await page.keyboard.press("Escape");
+    check(await focused(freeText), "Escape leaves the text box for its run");
+    await page.keyboard.press("j");
+    check(await focused(card(page, fifty[6])), "j goes on from that run");
+    await freeAnswer.fill("");
+
+    // The runs started above arrived while the page was open: counted in
+    // the tab's title. Opened afresh, what is listed is not new.
+    check(/^\(\d+\) agentd inbox$/.test(await page.title()), `arrivals counted in the title: ${await page.title()}`);
+    await page.reload();
+    await page.getByRole("status").filter({ hasText: /^Live$/ }).waitFor(SOON);
+    await card(page, fifty[0]).waitFor(SOON);
+    check((await page.title()) === "agentd inbox", `the title of a page opened afresh: ${await page.title()}`);
+    check((await page.getByText("New", { exact: true }).count()) === 0, "nothing listed is new");
+    // A run that arrives while the reader is further down: counted in the
+    // tab's title, said in a polite live region, marked New until seen.
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    const arrived = await start(agentd, { prompt: "free text, while you read" });
+    await card(page, arrived).waitFor(SOON);
+    await page.waitForFunction(() => document.title === "(1) agentd inbox", null, SOON);
+    await page.getByRole("status").filter({ hasText: /^New: What should I call you\?/ }).waitFor({ state: "attached", ...SOON });
+    const badge = card(page, arrived).getByText("New", { exact: true });
+    check(await badge.isVisible(), "the new run is marked New");
+    const arrivedToo = await start(agentd, { prompt: "Help me pick a plan, while you read" });
+    await page.waitForFunction(() => document.title === "(2) agentd inbox", null, SOON);
+    await expectNoViolations(page, "two runs arrived, not seen yet");
+    // Seen once in view for a moment: the mark and the count go.
+    await card(page, arrived).scrollIntoViewIfNeeded();
+    if (screens) await page.screenshot({ path: shot("inbox-new.png") });
+    await badge.waitFor({ state: "detached", ...SOON });
+    await card(page, arrivedToo).scrollIntoViewIfNeeded();
+    await card(page, arrivedToo).getByText("New", { exact: true }).waitFor({ state: "detached", ...SOON });
+    await page.waitForFunction(() => document.title === "agentd inbox", null, SOON);
 
     check(problems.length === 0, `page errors: ${problems.join("; ")}`);
     console.log(`inbox: every scenario passed; a new suspension appeared after ${appeared} ms`);
@@ -448,15 +569,22 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     const keyed = await context.newPage();
     await keyed.goto(keyedUrl);
     const key = keyed.getByRole("textbox", { name: "API key" });
+    await key.waitFor(SOON);
+    await expectNoViolations(keyed, "the sign-in form");
+    if (screens) await keyed.screenshot({ path: shot("inbox-sign-in.png") });
     const remember = keyed.getByRole("checkbox", { name: "Remember on this device" });
     check(!(await remember.isChecked()), "Remember on this device is off by default");
     await key.fill("not-a-key-of-anyone");
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await keyed.getByRole("alert").filter({ hasText: "did not accept" }).waitFor(SOON);
+    await expectNoViolations(keyed, "a key refused");
     await keyed.getByRole("textbox", { name: "API key" }).fill(acmeKey);
     await keyed.getByRole("button", { name: "Sign in" }).click();
     await card(keyed, acmeRun).waitFor(SOON);
+    // Signed in, focus goes to the first run.
+    await waitFocused(keyed, card(keyed, acmeRun), "after sign-in, focus is on the first run");
     await keyed.getByRole("banner").getByText("acme", { exact: true }).waitFor(SOON);
+    await expectNoViolations(keyed, "signed in as acme");
     check((await card(keyed, globexRun).count()) === 0, "another tenant's run is not shown");
     check((await keyed.getByRole("article").count()) === 1, "only the tenant's run");
     // Kept for this tab only: another tab asks again.
@@ -486,6 +614,7 @@ export async function main([openUrl, keyedUrl, acmeKey, globexKey, screenshot, s
     check((await line.textContent()) === "Live", `the line: ${await line.textContent()}`);
     await context.setOffline(true);
     await line.filter({ hasText: /^Offline — retrying$/ }).waitFor({ timeout: 20_000 });
+    await expectNoViolations(keyed, "offline");
     await context.setOffline(false);
     await line.filter({ hasText: /^Live$/ }).waitFor({ timeout: 20_000 });
     console.log("inbox: signing in with a key shows only that tenant's runs, and names the tenant");

@@ -6,7 +6,9 @@
 //! declining, a suspension appearing live, history (an answer the deadline
 //! gave said as such), cancel, search over 50
 //! waiting runs, kind, agent and sort, the compact view, the shortcuts,
-//! signing in with a key and the tenant in the header), and an MCP server's
+//! signing in with a key and the tenant in the header, axe-core in every
+//! state), 300 waiting runs filling in without layout shift
+//! (`web/test/many.ts`), and an MCP server's
 //! requests for input (`web/test/elicitation.ts`: a form from its schema,
 //! refused then answered; a page to open, declined). Also the pages'
 //! routes themselves, which need no browser.
@@ -82,6 +84,37 @@ async fn the_inbox_in_a_real_browser() {
     })
     .await
     .expect("the script's task");
+}
+
+/// 300 waiting runs: `web/test/many.ts` measures the cumulative layout
+/// shift while the page lists them and fills in their contexts (under 0.1,
+/// on a phone and on a desktop),
+/// unfolds a long context, and measures the phone layout (the header and
+/// the search within a fifth of a 390×844 screen), with axe-core in each
+/// state.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs chromium and Node (apt-get install chromium; npm ci in web/); .ci/run runs it"]
+async fn three_hundred_waiting_runs_fill_in_without_moving() {
+    // The cards' titles show `ticket` and `customer` once their contexts
+    // are read.
+    let server = SecureServer::start(|_, settings| {
+        settings.agents = vec![AgentSpec {
+            inbox_metadata: InboxMetadata {
+                first: vec!["ticket".into(), "customer".into()],
+                hidden: vec![],
+            },
+            ..AgentSpec::assistant()
+        }];
+    })
+    .await;
+    let url = format!("http://{}", server.addr);
+    // AGENTD_INBOX_SCREENS=DIR saves the desktop and phone views there.
+    let screens = std::env::var("AGENTD_INBOX_SCREENS")
+        .map(|path| super::node::web_dir().join("..").join(path).display().to_string())
+        .unwrap_or_default();
+    tokio::task::spawn_blocking(move || run_script("many.ts", &[&url, &screens]))
+        .await
+        .expect("the script's task");
 }
 
 /// A server whose agent `travel` (the scripted model) uses the MCP server

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use crate::security::server::SecureServer;
 
@@ -13,9 +14,18 @@ pub fn web_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("web")
 }
 
-/// Runs `web/test/run.mjs SCRIPT ARGS` with Node and fails the test with
-/// its output unless it succeeds.
+/// One script at a time: the browser tests measure timing and layout
+/// shift, which Chromiums fighting over the cores would distort.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs `web/test/run.mjs SCRIPT ARGS` with Node (one script at a time in
+/// this process) and fails the test with its output unless it succeeds.
 pub fn run_script(script: &str, args: &[&str]) {
+    // A script that failed in another test leaves the lock poisoned; the
+    // next one runs all the same.
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = web_dir();
     assert!(
         dir.join("node_modules").is_dir(),
