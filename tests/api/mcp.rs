@@ -2,10 +2,13 @@
 //! plain HTTP (no key is 401, a foreign Origin or Host 403), the official
 //! MCP Python SDK (`tests/mcp/mcp_client_test.py`: tools, questions
 //! answered in the elicitation callback on both protocol generations,
-//! decline, cancel, approvals remembered in a thread through the form, an
-//! invalid answer, a client without elicitation, keys
-//! and tenants, and a question answered through gRPC while the MCP call
-//! waits), and the official conformance tool.
+//! option descriptions, decline, cancel, approvals remembered in a thread
+//! through the form, an invalid answer asked again in the same call, a
+//! client without elicitation, keys and tenants, and a question answered
+//! through gRPC while the MCP call waits: the form withdrawn with
+//! `notifications/cancelled`, a late answer refused in words, a late
+//! 2026-07-28 retry told what the run became), and the official
+//! conformance tool.
 
 use std::process::Stdio;
 
