@@ -10,11 +10,13 @@
 //! question was answered elsewhere is refused in words (`withdrawn.rs`),
 //! and each stream is admitted per tenant
 //! (`streams.rs`). It converts and authorises; every operation is the
-//! runtime API's.
+//! runtime API's. A host looking for OAuth finds, in OAuth's words, that
+//! agentd takes API keys (`oauth.rs`).
 
 mod agents;
 mod body;
 mod follow;
+mod oauth;
 mod question;
 mod sessions;
 mod state;
@@ -25,6 +27,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+pub use oauth::SEND_THE_KEY;
 pub use state::StateError;
 
 use crate::door::StreamGate;
@@ -73,5 +76,6 @@ pub fn routes(
             withdrawn::refuse_late,
         ))
         .layer(axum::middleware::from_fn_with_state(max_body, body::check))
-        .layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
+        .layer(axum::middleware::from_fn_with_state(owners, sessions::bind))
+        .merge(oauth::routes()))
 }
