@@ -14,10 +14,14 @@ Tools:
   says what came back, or the error the client answered with.
 - generation(): the protocol version the call came with.
 - outcome(n): what the n-th call of book ended with, once it has ended.
+
+With ELICIT_SERVER_PID_FILE set, it writes its process id there when it
+starts (for the test that it does not outlive agentd).
 """
 
 import asyncio
 import json
+import os
 import sys
 from typing import Annotated, Literal
 
@@ -128,6 +132,9 @@ async def generation(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("ELICIT_SERVER_PID_FILE"):
+        with open(os.environ["ELICIT_SERVER_PID_FILE"], "w") as pid_file:
+            pid_file.write(str(os.getpid()))
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", port=int(sys.argv[2]))
     else:

@@ -3,7 +3,12 @@
 //! process exits, the HTTP endpoint stops answering), and reconnects with
 //! backoff. A call while the server is away is an error result, never a
 //! wait. Dropping the connection stops the supervisor (and a stdio server's
-//! process).
+//! process, killed when dropped). When agentd stops, [`stop_all`] ends
+//! every session as the specification's stdio shutdown says: the server's
+//! stdin is closed, then, if it has not exited, it gets SIGTERM, then
+//! SIGKILL, each after a grace (rmcp's child-process transport does the
+//! sequence), so that no server is left running, waiting on a request of
+//! its own.
 //!
 //! A call runs on a task of its own and reports what happens to it as
 //! [`Event`]s: its end, or (2025 protocol generation) a request for input
@@ -26,8 +31,9 @@ use rmcp::service::{
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ClientHandler;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::config::{Endpoint, Protocol};
 use super::traced_http::TracedHttpClient;
@@ -251,6 +257,44 @@ pub(super) struct Dial {
     pub(super) calls: Arc<Calls>,
 }
 
+/// How long [`stop_all`] waits for the sessions to end: rmcp's
+/// child-process transport waits up to 3 s after closing a server's stdin
+/// and 3 s after SIGTERM before SIGKILL, and up to 2 s for handlers first.
+const STOP_WITHIN: Duration = Duration::from_secs(15);
+
+/// A supervisor to stop: its token, and a receiver that sees the end of
+/// the supervisor (its sender dropped).
+struct Supervisor {
+    stop: CancellationToken,
+    ended: watch::Receiver<()>,
+}
+
+/// Every live supervisor of the process.
+static SUPERVISORS: Mutex<Vec<Supervisor>> = Mutex::new(Vec::new());
+
+fn supervisors() -> std::sync::MutexGuard<'static, Vec<Supervisor>> {
+    SUPERVISORS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends every MCP session of the process, for shutdown: each supervisor
+/// stops and closes its session (a stdio server: stdin closed, then
+/// SIGTERM, then SIGKILL). Waits for them, at most [`STOP_WITHIN`].
+pub async fn stop_all() {
+    let stopping: Vec<Supervisor> = std::mem::take(&mut *supervisors());
+    for supervisor in &stopping {
+        supervisor.stop.cancel();
+    }
+    let ended = async {
+        for mut supervisor in stopping {
+            // Err once the supervisor is gone, which is the point.
+            let _ = supervisor.ended.changed().await;
+        }
+    };
+    if tokio::time::timeout(STOP_WITHIN, ended).await.is_err() {
+        tracing::warn!("some MCP servers' sessions did not end within {STOP_WITHIN:?}");
+    }
+}
+
 /// A supervised connection to one server.
 pub(super) struct Connection {
     name: String,
@@ -271,7 +315,21 @@ impl Connection {
     pub(super) fn supervise(name: &str, dial: Dial, session: Session) -> Self {
         let slot = Arc::new(Slot::default());
         let calls = Arc::clone(&dial.calls);
-        let supervisor = tokio::spawn(supervise(name.to_owned(), dial, Arc::clone(&slot), session));
+        let stop = CancellationToken::new();
+        let (ended, watch_end) = watch::channel(());
+        let supervised = supervise(name.to_owned(), dial, Arc::clone(&slot), session, stop.clone());
+        let supervisor = tokio::spawn(async move {
+            let _ended = ended;
+            supervised.await;
+        });
+        let mut live = supervisors();
+        // Those whose connection was dropped are gone.
+        live.retain(|supervisor| supervisor.ended.has_changed().is_ok());
+        live.push(Supervisor {
+            stop,
+            ended: watch_end,
+        });
+        drop(live);
         Self {
             name: name.to_owned(),
             slot,
@@ -361,7 +419,8 @@ pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
     match &dial.endpoint {
         Endpoint::Stdio { command, args, env } => {
             let mut process = tokio::process::Command::new(command);
-            process.args(args);
+            // However the transport ends, the process does not outlive it.
+            process.args(args).kill_on_drop(true);
             for (key, value) in env.iter() {
                 process.env(key, value);
             }
@@ -386,25 +445,45 @@ pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
 }
 
 /// Keeps a session published; when it ends (or a call finds it broken),
-/// reconnects with backoff, forever.
-async fn supervise(name: String, dial: Dial, slot: Arc<Slot>, mut session: Session) {
+/// reconnects with backoff, until `stop`, which closes the session.
+async fn supervise(name: String, dial: Dial, slot: Arc<Slot>, mut session: Session, stop: CancellationToken) {
     loop {
         let broken = Arc::new(Notify::new());
         slot.set(Some(Live {
             peer: session.peer().clone(),
             broken: Arc::clone(&broken),
         }));
-        tokio::select! {
-            reason = session.waiting() => {
-                tracing::warn!(server = %name, ?reason, "MCP server went away; reconnecting");
-            }
-            () = broken.notified() => {
-                // Dropping the session (with the select) closes it.
-                tracing::warn!(server = %name, "MCP server connection broke; reconnecting");
+        let closer = session.cancellation_token();
+        // In a block of its own: a broken session is dropped (and so
+        // closed) before the next is dialled.
+        {
+            let mut waiting = std::pin::pin!(session.waiting());
+            tokio::select! {
+                reason = &mut waiting => {
+                    tracing::warn!(server = %name, ?reason, "MCP server went away; reconnecting");
+                }
+                () = broken.notified() => {
+                    // Dropping the session (with the select) closes it.
+                    tracing::warn!(server = %name, "MCP server connection broke; reconnecting");
+                }
+                () = stop.cancelled() => {
+                    slot.set(None);
+                    // The session's end, awaited: the transport's close (a
+                    // stdio server's stdin, then SIGTERM, then SIGKILL).
+                    closer.cancel();
+                    if let Err(error) = waiting.await {
+                        tracing::warn!(server = %name, %error, "closing the MCP session failed");
+                    }
+                    tracing::info!(server = %name, "MCP server session closed");
+                    return;
+                }
             }
         }
         slot.set(None);
-        session = reconnect(&name, &dial).await;
+        session = tokio::select! {
+            session = reconnect(&name, &dial) => session,
+            () = stop.cancelled() => return,
+        };
         tracing::info!(server = %name, "MCP server reconnected");
     }
 }

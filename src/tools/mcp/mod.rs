@@ -25,6 +25,7 @@ use serde_json::Value;
 pub use config::{
     Endpoint, McpServerConfig, Protocol, Timeouts, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,
 };
+pub use connection::stop_all;
 pub use elicitation::check_response;
 
 use call::Call;
