@@ -26,7 +26,8 @@ use rmcp::model::{
     ProtocolVersion, RequestParamsMeta, UrlElicitationCapability,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, Peer, RequestContext, RoleClient, RunningService, ServiceError,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RequestContext, RoleClient,
+    RunningService, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -54,6 +55,13 @@ pub(super) enum CallError {
     TimedOut,
     /// The server answered with a JSON-RPC error.
     Refused(String),
+    /// The server answered that the person must open a page first
+    /// (`-32042`, URL elicitation required): its message, and its URL
+    /// requests for input (`data.elicitations`).
+    UrlRequired {
+        message: String,
+        requests: Vec<serde_json::Value>,
+    },
     /// Anything else the client reports.
     Failed(String),
 }
@@ -380,7 +388,7 @@ impl Connection {
             };
             let ended = match response {
                 Ok(response) => Ok(response),
-                Err(ServiceError::McpError(error)) => Err(CallError::Refused(error.message.to_string())),
+                Err(ServiceError::McpError(error)) => Err(refused(error)),
                 Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                     live.broken.notify_one();
                     Err(CallError::Unavailable)
@@ -391,6 +399,27 @@ impl Connection {
             let _ = sender.send(Event::Ended(ended)).await;
         });
         Ok(Leg { id, events })
+    }
+}
+
+/// JSON-RPC's error code for "URL elicitation required" (2025-11-25).
+const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// The call error of a server's JSON-RPC error: a URL elicitation it
+/// requires, or a refusal.
+fn refused(error: McpError) -> CallError {
+    let requests = error
+        .data
+        .as_ref()
+        .and_then(|data| data.get("elicitations"))
+        .and_then(serde_json::Value::as_array)
+        .filter(|requests| !requests.is_empty());
+    match requests {
+        Some(requests) if error.code.0 == URL_ELICITATION_REQUIRED => CallError::UrlRequired {
+            message: error.message.to_string(),
+            requests: requests.clone(),
+        },
+        _ => CallError::Refused(error.message.to_string()),
     }
 }
 
@@ -408,9 +437,61 @@ fn lifecycle(protocol: &Protocol) -> ClientLifecycleMode {
     }
 }
 
+/// Why a session could not be opened, and whether trying again may help.
+#[derive(Debug)]
+pub(super) struct ConnectError {
+    reason: String,
+    /// False when the server answered and cannot be talked to as asked
+    /// (it does not speak the pinned protocol version): retrying changes
+    /// nothing.
+    retry: bool,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl ConnectError {
+    fn retry(reason: String) -> Self {
+        Self { reason, retry: true }
+    }
+}
+
+/// Why the handshake with the server at `place` (its URL or command)
+/// failed: a server that answered but does not speak the pinned 2026-07-28
+/// protocol is said to, not to be unreachable.
+fn handshake_failed(error: ClientInitializeError, protocol: &Protocol, place: &str) -> ConnectError {
+    let answered = matches!(
+        error,
+        ClientInitializeError::JsonRpcError(_)
+            | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+            | ClientInitializeError::ExpectedInitResult(_)
+    );
+    match protocol {
+        Protocol::Stateless if answered => ConnectError {
+            reason: format!(
+                "{place} answered but does not speak protocol_version = \"2026-07-28\" (its answer to \
+                 server/discover: {error}); set protocol_version = \"auto\", or the version it speaks \
+                 (\"2025-11-25\", \"2025-06-18\")"
+            ),
+            retry: false,
+        },
+        Protocol::Initialize(version) if answered => ConnectError {
+            reason: format!(
+                "{place} answered but refused the handshake on protocol {version}: {error}; \
+                 set protocol_version = \"auto\" to let agentd pick"
+            ),
+            retry: false,
+        },
+        _ => ConnectError::retry(format!("cannot reach {place}: {error}")),
+    }
+}
+
 /// Opens a session: starts the process or reaches the URL, then runs the
 /// MCP handshake (or discovery, on the 2026-07-28 protocol).
-pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
+pub(super) async fn connect(dial: &Dial) -> Result<Session, ConnectError> {
     let client = Client {
         calls: Arc::clone(&dial.calls),
         protocol: dial.protocol.clone(),
@@ -424,22 +505,34 @@ pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
             for (key, value) in env.iter() {
                 process.env(key, value);
             }
-            let transport =
-                TokioChildProcess::new(process).map_err(|e| format!("cannot start {command:?}: {e}"))?;
+            let transport = TokioChildProcess::new(process)
+                .map_err(|e| ConnectError::retry(format!("cannot start {command:?}: {e}")))?;
             client
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| format!("handshake failed: {e}"))
+                .map_err(|e| match e {
+                    ClientInitializeError::JsonRpcError(_)
+                    | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+                    | ClientInitializeError::ExpectedInitResult(_) => {
+                        handshake_failed(e, &dial.protocol, &format!("{command:?}"))
+                    }
+                    e => ConnectError::retry(format!("handshake failed: {e}")),
+                })
         }
         Endpoint::Http { url, headers } => {
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers.clone());
-            let http = TracedHttpClient::new().map_err(|e| format!("cannot set up an HTTP client: {e}"))?;
+            let http = TracedHttpClient::new()
+                .map_err(|e| ConnectError::retry(format!("cannot set up an HTTP client: {e}")))?;
             let transport = StreamableHttpClientTransport::with_client(http, config);
             client
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
-                .map_err(|e| crate::config::redact(&format!("cannot reach {url}: {e}")).into_owned())
+                .map_err(|e| {
+                    let mut failed = handshake_failed(e, &dial.protocol, url.as_str());
+                    failed.reason = crate::config::redact(&failed.reason).into_owned();
+                    failed
+                })
         }
     }
 }
@@ -498,6 +591,7 @@ async fn reconnect(name: &str, dial: &Dial) -> Session {
         match connect(dial).await {
             Ok(session) => return session,
             Err(reason) => {
+                let reason = reason.to_string();
                 failures += 1;
                 if failures == 1 {
                     tracing::warn!(server = %name, %reason, "MCP server unavailable; still retrying");
@@ -518,7 +612,9 @@ pub(super) async fn connect_within(dial: &Dial, deadline: Duration) -> Result<Se
         let attempt = tokio::time::timeout_at(give_up, connect(dial)).await;
         let reason = match attempt {
             Ok(Ok(session)) => return Ok(session),
-            Ok(Err(reason)) => reason,
+            // Trying again changes nothing: said at once.
+            Ok(Err(failed)) if !failed.retry => return Err(failed.reason),
+            Ok(Err(failed)) => failed.reason,
             Err(_) => "no answer in time".to_owned(),
         };
         let now = tokio::time::Instant::now();

@@ -478,3 +478,90 @@ async fn stopping_agentd_ends_a_stdio_server_that_waits() {
         agentd.log_text()
     );
 }
+
+/// A server that answers a call with "URL elicitation required" (-32042,
+/// 2025-11-25): the page it names is a URL question to the person; once
+/// accepted the call is made again, and a decline ends the call saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn a_url_required_error_is_a_url_question() {
+    let server = travel(&stdio("2025-11-25")).await;
+    let chunks = server.run("travel", r#"call files {"account": "ana"}"#).await;
+    assert_eq!(finish(&chunks).reason, pb::FinishReason::Suspended as i32);
+    let (_, asked) = elicitation(&chunks);
+    assert_eq!(asked.mode, pb::ElicitationMode::Url as i32);
+    assert_eq!(asked.url, "https://files.example.com/sign-in?account=ana");
+    assert_eq!(asked.message, "Sign in to the files of ana");
+    let run = run_id(&chunks);
+    let chunks = server
+        .resume(resume_request(&run, "", accept(json!({}))))
+        .await
+        .expect("Resume");
+    let result = tool_results(&chunks).remove(0);
+    assert_eq!(
+        result.content, "files of ana: notes.txt",
+        "made again once accepted"
+    );
+    assert!(!result.is_error);
+
+    let chunks = server.run("travel", r#"call files {"account": "bo"}"#).await;
+    let run = run_id(&chunks);
+    let chunks = server
+        .resume(resume_request(
+            &run,
+            "",
+            respond(pb::ElicitationAction::Decline, None),
+        ))
+        .await
+        .expect("Resume");
+    let result = tool_results(&chunks).remove(0);
+    assert!(result.is_error, "{}", result.content);
+    assert!(
+        result
+            .content
+            .contains("needs the person to open a page first (https://files.example.com/sign-in?account=bo)"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("they answered decline"),
+        "{}",
+        result.content
+    );
+}
+
+/// `protocol_version = "2026-07-28"` pinned for a server that speaks only
+/// 2025-11-25: the start stops at once saying so, not that the server
+/// cannot be reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn a_pinned_version_the_server_does_not_speak_is_said() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/legacy_server.py");
+    let server = |protocol: &str| {
+        format!(
+            r#"
+            [[mcp_servers]]
+            name = "legacy"
+            command = {python:?}
+            args = [{script:?}]
+            protocol_version = "{protocol}"
+            startup_timeout = "30s"
+            "#,
+            python = python(),
+        )
+    };
+    let started = std::time::Instant::now();
+    let error = start_error(vec![agent_with("a", &["mcp:legacy"])], &server("2026-07-28")).await;
+    assert!(
+        error.contains(r#"answered but does not speak protocol_version = "2026-07-28""#),
+        "{error}"
+    );
+    assert!(error.contains("Method not found"), "{error}");
+    assert!(!error.contains("cannot reach"), "{error}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "said at once, not after the start-up timeout"
+    );
+    // With "auto" the same server is used on its own generation.
+    start(vec![agent_with("a", &["mcp:legacy"])], &server("auto")).await;
+}
