@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelledNotification, CancelledNotificationParam, ClientResult,
-    ContentBlock, ElicitRequest, ElicitResult, ErrorData, Implementation, InputRequest, InputRequiredResult,
+    ElicitRequest, ElicitResult, ErrorData, Implementation, InputRequest, InputRequiredResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
     ServerRequest, Tool,
 };
@@ -23,9 +23,10 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 use super::follow::{self, Progress};
+use super::follow::{not_accepted, noted, waiting};
 use super::question::{Question, Reply};
 use super::state::{Asked, StateSeal};
-use super::withdrawn::{session_of, Withdrawn};
+use super::withdrawn::{became, session_of, Withdrawn};
 use crate::domain::{
     Answer, Decider, DecisionSource, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
 };
@@ -482,101 +483,6 @@ impl Agents {
             Step::Refused(why) => Ok(not_accepted(&run, &why)),
         }
     }
-}
-
-/// `response` with `notes` first.
-fn noted(response: CallToolResponse, notes: Vec<String>) -> CallToolResponse {
-    match response {
-        CallToolResponse::Complete(mut result) if !notes.is_empty() => {
-            let mut content: Vec<ContentBlock> = notes.into_iter().map(ContentBlock::text).collect();
-            content.append(&mut result.content);
-            result.content = content;
-            result.into()
-        }
-        response => response,
-    }
-}
-
-/// The surface `source` in words.
-fn surface(source: DecisionSource) -> &'static str {
-    match source {
-        DecisionSource::Grpc => "through gRPC",
-        DecisionSource::GrpcWeb => "through gRPC-Web",
-        DecisionSource::Inbox => "in the inbox",
-        DecisionSource::A2a => "through A2A",
-        DecisionSource::Mcp => "by another MCP client",
-        DecisionSource::AgUi => "through AG-UI",
-        DecisionSource::Thread => "by a new message on its thread",
-        DecisionSource::Rule => "by an approval rule",
-        DecisionSource::Grant => "by an approval remembered earlier",
-        DecisionSource::Deadline => "by its deadline",
-    }
-}
-
-/// What became of call `call`'s question of `run` elsewhere, `when`
-/// (before the client's answer came, or while its form was open), in
-/// words.
-fn became(run: &RunRecord, call: &str, when: &str) -> String {
-    let decision = run
-        .state
-        .decisions
-        .iter()
-        .rev()
-        .find(|decision| decision.tool_call_id == call);
-    let id = run.id;
-    match (decision, run.status()) {
-        (Some(decision), _) if decision.decided_by.is_empty() => format!(
-            "the question was answered {} {when}, and run {id} went on with that answer",
-            surface(decision.source),
-        ),
-        (Some(decision), _) => format!(
-            "the question was answered {} ({}) {when}, and run {id} went on with that answer",
-            surface(decision.source),
-            decision.decided_by,
-        ),
-        (None, RunStatus::Cancelled) => format!("run {id} was cancelled elsewhere {when}"),
-        (None, RunStatus::Expired) => format!("run {id} expired {when}"),
-        (None, _) => {
-            format!("the question was answered elsewhere {when}, and run {id} went on with that answer")
-        }
-    }
-}
-
-/// The result of an answer Resume refused: the reason, and that `run`
-/// still waits.
-fn not_accepted(run: &RunRecord, error: &dyn std::fmt::Display) -> CallToolResponse {
-    let text = format!(
-        "The answer was not accepted ({error}). Run {} still waits for an answer: answer it with \
-         agentd's Resume (gRPC, the inbox or A2A); calling this tool again starts a new run.",
-        run.id
-    );
-    let mut result = follow::result(run, "", text);
-    result.is_error = Some(true);
-    result.into()
-}
-
-/// The result for a client that cannot be asked `pending`'s question of
-/// `run`: the question as text, the run and how to answer it.
-fn waiting(
-    run: &RunRecord,
-    pending: &PendingCall,
-    question: Option<&Question>,
-) -> rmcp::model::CallToolResult {
-    let asks = match question {
-        Some(Question::Ask(question)) => question.fallback_text(),
-        Some(approval @ Question::Approval { .. }) => format!("[Approval needed]: {}", approval.message()),
-        Some(Question::Elicitation(asked)) => asked.fallback_text(),
-        None => format!(
-            "[Waiting]: the call {} of {} waits for its result",
-            pending.call.id, pending.call.name
-        ),
-    };
-    let text = format!(
-        "{asks}\n\nRun {} waits for this answer (tool call {}). Answer it with agentd's Resume \
-         (gRPC, the inbox or A2A), then follow the run with SubscribeRun or GetRun.",
-        run.id, pending.call.id
-    );
-    follow::result(run, "", text)
 }
 
 impl ServerHandler for Agents {

@@ -4,7 +4,8 @@
 //! here with what happened. A host that submits the form anyway gets that
 //! in words (HTTP 409, a JSON-RPC error without an id, as the transport
 //! allows for a message the server cannot accept) instead of a 202 for an
-//! answer nobody reads. The newest [`KEPT`] are kept.
+//! answer nobody reads. The newest [`KEPT`] are kept. What became of a
+//! question elsewhere is said here too ([`became`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::body::ResponseId;
+use crate::domain::{DecisionSource, RunRecord, RunStatus};
 
 /// How many withdrawn forms are remembered.
 const KEPT: usize = 1024;
@@ -67,6 +69,51 @@ impl Withdrawn {
             .rev()
             .find(|form| form.session == session && &form.id == id)
             .map(|form| form.what.clone())
+    }
+}
+
+/// The surface `source` in words.
+fn surface(source: DecisionSource) -> &'static str {
+    match source {
+        DecisionSource::Grpc => "through gRPC",
+        DecisionSource::GrpcWeb => "through gRPC-Web",
+        DecisionSource::Inbox => "in the inbox",
+        DecisionSource::A2a => "through A2A",
+        DecisionSource::Mcp => "by another MCP client",
+        DecisionSource::AgUi => "through AG-UI",
+        DecisionSource::Thread => "by a new message on its thread",
+        DecisionSource::Rule => "by an approval rule",
+        DecisionSource::Grant => "by an approval remembered earlier",
+        DecisionSource::Deadline => "by its deadline",
+    }
+}
+
+/// What became of call `call`'s question of `run` elsewhere, `when`
+/// (before the client's answer came, or while its form was open), in
+/// words.
+pub(super) fn became(run: &RunRecord, call: &str, when: &str) -> String {
+    let decision = run
+        .state
+        .decisions
+        .iter()
+        .rev()
+        .find(|decision| decision.tool_call_id == call);
+    let id = run.id;
+    match (decision, run.status()) {
+        (Some(decision), _) if decision.decided_by.is_empty() => format!(
+            "the question was answered {} {when}, and run {id} went on with that answer",
+            surface(decision.source),
+        ),
+        (Some(decision), _) => format!(
+            "the question was answered {} ({}) {when}, and run {id} went on with that answer",
+            surface(decision.source),
+            decision.decided_by,
+        ),
+        (None, RunStatus::Cancelled) => format!("run {id} was cancelled elsewhere {when}"),
+        (None, RunStatus::Expired) => format!("run {id} expired {when}"),
+        (None, _) => {
+            format!("the question was answered elsewhere {when}, and run {id} went on with that answer")
+        }
     }
 }
 

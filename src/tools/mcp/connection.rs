@@ -3,12 +3,8 @@
 //! process exits, the HTTP endpoint stops answering), and reconnects with
 //! backoff. A call while the server is away is an error result, never a
 //! wait. Dropping the connection stops the supervisor (and a stdio server's
-//! process, killed when dropped). When agentd stops, [`stop_all`] ends
-//! every session as the specification's stdio shutdown says: the server's
-//! stdin is closed, then, if it has not exited, it gets SIGTERM, then
-//! SIGKILL, each after a grace (rmcp's child-process transport does the
-//! sequence), so that no server is left running, waiting on a request of
-//! its own.
+//! process, killed when dropped); when agentd stops, every session is
+//! closed first (`session.rs`).
 //!
 //! A call runs on a task of its own and reports what happens to it as
 //! [`Event`]s: its end, or (2025 protocol generation) a request for input
@@ -25,26 +21,17 @@ use rmcp::model::{
     ElicitResult, ElicitationCapability, ErrorData as McpError, FormElicitationCapability, Implementation,
     ProtocolVersion, RequestParamsMeta, UrlElicitationCapability,
 };
-use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RequestContext, RoleClient,
-    RunningService, ServiceError,
-};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::service::{Peer, RequestContext, RoleClient, RunningService, ServiceError};
 use rmcp::ClientHandler;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{Endpoint, Protocol};
-use super::traced_http::TracedHttpClient;
+use super::session;
 
 /// A session with a server.
 pub(super) type Session = RunningService<RoleClient, Client>;
-
-/// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Why a call got no result.
 #[derive(Debug)]
@@ -182,8 +169,8 @@ impl Calls {
 /// hands each request for input of the live session to its call.
 #[derive(Clone)]
 pub(super) struct Client {
-    calls: Arc<Calls>,
-    protocol: Protocol,
+    pub(super) calls: Arc<Calls>,
+    pub(super) protocol: Protocol,
 }
 
 impl ClientHandler for Client {
@@ -237,22 +224,22 @@ impl ClientHandler for Client {
 
 /// The live session, as calls use it.
 #[derive(Clone)]
-struct Live {
-    peer: Peer<RoleClient>,
+pub(super) struct Live {
+    pub(super) peer: Peer<RoleClient>,
     /// Tells the supervisor the session is broken, so it reconnects.
-    broken: Arc<Notify>,
+    pub(super) broken: Arc<Notify>,
 }
 
 /// The session currently usable, if any.
 #[derive(Default)]
-struct Slot(Mutex<Option<Live>>);
+pub(super) struct Slot(Mutex<Option<Live>>);
 
 impl Slot {
     fn get(&self) -> Option<Live> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    fn set(&self, live: Option<Live>) {
+    pub(super) fn set(&self, live: Option<Live>) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = live;
     }
 }
@@ -263,44 +250,6 @@ pub(super) struct Dial {
     pub(super) endpoint: Endpoint,
     pub(super) protocol: Protocol,
     pub(super) calls: Arc<Calls>,
-}
-
-/// How long [`stop_all`] waits for the sessions to end: rmcp's
-/// child-process transport waits up to 3 s after closing a server's stdin
-/// and 3 s after SIGTERM before SIGKILL, and up to 2 s for handlers first.
-const STOP_WITHIN: Duration = Duration::from_secs(15);
-
-/// A supervisor to stop: its token, and a receiver that sees the end of
-/// the supervisor (its sender dropped).
-struct Supervisor {
-    stop: CancellationToken,
-    ended: watch::Receiver<()>,
-}
-
-/// Every live supervisor of the process.
-static SUPERVISORS: Mutex<Vec<Supervisor>> = Mutex::new(Vec::new());
-
-fn supervisors() -> std::sync::MutexGuard<'static, Vec<Supervisor>> {
-    SUPERVISORS.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Ends every MCP session of the process, for shutdown: each supervisor
-/// stops and closes its session (a stdio server: stdin closed, then
-/// SIGTERM, then SIGKILL). Waits for them, at most [`STOP_WITHIN`].
-pub async fn stop_all() {
-    let stopping: Vec<Supervisor> = std::mem::take(&mut *supervisors());
-    for supervisor in &stopping {
-        supervisor.stop.cancel();
-    }
-    let ended = async {
-        for mut supervisor in stopping {
-            // Err once the supervisor is gone, which is the point.
-            let _ = supervisor.ended.changed().await;
-        }
-    };
-    if tokio::time::timeout(STOP_WITHIN, ended).await.is_err() {
-        tracing::warn!("some MCP servers' sessions did not end within {STOP_WITHIN:?}");
-    }
 }
 
 /// A supervised connection to one server.
@@ -325,19 +274,12 @@ impl Connection {
         let calls = Arc::clone(&dial.calls);
         let stop = CancellationToken::new();
         let (ended, watch_end) = watch::channel(());
-        let supervised = supervise(name.to_owned(), dial, Arc::clone(&slot), session, stop.clone());
+        let supervised = session::supervise(name.to_owned(), dial, Arc::clone(&slot), session, stop.clone());
         let supervisor = tokio::spawn(async move {
             let _ended = ended;
             supervised.await;
         });
-        let mut live = supervisors();
-        // Those whose connection was dropped are gone.
-        live.retain(|supervisor| supervisor.ended.has_changed().is_ok());
-        live.push(Supervisor {
-            stop,
-            ended: watch_end,
-        });
-        drop(live);
+        session::register(stop, watch_end);
         Self {
             name: name.to_owned(),
             slot,
@@ -420,208 +362,5 @@ fn refused(error: McpError) -> CallError {
             requests: requests.clone(),
         },
         _ => CallError::Refused(error.message.to_string()),
-    }
-}
-
-/// How a session starts with a server that speaks `protocol`.
-fn lifecycle(protocol: &Protocol) -> ClientLifecycleMode {
-    match protocol {
-        Protocol::Auto => ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: None,
-        },
-        Protocol::Stateless => ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-        Protocol::Initialize(_) => ClientLifecycleMode::Initialize,
-    }
-}
-
-/// Why a session could not be opened, and whether trying again may help.
-#[derive(Debug)]
-pub(super) struct ConnectError {
-    reason: String,
-    /// False when the server answered and cannot be talked to as asked
-    /// (it does not speak the pinned protocol version): retrying changes
-    /// nothing.
-    retry: bool,
-}
-
-impl std::fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
-
-impl ConnectError {
-    fn retry(reason: String) -> Self {
-        Self { reason, retry: true }
-    }
-}
-
-/// Why the handshake with the server at `place` (its URL or command)
-/// failed: a server that answered but does not speak the pinned 2026-07-28
-/// protocol is said to, not to be unreachable.
-fn handshake_failed(error: ClientInitializeError, protocol: &Protocol, place: &str) -> ConnectError {
-    let answered = matches!(
-        error,
-        ClientInitializeError::JsonRpcError(_)
-            | ClientInitializeError::NoCompatibleProtocolVersion { .. }
-            | ClientInitializeError::ExpectedInitResult(_)
-    );
-    match protocol {
-        Protocol::Stateless if answered => ConnectError {
-            reason: format!(
-                "{place} answered but does not speak protocol_version = \"2026-07-28\" (its answer to \
-                 server/discover: {error}); set protocol_version = \"auto\", or the version it speaks \
-                 (\"2025-11-25\", \"2025-06-18\")"
-            ),
-            retry: false,
-        },
-        Protocol::Initialize(version) if answered => ConnectError {
-            reason: format!(
-                "{place} answered but refused the handshake on protocol {version}: {error}; \
-                 set protocol_version = \"auto\" to let agentd pick"
-            ),
-            retry: false,
-        },
-        _ => ConnectError::retry(format!("cannot reach {place}: {error}")),
-    }
-}
-
-/// Opens a session: starts the process or reaches the URL, then runs the
-/// MCP handshake (or discovery, on the 2026-07-28 protocol).
-pub(super) async fn connect(dial: &Dial) -> Result<Session, ConnectError> {
-    let client = Client {
-        calls: Arc::clone(&dial.calls),
-        protocol: dial.protocol.clone(),
-    };
-    let lifecycle = lifecycle(&dial.protocol);
-    match &dial.endpoint {
-        Endpoint::Stdio { command, args, env } => {
-            let mut process = tokio::process::Command::new(command);
-            // However the transport ends, the process does not outlive it.
-            process.args(args).kill_on_drop(true);
-            for (key, value) in env.iter() {
-                process.env(key, value);
-            }
-            let transport = TokioChildProcess::new(process)
-                .map_err(|e| ConnectError::retry(format!("cannot start {command:?}: {e}")))?;
-            client
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| match e {
-                    ClientInitializeError::JsonRpcError(_)
-                    | ClientInitializeError::NoCompatibleProtocolVersion { .. }
-                    | ClientInitializeError::ExpectedInitResult(_) => {
-                        handshake_failed(e, &dial.protocol, &format!("{command:?}"))
-                    }
-                    e => ConnectError::retry(format!("handshake failed: {e}")),
-                })
-        }
-        Endpoint::Http { url, headers } => {
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers.clone());
-            let http = TracedHttpClient::new()
-                .map_err(|e| ConnectError::retry(format!("cannot set up an HTTP client: {e}")))?;
-            let transport = StreamableHttpClientTransport::with_client(http, config);
-            client
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| {
-                    let mut failed = handshake_failed(e, &dial.protocol, url.as_str());
-                    failed.reason = crate::config::redact(&failed.reason).into_owned();
-                    failed
-                })
-        }
-    }
-}
-
-/// Keeps a session published; when it ends (or a call finds it broken),
-/// reconnects with backoff, until `stop`, which closes the session.
-async fn supervise(name: String, dial: Dial, slot: Arc<Slot>, mut session: Session, stop: CancellationToken) {
-    loop {
-        let broken = Arc::new(Notify::new());
-        slot.set(Some(Live {
-            peer: session.peer().clone(),
-            broken: Arc::clone(&broken),
-        }));
-        let closer = session.cancellation_token();
-        // In a block of its own: a broken session is dropped (and so
-        // closed) before the next is dialled.
-        {
-            let mut waiting = std::pin::pin!(session.waiting());
-            tokio::select! {
-                reason = &mut waiting => {
-                    tracing::warn!(server = %name, ?reason, "MCP server went away; reconnecting");
-                }
-                () = broken.notified() => {
-                    // Dropping the session (with the select) closes it.
-                    tracing::warn!(server = %name, "MCP server connection broke; reconnecting");
-                }
-                () = stop.cancelled() => {
-                    slot.set(None);
-                    // The session's end, awaited: the transport's close (a
-                    // stdio server's stdin, then SIGTERM, then SIGKILL).
-                    closer.cancel();
-                    if let Err(error) = waiting.await {
-                        tracing::warn!(server = %name, %error, "closing the MCP session failed");
-                    }
-                    tracing::info!(server = %name, "MCP server session closed");
-                    return;
-                }
-            }
-        }
-        slot.set(None);
-        session = tokio::select! {
-            session = reconnect(&name, &dial) => session,
-            () = stop.cancelled() => return,
-        };
-        tracing::info!(server = %name, "MCP server reconnected");
-    }
-}
-
-/// Connects, retrying with backoff until it works. The first failure is a
-/// warning; the retries that follow are logged at debug level.
-async fn reconnect(name: &str, dial: &Dial) -> Session {
-    let mut backoff = FIRST_BACKOFF;
-    let mut failures = 0u32;
-    loop {
-        tokio::time::sleep(backoff).await;
-        match connect(dial).await {
-            Ok(session) => return session,
-            Err(reason) => {
-                let reason = reason.to_string();
-                failures += 1;
-                if failures == 1 {
-                    tracing::warn!(server = %name, %reason, "MCP server unavailable; still retrying");
-                } else {
-                    tracing::debug!(server = %name, %reason, failures, "MCP server still unavailable");
-                }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
-}
-
-/// Connects at start-up, retrying with backoff until `deadline` passes.
-pub(super) async fn connect_within(dial: &Dial, deadline: Duration) -> Result<Session, String> {
-    let give_up = tokio::time::Instant::now() + deadline;
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        let attempt = tokio::time::timeout_at(give_up, connect(dial)).await;
-        let reason = match attempt {
-            Ok(Ok(session)) => return Ok(session),
-            // Trying again changes nothing: said at once.
-            Ok(Err(failed)) if !failed.retry => return Err(failed.reason),
-            Ok(Err(failed)) => failed.reason,
-            Err(_) => "no answer in time".to_owned(),
-        };
-        let now = tokio::time::Instant::now();
-        if now + backoff >= give_up {
-            return Err(reason);
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
