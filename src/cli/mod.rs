@@ -225,7 +225,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ));
     }
     // On the signal the server drains (see `server/drain.rs`) and returns.
-    server::serve_with(listener, runtime, options, shutdown_signal()).await?;
+    let served = server::serve_with(listener, runtime.clone(), options, shutdown_signal()).await;
+    // The MCP servers' sessions end too, while the runtime still holds
+    // them: a stdio server's process with them, even one waiting on a
+    // request of its own.
+    crate::tools::mcp::stop_all().await;
+    drop(runtime);
+    served?;
     tracing::info!("agentd stopped");
     Ok(())
 }

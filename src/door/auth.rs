@@ -29,6 +29,22 @@ pub struct Unauthenticated {
     pub message: &'static str,
 }
 
+impl Unauthenticated {
+    /// The `WWW-Authenticate` challenge of a 401 (RFC 6750): the scheme,
+    /// and what to send in `error_description` (with `invalid_token` when
+    /// a key was sent, and no error code when none was).
+    pub fn challenge(&self) -> String {
+        let error = match self.reason {
+            "MISSING_CREDENTIALS" => "",
+            _ => "error=\"invalid_token\", ",
+        };
+        format!(
+            "Bearer realm=\"agentd\", {error}error_description=\"{}\"",
+            crate::mcp::SEND_THE_KEY
+        )
+    }
+}
+
 /// The name of the API key a call was authenticated with, or the subject
 /// of its client certificate (put in its extensions when it is let in).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,16 +82,18 @@ impl Authenticator {
         let Some(header) = authorization else {
             return Err(Unauthenticated {
                 reason: "MISSING_CREDENTIALS",
-                message: "missing credentials: send the header `authorization: Bearer <API key>`",
+                message: "missing credentials: send the header `Authorization: Bearer <API key>` with one \
+                          of the server's API keys (agentd takes API keys, not OAuth)",
             });
         };
         let key = bearer_token(header).ok_or(Unauthenticated {
             reason: "MALFORMED_CREDENTIALS",
-            message: "the authorization header must be `Bearer <API key>`",
+            message: "the authorization header must be `Bearer <API key>`, with one of the server's API keys",
         })?;
         keys.identify(key).map(Some).ok_or(Unauthenticated {
             reason: "INVALID_API_KEY",
-            message: "invalid API key",
+            message: "invalid API key: send the header `Authorization: Bearer <API key>` with one of \
+                      the server's API keys",
         })
     }
 

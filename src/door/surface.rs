@@ -4,7 +4,8 @@
 //! error objects (id null) on `/mcp` and `/a2a/jsonrpc`, `{"error": {...}}`
 //! on `/ag-ui` and `/a2a/rest` (each in the shape its surface already
 //! answers its own errors in), a gRPC status for gRPC and gRPC-Web, JSON
-//! for the rest; 401 says `WWW-Authenticate: Bearer`.
+//! for the rest; 401 says `WWW-Authenticate: Bearer` with what to send in
+//! its `error_description`.
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -219,10 +220,10 @@ impl Surface {
                 crate::ag_ui::ApiError::new(status, refusal.code(), refusal.message.clone()).into_response()
             }
         };
-        if status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        if let Refused::Unauthenticated(why) = &refusal.why {
+            let challenge = HeaderValue::from_str(&why.challenge())
+                .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         }
         response
     }

@@ -13,16 +13,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ElicitResult, ErrorData, Implementation, InputRequest,
-    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelledNotification, CancelledNotificationParam, ClientResult,
+    ElicitRequest, ElicitResult, ErrorData, Implementation, InputRequest, InputRequiredResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
+    ServerRequest, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 use super::follow::{self, Progress};
+use super::follow::{not_accepted, noted, waiting};
 use super::question::{Question, Reply};
 use super::state::{Asked, StateSeal};
+use super::withdrawn::{became, session_of, Withdrawn};
 use crate::domain::{
     Answer, Decider, DecisionSource, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
 };
@@ -32,6 +36,10 @@ use crate::runtime::{CallAnswer, ResumeRun, RunStream, Runtime, RuntimeError, St
 /// The key of the one input request of an input-required result.
 const INPUT: &str = "answer";
 
+/// How many times a live request asks a question whose answers are
+/// refused, before it says so and leaves the question waiting.
+const ASKS: usize = 3;
+
 /// The first protocol generation that asks with input-required results.
 const INPUT_REQUIRED_VERSION: &str = "2026-07-28";
 
@@ -40,6 +48,7 @@ const INPUT_REQUIRED_VERSION: &str = "2026-07-28";
 pub struct Agents {
     runtime: Runtime,
     seal: StateSeal,
+    withdrawn: Withdrawn,
 }
 
 /// How the client of a call can be asked a question.
@@ -56,6 +65,12 @@ enum Asking {
 enum Step {
     /// A stream of the run to follow.
     Follow(RunStream),
+    /// The answer was refused, for this reason: the question is asked
+    /// again.
+    Refused(String),
+    /// A stream of the run to follow, after an answer given elsewhere
+    /// first, and what the person is told of it.
+    Elsewhere(RunStream, String),
     /// The call's result.
     Done(CallToolResponse),
 }
@@ -132,8 +147,12 @@ fn input_schema() -> Arc<serde_json::Map<String, Value>> {
 }
 
 impl Agents {
-    pub fn new(runtime: Runtime, seal: StateSeal) -> Self {
-        Self { runtime, seal }
+    pub fn new(runtime: Runtime, seal: StateSeal, withdrawn: Withdrawn) -> Self {
+        Self {
+            runtime,
+            seal,
+            withdrawn,
+        }
     }
 
     /// The run a call starts, from its arguments.
@@ -187,6 +206,45 @@ impl Agents {
         Ok(Step::Follow(stream))
     }
 
+    /// The run after the question `asked`, which was answered elsewhere
+    /// before the client's answer came: its stream from there, and the
+    /// client's answer said to be unused.
+    async fn too_late(&self, tenant: &Tenant, asked: &Asked) -> Result<Step, ErrorData> {
+        let run = self.get_run(tenant, asked.run).await?;
+        let what = format!(
+            "This answer was not used: {}.",
+            became(&run, &asked.call, "before it came")
+        );
+        match self.after(tenant, asked).await? {
+            Step::Follow(stream) => Ok(Step::Elsewhere(stream, what)),
+            step => Ok(step),
+        }
+    }
+
+    /// Withdraws the form of `elicitation/create` request `id`, whose
+    /// question was answered elsewhere: the client is sent
+    /// `notifications/cancelled` for it (so a host closes the form), and
+    /// an answer that still comes is refused with `what` happened.
+    async fn withdraw(&self, context: &RequestContext<RoleServer>, id: rmcp::model::RequestId, what: &str) {
+        let session = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| session_of(&parts.headers))
+            .unwrap_or_default();
+        if let Ok(key) = serde_json::to_value(&id) {
+            self.withdrawn.withdraw(session, key, what.to_owned());
+        }
+        let cancelled =
+            CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(what.to_owned())));
+        if let Err(error) = context
+            .peer
+            .send_notification(ServerNotification::from(cancelled))
+            .await
+        {
+            tracing::debug!(%error, "the withdrawal of an MCP form could not be sent");
+        }
+    }
+
     /// Acts on the client's `reply` to the question `asked`.
     async fn answer(
         &self,
@@ -211,7 +269,7 @@ impl Agents {
                 {
                     Ok(run) => Ok(Step::Done(follow::ended(&run, &follow::Seen::default()).into())),
                     // Answered elsewhere first: the run goes on with that.
-                    Err(RuntimeError::NotCancellable(_)) => self.after(tenant, asked).await,
+                    Err(RuntimeError::NotCancellable(_)) => self.too_late(tenant, asked).await,
                     Err(error) => Err(request_error(error)),
                 };
             }
@@ -229,28 +287,29 @@ impl Agents {
         };
         match self.runtime.resume(tenant, resume).await {
             Ok(stream) => Ok(Step::Follow(stream)),
-            Err(RuntimeError::InvalidAnswer(error)) => {
-                let run = self.get_run(tenant, asked.run).await?;
-                Ok(Step::Done(not_accepted(&run, &error)))
-            }
+            Err(RuntimeError::InvalidAnswer(error)) => Ok(Step::Refused(error.to_string())),
             // Another surface answered first: follow the run on.
             Err(
                 RuntimeError::NotSuspended(_)
                 | RuntimeError::ResumeConflict
                 | RuntimeError::ToolCallNotPending { .. },
-            ) => self.after(tenant, asked).await,
+            ) => self.too_late(tenant, asked).await,
             Err(error) => Err(request_error(error)),
         }
     }
 
     /// Asks the client `pending`'s question of the suspended `run`, as it
-    /// can be asked.
+    /// can be asked; after a `refusal` of its answer, with the reason. A
+    /// refused answer in a live request is asked again, [`ASKS`] times in
+    /// all; a 2026-07-28 client's retry is answered with the question
+    /// again.
     async fn ask(
         &self,
         tenant: &Tenant,
         run: &RunRecord,
         pending: &PendingCall,
         context: &RequestContext<RoleServer>,
+        mut refusal: Option<String>,
     ) -> Result<Step, ErrorData> {
         let asked = Asked {
             run: run.id,
@@ -263,7 +322,8 @@ impl Agents {
             (question, _) => return Ok(Step::Done(waiting(run, pending, question.as_ref()).into())),
         };
         if let Asking::InputRequired = how {
-            let request = InputRequest::Elicitation(rmcp::model::ElicitRequest::new(question.elicitation()));
+            let request =
+                InputRequest::Elicitation(ElicitRequest::new(question.elicitation(refusal.as_deref())));
             let result = InputRequiredResult::new(
                 Some(BTreeMap::from([(INPUT.to_owned(), request)])),
                 Some(self.seal.seal(tenant, &asked)),
@@ -272,37 +332,71 @@ impl Agents {
         }
         // The question is answered here or elsewhere, whichever comes
         // first.
-        let mut elsewhere = self
+        let mut answered = self
             .runtime
             .subscribe(tenant, run.id, asked.seq)
             .await
             .map_err(request_error)?;
-        let elicitation = context.peer.create_elicitation(question.elicitation());
-        tokio::select! {
-            result = elicitation => match result {
-                Ok(result) => match question.reply(&result) {
-                    Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await,
-                    Err(error) => Ok(Step::Done(not_accepted(run, &error))),
+        let failed = |error: &dyn std::fmt::Display| {
+            ErrorData::internal_error(
+                format!(
+                    "asking the client failed: {error}; run {} still waits for an answer",
+                    run.id
+                ),
+                None,
+            )
+        };
+        for _ in 0..ASKS {
+            let params = question.elicitation(refusal.as_deref());
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            let elicitation = context
+                .peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+                .map_err(|error| failed(&error))?;
+            let id = elicitation.id.clone();
+            let step = tokio::select! {
+                result = elicitation.await_response() => match result {
+                    Ok(ClientResult::ElicitResult(result)) => match question.reply(&result) {
+                        Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await?,
+                        Err(error) => Step::Refused(error.to_string()),
+                    },
+                    Ok(_) => return Err(failed(&"the client answered with something other than an elicitation result")),
+                    Err(error) => return Err(failed(&error)),
                 },
-                Err(error) => Err(ErrorData::internal_error(
-                    format!("asking the client failed: {error}; run {} still waits for an answer", run.id),
+                () = answered.first_chunks() => {
+                    // Answered (or ended) elsewhere: the host's form is
+                    // withdrawn, and the call follows the run on.
+                    let now = self.get_run(tenant, run.id).await?;
+                    let what = format!(
+                        "The form was withdrawn: {}",
+                        became(&now, &asked.call, "while the form was open")
+                    );
+                    self.withdraw(context, id, &what).await;
+                    return Ok(Step::Elsewhere(answered, format!("{what}.")));
+                }
+                () = context.ct.cancelled() => return Err(ErrorData::internal_error(
+                    format!("the request was cancelled; run {} still waits for an answer", run.id),
                     None,
                 )),
-            },
-            () = elsewhere.first_chunks() => Ok(Step::Follow(elsewhere)),
-            () = context.ct.cancelled() => Err(ErrorData::internal_error(
-                format!("the request was cancelled; run {} still waits for an answer", run.id),
-                None,
-            )),
+            };
+            match step {
+                Step::Refused(why) => refusal = Some(why),
+                step => return Ok(step),
+            }
         }
+        let why = refusal.unwrap_or_default();
+        Ok(Step::Done(not_accepted(run, &why)))
     }
 
     /// Follows `stream` and the run's next streams until the run ends or
     /// the client must be asked in a later request.
+    /// `notes` are what the person is told first in the call's result.
     async fn drive(
         &self,
         tenant: &Tenant,
         mut stream: RunStream,
+        mut notes: Vec<String>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut progress = Progress::new(context.peer.clone(), context.meta.get_progress_token());
@@ -311,14 +405,19 @@ impl Agents {
             let seen = follow::follow(stream, &mut progress).await;
             let run = self.get_run(tenant, id).await?;
             if run.status() != RunStatus::Suspended {
-                return Ok(follow::ended(&run, &seen).into());
+                return Ok(noted(follow::ended(&run, &seen).into(), notes));
             }
             let Some(pending) = run.pending().first().cloned() else {
-                return Ok(follow::ended(&run, &seen).into());
+                return Ok(noted(follow::ended(&run, &seen).into(), notes));
             };
-            match self.ask(tenant, &run, &pending, context).await? {
+            match self.ask(tenant, &run, &pending, context, None).await? {
                 Step::Follow(next) => stream = next,
-                Step::Done(response) => return Ok(response),
+                Step::Elsewhere(next, note) => {
+                    notes.push(note);
+                    stream = next;
+                }
+                Step::Done(response) => return Ok(noted(response, notes)),
+                Step::Refused(why) => return Ok(noted(not_accepted(&run, &why), notes)),
             }
         }
     }
@@ -349,7 +448,7 @@ impl Agents {
                     .find(|pending| pending.call.id == asked.call)
                     .cloned();
                 match pending {
-                    Some(pending) => self.ask(tenant, &run, &pending, context).await?,
+                    Some(pending) => self.ask(tenant, &run, &pending, context, None).await?,
                     None => self.after(tenant, &asked).await?,
                 }
             }
@@ -358,58 +457,32 @@ impl Agents {
                 let result: ElicitResult = serde_json::from_value(response.clone())
                     .map_err(|error| invalid_params(format!("inputResponses.{INPUT}: {error}")))?;
                 let pending = run.pending().iter().find(|pending| pending.call.id == asked.call);
-                match pending.and_then(|pending| Question::of(&run, pending)) {
-                    Some(question) => match question.reply(&result) {
-                        Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await?,
-                        Err(error) => Step::Done(not_accepted(&run, &error)),
-                    },
-                    // Answered elsewhere meanwhile.
-                    None => self.after(tenant, &asked).await?,
+                let question = pending.and_then(|pending| Some((pending, Question::of(&run, pending)?)));
+                match question {
+                    Some((pending, question)) => {
+                        let step = match question.reply(&result) {
+                            Ok(reply) => self.answer(tenant, &decider_of(context), &asked, reply).await?,
+                            Err(error) => Step::Refused(error.to_string()),
+                        };
+                        // A refused answer: the question again, with why.
+                        match step {
+                            Step::Refused(why) => self.ask(tenant, &run, pending, context, Some(why)).await?,
+                            step => step,
+                        }
+                    }
+                    // Answered elsewhere meanwhile: the answer is too
+                    // late, and the call says what the run became.
+                    None => self.too_late(tenant, &asked).await?,
                 }
             }
         };
         match step {
-            Step::Follow(stream) => self.drive(tenant, stream, context).await,
+            Step::Follow(stream) => self.drive(tenant, stream, Vec::new(), context).await,
+            Step::Elsewhere(stream, note) => self.drive(tenant, stream, vec![note], context).await,
             Step::Done(response) => Ok(response),
+            Step::Refused(why) => Ok(not_accepted(&run, &why)),
         }
     }
-}
-
-/// The result of an answer Resume refused: the reason, and that `run`
-/// still waits.
-fn not_accepted(run: &RunRecord, error: &dyn std::fmt::Display) -> CallToolResponse {
-    let text = format!(
-        "The answer was not accepted ({error}). Run {} still waits for an answer: call this tool \
-         again to be asked again, or answer it with Resume.",
-        run.id
-    );
-    let mut result = follow::result(run, "", text);
-    result.is_error = Some(true);
-    result.into()
-}
-
-/// The result for a client that cannot be asked `pending`'s question of
-/// `run`: the question as text, the run and how to answer it.
-fn waiting(
-    run: &RunRecord,
-    pending: &PendingCall,
-    question: Option<&Question>,
-) -> rmcp::model::CallToolResult {
-    let asks = match question {
-        Some(Question::Ask(question)) => question.fallback_text(),
-        Some(approval @ Question::Approval { .. }) => format!("[Approval needed]: {}", approval.message()),
-        Some(Question::Elicitation(asked)) => asked.fallback_text(),
-        None => format!(
-            "[Waiting]: the call {} of {} waits for its result",
-            pending.call.id, pending.call.name
-        ),
-    };
-    let text = format!(
-        "{asks}\n\nRun {} waits for this answer (tool call {}). Answer it with agentd's Resume \
-         (gRPC, the inbox or A2A), then follow the run with SubscribeRun or GetRun.",
-        run.id, pending.call.id
-    );
-    follow::result(run, "", text)
 }
 
 impl ServerHandler for Agents {
@@ -456,6 +529,6 @@ impl ServerHandler for Agents {
         }
         let start = Self::start_run(&request.name, request.arguments.as_ref())?;
         let stream = self.runtime.start(&tenant, start).await.map_err(request_error)?;
-        self.drive(&tenant, stream, &context).await
+        self.drive(&tenant, stream, Vec::new(), &context).await
     }
 }

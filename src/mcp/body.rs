@@ -19,7 +19,9 @@
 //!
 //! Anything else goes on to rmcp unchanged, with the bytes read and, for a
 //! request (a method with an id), its id as a [`RequestId`] extension, for
-//! the stream admission behind (`streams.rs`). It never answers with a 5xx
+//! the stream admission behind (`streams.rs`), and for a response the id
+//! it answers as a [`ResponseId`], for the check of withdrawn forms
+//! (`withdrawn.rs`). It never answers with a 5xx
 //! or plain text; it changes nothing.
 
 use axum::body::{Body, Bytes};
@@ -86,6 +88,10 @@ impl IntoResponse for Refusal {
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct RequestId(pub Value);
 
+/// The id a response (a client's answer to the server's request) answers.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct ResponseId(pub Value);
+
 /// The middleware: a POST's body is read and checked, then passed on;
 /// other methods pass as they are. `max_body` is
 /// `limits.max_request_bytes`.
@@ -99,8 +105,11 @@ pub(super) async fn check(State(max_body): State<usize>, request: Request, next:
         Err(refusal) => return refusal.into_response(),
     };
     match message(&bytes) {
-        Ok(Some(id)) => {
+        Ok(Some(Message::Request(id))) => {
             parts.extensions.insert(RequestId(id));
+        }
+        Ok(Some(Message::Response(id))) => {
+            parts.extensions.insert(ResponseId(id));
         }
         Ok(None) => {}
         Err(refusal) => return refusal.into_response(),
@@ -125,10 +134,19 @@ async fn read(body: Body, max: usize) -> Result<Bytes, Refusal> {
     }
 }
 
+/// A message with an id.
+#[derive(Debug, PartialEq)]
+enum Message {
+    /// A request, by its id.
+    Request(Value),
+    /// A response, by the id it answers.
+    Response(Value),
+}
+
 /// Checks that `body` is one JSON-RPC message rmcp can read, and that a
 /// call of a method this server serves has params of the right shape; the
-/// id of the request it is, if it is one.
-fn message(body: &[u8]) -> Result<Option<Value>, Refusal> {
+/// id of the request or response it is, if it is one.
+fn message(body: &[u8]) -> Result<Option<Message>, Refusal> {
     let value: Value = serde_json::from_slice(body).map_err(|error| {
         if error.to_string().starts_with("recursion limit exceeded") {
             Refusal::invalid_request(Value::Null, "the body nests deeper than 128 levels")
@@ -157,7 +175,12 @@ fn message(body: &[u8]) -> Result<Option<Value>, Refusal> {
         }
     };
     let id = envelope(object)?;
-    let request = id.filter(|_| object.contains_key("method")).cloned();
+    let request = match (id, object.contains_key("method")) {
+        (Some(id), true) => Some(Message::Request(id.clone())),
+        (_, true) => None,
+        // A response (the envelope has checked it has an id).
+        (_, false) => Some(Message::Response(id_of(object))),
+    };
     if let (Some(Value::String(method)), Some(id)) = (object.get("method"), id) {
         if let Err(why) = params_of(method, object.get("params")) {
             return Err(Refusal::new(
@@ -317,17 +340,20 @@ mod tests {
     }
 
     #[test]
-    fn a_request_is_known_by_its_id() {
+    fn a_request_and_a_response_are_known_by_their_id() {
         let id = |body: &str| message(body.as_bytes()).expect(body);
         assert_eq!(
             id(r#"{"jsonrpc": "2.0", "id": "a", "method": "ping"}"#),
-            Some(json!("a"))
+            Some(Message::Request(json!("a")))
         );
         assert_eq!(
             id(r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#),
             None
         );
-        assert_eq!(id(r#"{"jsonrpc": "2.0", "id": 1, "result": {}}"#), None);
+        assert_eq!(
+            id(r#"{"jsonrpc": "2.0", "id": 1, "result": {}}"#),
+            Some(Message::Response(json!(1)))
+        );
     }
 
     #[test]

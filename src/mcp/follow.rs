@@ -2,15 +2,17 @@
 //! the client as progress notifications when it asked for them, and turns
 //! a run that ended into the tool's result: its final text, with
 //! `structuredContent` `{runId, status, finalText}`, an error when the run
-//! failed or was cancelled.
+//! failed or was cancelled; and the call's other results: an answer
+//! refused, a question a client cannot be asked, notes put first.
 
-use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
 use rmcp::RoleServer;
 use serde_json::json;
 use tokio_stream::StreamExt;
 
-use crate::domain::{Chunk, RunRecord, RunStatus};
+use super::question::Question;
+use crate::domain::{Chunk, PendingCall, RunRecord, RunStatus};
 use crate::runtime::RunStream;
 
 /// Where progress notifications go: the client's token, and how many went.
@@ -92,4 +94,54 @@ pub fn ended(run: &RunRecord, seen: &Seen) -> CallToolResult {
         _ => final_text.clone(),
     };
     result(run, &final_text, text)
+}
+
+/// `response` with `notes` first.
+pub fn noted(response: CallToolResponse, notes: Vec<String>) -> CallToolResponse {
+    match response {
+        CallToolResponse::Complete(mut result) if !notes.is_empty() => {
+            let mut content: Vec<ContentBlock> = notes.into_iter().map(ContentBlock::text).collect();
+            content.append(&mut result.content);
+            result.content = content;
+            result.into()
+        }
+        response => response,
+    }
+}
+
+/// The result of an answer Resume refused: the reason, and that `run`
+/// still waits.
+pub fn not_accepted(run: &RunRecord, error: &dyn std::fmt::Display) -> CallToolResponse {
+    let text = format!(
+        "The answer was not accepted ({error}). Run {} still waits for an answer: answer it with \
+         agentd's Resume (gRPC, the inbox or A2A); calling this tool again starts a new run.",
+        run.id
+    );
+    let mut result = result(run, "", text);
+    result.is_error = Some(true);
+    result.into()
+}
+
+/// The result for a client that cannot be asked `pending`'s question of
+/// `run`: the question as text, the run and how to answer it.
+pub fn waiting(
+    run: &RunRecord,
+    pending: &PendingCall,
+    question: Option<&Question>,
+) -> rmcp::model::CallToolResult {
+    let asks = match question {
+        Some(Question::Ask(question)) => question.fallback_text(),
+        Some(approval @ Question::Approval { .. }) => format!("[Approval needed]: {}", approval.message()),
+        Some(Question::Elicitation(asked)) => asked.fallback_text(),
+        None => format!(
+            "[Waiting]: the call {} of {} waits for its result",
+            pending.call.id, pending.call.name
+        ),
+    };
+    let text = format!(
+        "{asks}\n\nRun {} waits for this answer (tool call {}). Answer it with agentd's Resume \
+         (gRPC, the inbox or A2A), then follow the run with SubscribeRun or GetRun.",
+        run.id, pending.call.id
+    );
+    result(run, "", text)
 }

@@ -6,22 +6,28 @@
 //! (`door/`) has checked the caller, `Host` and `Origin` before a request
 //! gets here; a session answers only the caller that opened it
 //! (`sessions.rs`), a body that is no MCP message is refused in JSON-RPC's
-//! words (`body.rs`), and each stream is admitted per tenant
+//! words (`body.rs`), a late answer to a form withdrawn because its
+//! question was answered elsewhere is refused in words (`withdrawn.rs`),
+//! and each stream is admitted per tenant
 //! (`streams.rs`). It converts and authorises; every operation is the
-//! runtime API's.
+//! runtime API's. A host looking for OAuth finds, in OAuth's words, that
+//! agentd takes API keys (`oauth.rs`).
 
 mod agents;
 mod body;
 mod follow;
+mod oauth;
 mod question;
 mod sessions;
 mod state;
 mod streams;
+mod withdrawn;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+pub use oauth::SEND_THE_KEY;
 pub use state::StateError;
 
 use crate::door::StreamGate;
@@ -49,7 +55,8 @@ pub fn routes(
     stop: CancellationToken,
 ) -> Result<axum::Router, StateError> {
     let seal = state::StateSeal::new(options.state_key.as_deref())?;
-    let handler = agents::Agents::new(runtime.clone(), seal);
+    let withdrawn = withdrawn::Withdrawn::default();
+    let handler = agents::Agents::new(runtime.clone(), seal, withdrawn.clone());
     let max_body = runtime.limits().max_request_bytes;
     // The door checks `Host` and `Origin` for every surface.
     let config = StreamableHttpServerConfig::default()
@@ -59,10 +66,16 @@ pub fn routes(
     let owners = sessions::Owners::default();
     let manager = sessions::OwnedSessions::new(LocalSessionManager::default(), owners.clone());
     let service = StreamableHttpService::new(move || Ok(handler.clone()), manager.into(), config);
-    // Outermost first: the session's owner, the body's shape, the stream.
+    // Outermost first: the session's owner, the body's shape, the
+    // answers to withdrawn forms, the stream.
     Ok(axum::Router::new()
         .route_service(PATH, service)
         .layer(axum::middleware::from_fn_with_state(gate, streams::admit))
+        .layer(axum::middleware::from_fn_with_state(
+            withdrawn,
+            withdrawn::refuse_late,
+        ))
         .layer(axum::middleware::from_fn_with_state(max_body, body::check))
-        .layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
+        .layer(axum::middleware::from_fn_with_state(owners, sessions::bind))
+        .merge(oauth::routes()))
 }

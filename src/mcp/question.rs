@@ -89,7 +89,7 @@ impl Question {
         };
         match self {
             Self::Ask(question) => {
-                let answer = match question.selection_mode {
+                let mut answer = match question.selection_mode {
                     SelectionMode::FreeText => json!({"type": "string", "title": "Answer"}),
                     SelectionMode::SingleSelect => {
                         json!({"type": "string", "title": "Answer", "oneOf": options(question)})
@@ -101,6 +101,11 @@ impl Question {
                         "items": {"anyOf": options(question)},
                     }),
                 };
+                // An option is `{const, title}` in the elicitation schema;
+                // what the options mean is the field's description.
+                if let Some(described) = described_options(question) {
+                    answer["description"] = Value::String(described);
+                }
                 json!({"type": "object", "properties": {ANSWER: answer}, "required": [ANSWER]})
             }
             Self::Approval { tool, on_thread, .. } => {
@@ -130,8 +135,16 @@ impl Question {
         }
     }
 
-    /// The `elicitation/create` parameters that ask this question.
-    pub fn elicitation(&self) -> ElicitRequestParams {
+    /// The `elicitation/create` parameters that ask this question; after
+    /// a `refusal` of the answer given, asked again with the reason first.
+    pub fn elicitation(&self, refusal: Option<&str>) -> ElicitRequestParams {
+        let message = match refusal {
+            None => self.message(),
+            Some(why) => format!(
+                "The answer was not accepted ({why}). Please answer again.\n\n{}",
+                self.message()
+            ),
+        };
         let params = match self {
             Self::Elicitation(Elicitation {
                 server,
@@ -139,13 +152,13 @@ impl Question {
                 ..
             }) => json!({
                 "mode": "url",
-                "message": self.message(),
+                "message": message,
                 "url": url,
                 "elicitationId": format!("{server}:{}", uuid::Uuid::now_v7()),
             }),
             _ => json!({
                 "mode": "form",
-                "message": self.message(),
+                "message": message,
                 "requestedSchema": self.schema(),
             }),
         };
@@ -220,6 +233,18 @@ impl Question {
         };
         Ok(Reply::Answer(answer, None))
     }
+}
+
+/// The options of `question` that have a description, one a line
+/// (`label: description`); `None` when no option has one.
+fn described_options(question: &AskUserPayload) -> Option<String> {
+    let lines: Vec<String> = question
+        .options
+        .iter()
+        .filter(|option| !option.description.trim().is_empty())
+        .map(|option| format!("{}: {}", option.label, option.description.trim()))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// The response to an MCP server's own request, as the client gave it:
@@ -311,8 +336,16 @@ mod tests {
                 on_thread: true,
             },
         ] {
-            let params = serde_json::to_value(question.elicitation()).unwrap();
+            let params = serde_json::to_value(question.elicitation(None)).unwrap();
             assert_eq!(params["requestedSchema"], question.schema(), "{params}");
+            assert_eq!(params["message"], question.message());
+            let again = serde_json::to_value(question.elicitation(Some("no such option"))).unwrap();
+            let message = again["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("The answer was not accepted (no such option). Please answer again."),
+                "{message}"
+            );
+            assert!(message.ends_with(&question.message()), "{message}");
         }
         let single = ask(SelectionMode::SingleSelect).schema();
         assert_eq!(
@@ -321,6 +354,30 @@ mod tests {
         );
         let multi = ask(SelectionMode::MultiSelect).schema();
         assert_eq!(multi["properties"]["answer"]["type"], "array");
+        assert_eq!(
+            single["properties"]["answer"].get("description"),
+            None,
+            "no option has a description"
+        );
+        let mut described = AskUserPayload {
+            question: "Which?".into(),
+            options: vec![
+                AskUserOption {
+                    label: "Pro".into(),
+                    description: "For teams".into(),
+                },
+                AskUserOption {
+                    label: "Basic".into(),
+                    description: String::new(),
+                },
+            ],
+            selection_mode: SelectionMode::SingleSelect,
+        };
+        let schema = Question::Ask(described.clone()).schema();
+        assert_eq!(schema["properties"]["answer"]["description"], "Pro: For teams");
+        described.selection_mode = SelectionMode::MultiSelect;
+        let schema = Question::Ask(described).schema();
+        assert_eq!(schema["properties"]["answer"]["description"], "Pro: For teams");
         // Remembering in the thread is offered only on a thread.
         let scopes = |on_thread| {
             let approval = Question::Approval {

@@ -2,10 +2,13 @@
 //! plain HTTP (no key is 401, a foreign Origin or Host 403), the official
 //! MCP Python SDK (`tests/mcp/mcp_client_test.py`: tools, questions
 //! answered in the elicitation callback on both protocol generations,
-//! decline, cancel, approvals remembered in a thread through the form, an
-//! invalid answer, a client without elicitation, keys
-//! and tenants, and a question answered through gRPC while the MCP call
-//! waits), and the official conformance tool.
+//! option descriptions, decline, cancel, approvals remembered in a thread
+//! through the form, an invalid answer asked again in the same call, a
+//! client without elicitation, keys and tenants, and a question answered
+//! through gRPC while the MCP call waits: the form withdrawn with
+//! `notifications/cancelled`, a late answer refused in words, a late
+//! 2026-07-28 retry told what the run became), and the official
+//! conformance tool.
 
 use std::process::Stdio;
 
@@ -42,16 +45,67 @@ async fn post(url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
 async fn the_endpoint_wants_a_key_and_refuses_other_sites() {
     let keyed = two_tenants().await;
     let url = format!("http://{}/mcp", keyed.addr);
-    assert_eq!(post(&url, &[]).await.status(), 401, "no key");
-    let wrong = post(&url, &[("authorization", "Bearer not-a-key")]).await;
-    assert_eq!(wrong.status(), 401, "a wrong key");
-    assert_eq!(
-        wrong
+    // A host is told what to send, in the body and in the challenge.
+    let challenge = |response: &reqwest::Response| {
+        response
             .headers()
             .get("www-authenticate")
-            .map(|v| v.to_str().unwrap()),
-        Some("Bearer")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let send = "send the header Authorization: Bearer <API key>";
+    let none = post(&url, &[]).await;
+    assert_eq!(none.status(), 401, "no key");
+    let header = challenge(&none);
+    assert!(
+        header.starts_with("Bearer realm=\"agentd\", error_description=\""),
+        "{header}"
     );
+    assert!(header.contains(send), "{header}");
+    let body: serde_json::Value = none.json().await.expect("a JSON-RPC error");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("send the header `Authorization: Bearer <API key>`"),
+        "{body}"
+    );
+    assert_eq!(body["error"]["data"]["reason"], "MISSING_CREDENTIALS", "{body}");
+    let wrong = post(&url, &[("authorization", "Bearer not-a-key")]).await;
+    assert_eq!(wrong.status(), 401, "a wrong key");
+    let header = challenge(&wrong);
+    assert!(
+        header.starts_with("Bearer realm=\"agentd\", error=\"invalid_token\", error_description=\""),
+        "{header}"
+    );
+    assert!(header.contains(send), "{header}");
+
+    // A host that starts OAuth discovery and registration after the 401
+    // is told, in OAuth's error shape, that there is no OAuth and what to
+    // send.
+    for (method, path) in [
+        ("GET", "/.well-known/oauth-protected-resource"),
+        ("GET", "/.well-known/oauth-protected-resource/mcp"),
+        ("GET", "/.well-known/oauth-authorization-server"),
+        ("GET", "/.well-known/oauth-authorization-server/mcp"),
+        ("GET", "/.well-known/openid-configuration"),
+        ("POST", "/register"),
+        ("GET", "/authorize"),
+        ("POST", "/token"),
+    ] {
+        let url = format!("http://{}{path}", keyed.addr);
+        let request = match method {
+            "GET" => http().get(&url),
+            _ => http()
+                .post(&url)
+                .header("content-type", "application/json")
+                .body("{}"),
+        };
+        let response = request.send().await.expect(path);
+        assert_eq!(response.status(), 404, "{path}");
+        let body: serde_json::Value = response.json().await.expect(path);
+        assert_eq!(body["error"], "oauth_not_supported", "{path}: {body}");
+        let description = body["error_description"].as_str().unwrap_or_default();
+        assert!(description.contains(send), "{path}: {body}");
+    }
     let bearer = format!("Bearer {ACME_KEY}");
     let ok = post(&url, &[("authorization", &bearer)]).await;
     assert_eq!(ok.status(), 200, "a key of a tenant");

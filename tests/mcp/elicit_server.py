@@ -13,11 +13,18 @@ Tools:
 - pay_at(url): asks the person to open `url` (URL mode), whatever it is;
   says what came back, or the error the client answered with.
 - generation(): the protocol version the call came with.
+- files(account): refuses the first call for an account with "URL
+  elicitation required" (-32042: sign in on a page first); lists the files
+  when called again.
 - outcome(n): what the n-th call of book ended with, once it has ended.
+
+With ELICIT_SERVER_PID_FILE set, it writes its process id there when it
+starts (for the test that it does not outlive agentd).
 """
 
 import asyncio
 import json
+import os
 import sys
 from typing import Annotated, Literal
 
@@ -27,6 +34,7 @@ from pydantic import BaseModel, Field
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.shared.exceptions import UrlElicitationRequiredError
 
 server = MCPServer("travel")
 
@@ -121,6 +129,28 @@ async def outcome(n: int) -> str:
     return outcomes[n - 1]
 
 
+# The accounts whose person was sent to the sign-in page.
+signed_in: set[str] = set()
+
+
+@server.tool()
+async def files(account: str) -> str:
+    """Lists an account's files, once its person has signed in on a page."""
+    if account not in signed_in:
+        # The page would sign the person in; here asking is enough.
+        signed_in.add(account)
+        raise UrlElicitationRequiredError(
+            [
+                ElicitRequestURLParams(
+                    message=f"Sign in to the files of {account}",
+                    url=f"https://files.example.com/sign-in?account={account}",
+                    elicitation_id=f"sign-in-{account}",
+                )
+            ]
+        )
+    return f"files of {account}: notes.txt"
+
+
 @server.tool()
 async def generation(ctx: Context) -> str:
     """The protocol version of this call."""
@@ -128,6 +158,9 @@ async def generation(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("ELICIT_SERVER_PID_FILE"):
+        with open(os.environ["ELICIT_SERVER_PID_FILE"], "w") as pid_file:
+            pid_file.write(str(os.getpid()))
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", port=int(sys.argv[2]))
     else:

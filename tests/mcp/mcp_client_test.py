@@ -78,6 +78,15 @@ async def questions_in_the_callback(url, mode):
             answer["oneOf"] == [{"const": label, "title": label} for label in ["Basic", "Pro", "Enterprise"]],
             f"{mode}: with titled options",
         )
+        check(
+            answer["description"].split("\n")
+            == [
+                "Basic: One project, community support",
+                "Pro: Unlimited projects, email support",
+                "Enterprise: SSO, audit logs and a dedicated engineer",
+            ],
+            f"{mode}: what each option means is the field's description: {answer.get('description')}",
+        )
         check(not result.is_error, f"{mode}: the run completes")
         check("Pro" in text_of(result), f"{mode}: the final text quotes the answer: {text_of(result)}")
         structured = result.structured_content
@@ -91,6 +100,7 @@ async def questions_in_the_callback(url, mode):
         answer = answers.asked[0].requested_schema["properties"]["answer"]
         check(answer["type"] == "array", f"{mode}: multi-select is an array")
         check([o["const"] for o in answer["items"]["anyOf"]] == ["Mushrooms", "Olives", "Peppers", "Basil"], "of the options")
+        check(answer["description"].startswith("Mushrooms: Roasted chestnut mushrooms\n"), f"{mode}: described: {answer.get('description')}")
         check("Olives, Basil" in text_of(result), f"{mode}: both labels answered: {text_of(result)}")
 
         answers = Answers(accept("Ada"))
@@ -144,22 +154,40 @@ async def approvals_remembered(url, mode):
         check("Basic" in text_of(result), f"{mode}: and completes: {text_of(result)}")
         print(f"granted run: {result.structured_content['runId']}", flush=True)
 
-        answers = Answers(approve("thread"))
+        answers = Answers(approve("thread"), approve("run"), accept("Pro"))
         mcp.session._elicitation_callback = answers
         result = await mcp.call_tool("careful", {"prompt": "Help me pick a plan"})
         offered = answers.asked[0].requested_schema["properties"]["remember"]["oneOf"]
         check([o["const"] for o in offered] == ["run"], f"{mode}: on no thread, the run only: {offered}")
-        check(result.is_error and "not accepted" in text_of(result), f"{mode}: remembering in no thread is refused: {text_of(result)}")
-        check("remembered in the run only" in text_of(result), f"{mode}: in words: {text_of(result)}")
-        check(result.structured_content["status"] == "suspended", f"{mode}: the run still waits")
+        again = answers.asked[1].message
+        check(again.startswith("The answer was not accepted ("), f"{mode}: remembering in no thread is refused, and asked again: {again}")
+        check("remembered in the run only" in again, f"{mode}: in words: {again}")
+        check("Approve this call of ask_user?" in again, f"{mode}: the same approval: {again}")
+        check("Pro" in text_of(result), f"{mode}: the second answer is taken, in the same call: {text_of(result)}")
 
 
-async def invalid_answer_leaves_the_run(url):
-    answers = Answers(accept("Platinum"))
-    async with client(url, elicitation=answers) as mcp:
+async def invalid_answer_is_asked_again(url, mode):
+    """An answer Resume refuses is asked again in the same call, with the
+    reason; after three refusals the call says so and how to answer."""
+    answers = Answers(accept("Platinum"), accept("Pro"))
+    async with client(url, mode=mode, elicitation=answers) as mcp:
         result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
-        check(result.is_error, "an answer that fits no option is an error result")
-        check("not accepted" in text_of(result), f"the client is told why: {text_of(result)}")
+        check(len(answers.asked) == 2, f"{mode}: an answer that fits no option is asked again")
+        again = answers.asked[1].message
+        check(again.startswith("The answer was not accepted (") and "Platinum" in again, f"{mode}: with the reason: {again}")
+        check(again.endswith("Which plan should I set up for you?"), f"{mode}: and the question: {again}")
+        check(not result.is_error and "Pro" in text_of(result), f"{mode}: the second answer completes the run: {text_of(result)}")
+
+    if mode != "legacy":
+        return
+    answers = Answers(*[accept("Platinum")] * 3)
+    async with client(url, mode=mode, elicitation=answers) as mcp:
+        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
+        check(len(answers.asked) == 3, "asked three times")
+        check(result.is_error, "three refused answers are an error result")
+        text = text_of(result)
+        check("not accepted" in text and "Resume" in text, f"the client is told why and how to answer: {text}")
+        check("calling this tool again starts a new run" in text, f"and not to call the tool again: {text}")
         check(result.structured_content["status"] == "suspended", "the run still waits")
 
 
@@ -177,18 +205,74 @@ async def without_elicitation(url):
 
 async def answered_elsewhere(url):
     """The question is answered through gRPC (by tests/api/mcp.rs) while
-    this call waits in the callback."""
+    this call waits in the callback: agentd cancels its elicitation/create
+    (notifications/cancelled), which ends the callback as a host closes its
+    form, and the call goes on with the gRPC answer; a late answer to the
+    withdrawn form is refused in words."""
     loop = asyncio.get_running_loop()
+    withdrawn = []
+    sessions = []
+
+    async def keep_session(response):
+        if response.headers.get("mcp-session-id"):
+            sessions.append(response.headers["mcp-session-id"])
 
     async def never_answers(context, params):
         print("asked", flush=True)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            withdrawn.append(context.request_id)
+            raise
+
+    http = httpx2.AsyncClient(timeout=60, event_hooks={"response": [keep_session]})
+    transport = streamable_http_client(url, http_client=http)
+    async with Client(transport, mode="legacy", elicitation_callback=never_answers) as mcp:
+        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
+        check(len(withdrawn) == 1, f"the form is withdrawn (notifications/cancelled): {withdrawn}")
+        text = text_of(result)
+        check("Enterprise" in text, f"the call continues with the gRPC answer: {text}")
+        check(
+            "The form was withdrawn: the question was answered through gRPC" in text,
+            f"and says the question was answered elsewhere: {text}",
+        )
         line = await loop.run_in_executor(None, sys.stdin.readline)
         check(line.strip() == "answered", "answered through gRPC meanwhile")
-        return ElicitResult(action="decline")
+        late = await http.post(
+            url,
+            json={"jsonrpc": "2.0", "id": withdrawn[0], "result": {"action": "accept", "content": {"answer": "Pro"}}},
+            headers={"mcp-session-id": sessions[-1], "accept": "application/json, text/event-stream"},
+        )
+        check(late.status_code == 409, f"a late answer to the withdrawn form is refused: {late.status_code}")
+        message = late.json()["error"]["message"]
+        check(
+            message.startswith("This answer was not used. The form was withdrawn: the question was answered through gRPC"),
+            f"in words: {message}",
+        )
 
-    async with client(url, elicitation=never_answers) as mcp:
-        result = await mcp.call_tool("assistant", {"prompt": "Help me pick a plan"})
-        check("Enterprise" in text_of(result), f"the call continues with the gRPC answer: {text_of(result)}")
+
+async def answered_elsewhere_retried(url):
+    """2026-07-28: the question of an input-required result is answered
+    through gRPC (by tests/api/mcp.rs) before the client retries with its
+    answer; the retried call says its answer was not used and what the run
+    became."""
+    async with client(url, mode="2026-07-28", elicitation=Answers()) as mcp:
+        first = await mcp.session.call_tool("assistant", {"prompt": "Help me pick a plan"}, allow_input_required=True)
+        check(first.result_type == "input_required", "2026-07-28: an input-required result")
+        print("asked", flush=True)
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        check(line.strip() == "answered", "2026-07-28: answered through gRPC meanwhile")
+        answer = {"answer": {"action": "accept", "content": {"answer": "Pro"}}}
+        done = await mcp.session.call_tool(
+            "assistant", {"prompt": "Help me pick a plan"}, input_responses=answer, request_state=first.request_state
+        )
+        text = text_of(done)
+        check(
+            "This answer was not used: the question was answered through gRPC" in text,
+            f"2026-07-28: the late answer is said to be unused: {text}",
+        )
+        check("Enterprise" in text, f"2026-07-28: with what the run became: {text}")
+        check(done.structured_content["status"] == "completed", "2026-07-28: the run completed")
 
 
 async def keys_and_tenants(url, acme, globex):
@@ -241,10 +325,12 @@ async def main():
     await questions_in_the_callback(open_url, "2026-07-28")
     await approvals_remembered(open_url, "legacy")
     await approvals_remembered(open_url, "2026-07-28")
-    await invalid_answer_leaves_the_run(open_url)
+    await invalid_answer_is_asked_again(open_url, "legacy")
+    await invalid_answer_is_asked_again(open_url, "2026-07-28")
     await without_elicitation(open_url)
     await keys_and_tenants(keyed_url, args.acme_key, args.globex_key)
     await answered_elsewhere(open_url)
+    await answered_elsewhere_retried(open_url)
     print('{"result": "passed"}', flush=True)
 
 

@@ -14,6 +14,11 @@
 //!   the run is suspended ([`Continuation::Live`] names the call), and the
 //!   answer is its response; when the session ended meanwhile (a restart,
 //!   another replica, the server's own timeout) the model is told so.
+//! - A server that answers the call with "URL elicitation required"
+//!   (`-32042`, 2025-11-25): each page it names is put to the person as a
+//!   URL question ([`Continuation::UrlRequired`]); once every one is
+//!   accepted the call is made again, as the error asks; a decline or a
+//!   cancel ends it with what the person did.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -52,6 +57,11 @@ enum Continuation {
     /// 2025 generation: the request of the call `call` waits for its
     /// response on this process's live session.
     Live { call: String },
+    /// The server refused the call until the person opens the pages of
+    /// `requests` (URL elicitations, `-32042`); `asking` is the index of
+    /// the one the person is answering. Once all are accepted the call is
+    /// made again.
+    UrlRequired { requests: Vec<Value>, asking: usize },
 }
 
 /// One call of `tool` on `connection`, as its tool makes it.
@@ -90,6 +100,18 @@ impl Call<'_> {
         };
         match serde_json::from_value::<Continuation>(asked.continuation.clone()) {
             Ok(Continuation::Live { call }) => self.answer_live(&call, response).await,
+            Ok(Continuation::UrlRequired { requests, asking }) => match response.action {
+                ElicitationAction::Accept if asking + 1 < requests.len() => {
+                    self.ask_url(requests, asking + 1)
+                }
+                ElicitationAction::Accept => self.start(args).await,
+                action => self.done_error(format!(
+                    "the call needs the person to open a page first ({}), and they answered {}: \
+                     the call was not made",
+                    url_of(&requests, asking),
+                    action.as_str()
+                )),
+            },
             Ok(Continuation::InputRequired {
                 request_state,
                 requests,
@@ -129,6 +151,10 @@ impl Call<'_> {
                 Event::Ended(Ok(_)) => {
                     return self
                         .done_error("it made the call a task, which agentd does not follow".to_owned())
+                }
+                Event::Ended(Err(CallError::UrlRequired { message, requests })) if self.ctx.can_suspend() => {
+                    tracing::info!(server = %self.server(), %message, "an MCP server requires a URL elicitation");
+                    return self.ask_url(requests, 0);
                 }
                 Event::Ended(Err(error)) => return ToolOutcome::Done(self.failure(error, attempt)),
                 Event::Asked { request, reply } => {
@@ -285,6 +311,26 @@ impl Call<'_> {
         Box::pin(self.send(params, state_rounds)).await
     }
 
+    /// Puts URL request `asking` of `requests` (of a `-32042` error) to
+    /// the person.
+    fn ask_url(&self, requests: Vec<Value>, asking: usize) -> ToolOutcome {
+        let request = match requests.get(asking).cloned().map(serde_json::from_value) {
+            Some(Ok(request @ rmcp::model::ElicitRequestParams::UrlElicitationParams { .. })) => request,
+            Some(Ok(_)) => {
+                return self.done_error("it required a URL elicitation that has no URL".to_owned())
+            }
+            Some(Err(error)) => {
+                return self.done_error(format!("its required URL elicitation cannot be read: {error}"))
+            }
+            None => return self.done_error("it required a URL elicitation it did not give".to_owned()),
+        };
+        let continuation = Continuation::UrlRequired { requests, asking };
+        match self.asked(request, &continuation) {
+            Ok(payload) => ToolOutcome::Suspend(payload),
+            Err(why) => self.done_error(format!("its request for input was refused: {why}")),
+        }
+    }
+
     /// The payload of a suspension on `request`, going on from
     /// `continuation`.
     fn asked(
@@ -317,6 +363,11 @@ impl Call<'_> {
             CallError::Refused(message) => {
                 ToolOutput::error(format!("MCP server {server} refused the call: {message}"))
             }
+            CallError::UrlRequired { message, requests } => ToolOutput::error(format!(
+                "MCP server {server} refused the call: {message} (the person must open {} first, \
+                 and nobody can be asked outside a run)",
+                url_of(&requests, 0)
+            )),
             CallError::Failed(message) => {
                 ToolOutput::error(format!("MCP call to {server} failed: {message}"))
             }
@@ -342,6 +393,16 @@ impl Attempt {
             Attempt::First
         }
     }
+}
+
+/// The URL of request `index` of a `-32042` error's `requests`.
+fn url_of(requests: &[Value], index: usize) -> String {
+    requests
+        .get(index)
+        .and_then(|request| request.get("url"))
+        .and_then(Value::as_str)
+        .unwrap_or("a page")
+        .to_owned()
 }
 
 /// The response to a request for input that no person can answer (a call

@@ -3,7 +3,8 @@
 //! process exits, the HTTP endpoint stops answering), and reconnects with
 //! backoff. A call while the server is away is an error result, never a
 //! wait. Dropping the connection stops the supervisor (and a stdio server's
-//! process).
+//! process, killed when dropped); when agentd stops, every session is
+//! closed first (`session.rs`).
 //!
 //! A call runs on a task of its own and reports what happens to it as
 //! [`Event`]s: its end, or (2025 protocol generation) a request for input
@@ -20,24 +21,17 @@ use rmcp::model::{
     ElicitResult, ElicitationCapability, ErrorData as McpError, FormElicitationCapability, Implementation,
     ProtocolVersion, RequestParamsMeta, UrlElicitationCapability,
 };
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, Peer, RequestContext, RoleClient, RunningService, ServiceError,
-};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::service::{Peer, RequestContext, RoleClient, RunningService, ServiceError};
 use rmcp::ClientHandler;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::config::{Endpoint, Protocol};
-use super::traced_http::TracedHttpClient;
+use super::session;
 
 /// A session with a server.
 pub(super) type Session = RunningService<RoleClient, Client>;
-
-/// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Why a call got no result.
 #[derive(Debug)]
@@ -48,6 +42,13 @@ pub(super) enum CallError {
     TimedOut,
     /// The server answered with a JSON-RPC error.
     Refused(String),
+    /// The server answered that the person must open a page first
+    /// (`-32042`, URL elicitation required): its message, and its URL
+    /// requests for input (`data.elicitations`).
+    UrlRequired {
+        message: String,
+        requests: Vec<serde_json::Value>,
+    },
     /// Anything else the client reports.
     Failed(String),
 }
@@ -168,8 +169,8 @@ impl Calls {
 /// hands each request for input of the live session to its call.
 #[derive(Clone)]
 pub(super) struct Client {
-    calls: Arc<Calls>,
-    protocol: Protocol,
+    pub(super) calls: Arc<Calls>,
+    pub(super) protocol: Protocol,
 }
 
 impl ClientHandler for Client {
@@ -223,22 +224,22 @@ impl ClientHandler for Client {
 
 /// The live session, as calls use it.
 #[derive(Clone)]
-struct Live {
-    peer: Peer<RoleClient>,
+pub(super) struct Live {
+    pub(super) peer: Peer<RoleClient>,
     /// Tells the supervisor the session is broken, so it reconnects.
-    broken: Arc<Notify>,
+    pub(super) broken: Arc<Notify>,
 }
 
 /// The session currently usable, if any.
 #[derive(Default)]
-struct Slot(Mutex<Option<Live>>);
+pub(super) struct Slot(Mutex<Option<Live>>);
 
 impl Slot {
     fn get(&self) -> Option<Live> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    fn set(&self, live: Option<Live>) {
+    pub(super) fn set(&self, live: Option<Live>) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = live;
     }
 }
@@ -271,7 +272,14 @@ impl Connection {
     pub(super) fn supervise(name: &str, dial: Dial, session: Session) -> Self {
         let slot = Arc::new(Slot::default());
         let calls = Arc::clone(&dial.calls);
-        let supervisor = tokio::spawn(supervise(name.to_owned(), dial, Arc::clone(&slot), session));
+        let stop = CancellationToken::new();
+        let (ended, watch_end) = watch::channel(());
+        let supervised = session::supervise(name.to_owned(), dial, Arc::clone(&slot), session, stop.clone());
+        let supervisor = tokio::spawn(async move {
+            let _ended = ended;
+            supervised.await;
+        });
+        session::register(stop, watch_end);
         Self {
             name: name.to_owned(),
             slot,
@@ -322,7 +330,7 @@ impl Connection {
             };
             let ended = match response {
                 Ok(response) => Ok(response),
-                Err(ServiceError::McpError(error)) => Err(CallError::Refused(error.message.to_string())),
+                Err(ServiceError::McpError(error)) => Err(refused(error)),
                 Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                     live.broken.notify_one();
                     Err(CallError::Unavailable)
@@ -336,117 +344,23 @@ impl Connection {
     }
 }
 
-/// How a session starts with a server that speaks `protocol`.
-fn lifecycle(protocol: &Protocol) -> ClientLifecycleMode {
-    match protocol {
-        Protocol::Auto => ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: None,
+/// JSON-RPC's error code for "URL elicitation required" (2025-11-25).
+const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// The call error of a server's JSON-RPC error: a URL elicitation it
+/// requires, or a refusal.
+fn refused(error: McpError) -> CallError {
+    let requests = error
+        .data
+        .as_ref()
+        .and_then(|data| data.get("elicitations"))
+        .and_then(serde_json::Value::as_array)
+        .filter(|requests| !requests.is_empty());
+    match requests {
+        Some(requests) if error.code.0 == URL_ELICITATION_REQUIRED => CallError::UrlRequired {
+            message: error.message.to_string(),
+            requests: requests.clone(),
         },
-        Protocol::Stateless => ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-        Protocol::Initialize(_) => ClientLifecycleMode::Initialize,
-    }
-}
-
-/// Opens a session: starts the process or reaches the URL, then runs the
-/// MCP handshake (or discovery, on the 2026-07-28 protocol).
-pub(super) async fn connect(dial: &Dial) -> Result<Session, String> {
-    let client = Client {
-        calls: Arc::clone(&dial.calls),
-        protocol: dial.protocol.clone(),
-    };
-    let lifecycle = lifecycle(&dial.protocol);
-    match &dial.endpoint {
-        Endpoint::Stdio { command, args, env } => {
-            let mut process = tokio::process::Command::new(command);
-            process.args(args);
-            for (key, value) in env.iter() {
-                process.env(key, value);
-            }
-            let transport =
-                TokioChildProcess::new(process).map_err(|e| format!("cannot start {command:?}: {e}"))?;
-            client
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| format!("handshake failed: {e}"))
-        }
-        Endpoint::Http { url, headers } => {
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers.clone());
-            let http = TracedHttpClient::new().map_err(|e| format!("cannot set up an HTTP client: {e}"))?;
-            let transport = StreamableHttpClientTransport::with_client(http, config);
-            client
-                .serve_with_lifecycle(transport, lifecycle)
-                .await
-                .map_err(|e| crate::config::redact(&format!("cannot reach {url}: {e}")).into_owned())
-        }
-    }
-}
-
-/// Keeps a session published; when it ends (or a call finds it broken),
-/// reconnects with backoff, forever.
-async fn supervise(name: String, dial: Dial, slot: Arc<Slot>, mut session: Session) {
-    loop {
-        let broken = Arc::new(Notify::new());
-        slot.set(Some(Live {
-            peer: session.peer().clone(),
-            broken: Arc::clone(&broken),
-        }));
-        tokio::select! {
-            reason = session.waiting() => {
-                tracing::warn!(server = %name, ?reason, "MCP server went away; reconnecting");
-            }
-            () = broken.notified() => {
-                // Dropping the session (with the select) closes it.
-                tracing::warn!(server = %name, "MCP server connection broke; reconnecting");
-            }
-        }
-        slot.set(None);
-        session = reconnect(&name, &dial).await;
-        tracing::info!(server = %name, "MCP server reconnected");
-    }
-}
-
-/// Connects, retrying with backoff until it works. The first failure is a
-/// warning; the retries that follow are logged at debug level.
-async fn reconnect(name: &str, dial: &Dial) -> Session {
-    let mut backoff = FIRST_BACKOFF;
-    let mut failures = 0u32;
-    loop {
-        tokio::time::sleep(backoff).await;
-        match connect(dial).await {
-            Ok(session) => return session,
-            Err(reason) => {
-                failures += 1;
-                if failures == 1 {
-                    tracing::warn!(server = %name, %reason, "MCP server unavailable; still retrying");
-                } else {
-                    tracing::debug!(server = %name, %reason, failures, "MCP server still unavailable");
-                }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
-}
-
-/// Connects at start-up, retrying with backoff until `deadline` passes.
-pub(super) async fn connect_within(dial: &Dial, deadline: Duration) -> Result<Session, String> {
-    let give_up = tokio::time::Instant::now() + deadline;
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        let attempt = tokio::time::timeout_at(give_up, connect(dial)).await;
-        let reason = match attempt {
-            Ok(Ok(session)) => return Ok(session),
-            Ok(Err(reason)) => reason,
-            Err(_) => "no answer in time".to_owned(),
-        };
-        let now = tokio::time::Instant::now();
-        if now + backoff >= give_up {
-            return Err(reason);
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        _ => CallError::Refused(error.message.to_string()),
     }
 }

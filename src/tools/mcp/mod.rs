@@ -15,6 +15,7 @@ mod config;
 mod connection;
 mod content;
 mod elicitation;
+mod session;
 mod traced_http;
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ pub use config::{
     Endpoint, McpServerConfig, Protocol, Timeouts, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,
 };
 pub use elicitation::check_response;
+pub use session::stop_all;
 
 use call::Call;
 use connection::{Connection, Dial};
@@ -67,7 +69,7 @@ impl McpServer {
             protocol,
             calls: Default::default(),
         };
-        let session = connection::connect_within(&dial, timeouts.startup).await?;
+        let session = session::connect_within(&dial, timeouts.startup).await?;
         let listed = session
             .peer()
             .list_all_tools()

@@ -5,8 +5,9 @@
 //! exactly as given; an answer that breaks the form is refused per field
 //! with the run unchanged; decline, cancel and URL requests (a link that
 //! is not https: refused where it enters); a run
-//! cancelled while the server waits; and a kill -9 while suspended,
-//! answered after the restart.
+//! cancelled while the server waits; a kill -9 while suspended,
+//! answered after the restart; and agentd stopped while a stdio server
+//! waits, which leaves no server process behind.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -394,4 +395,173 @@ async fn an_answer_after_a_kill_9_reaches_the_server() {
         }
         assert_eq!(finish(&chunks).reason, pb::FinishReason::Stop as i32);
     }
+}
+
+/// Waits until process `pid` (not a child of this one) has exited, at
+/// most `limit`: on its pidfd, which is readable once the process exits.
+/// False if it still runs after `limit`.
+pub(crate) fn exits_within(pid: u32, limit: std::time::Duration) -> bool {
+    let pid = libc::pid_t::try_from(pid).expect("a pid");
+    // SAFETY: pidfd_open takes a pid and flags, and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        // ESRCH: no such process, it has exited already.
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    let fd = libc::c_int::try_from(fd).expect("an fd");
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = libc::c_int::try_from(limit.as_millis()).expect("a timeout in ms");
+    // SAFETY: one valid pollfd; the fd is ours and closed right after.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    // SAFETY: closes the fd opened above, once.
+    unsafe { libc::close(fd) };
+    ready == 1
+}
+
+/// agentd stopped (SIGTERM) while a stdio server waits on its request for
+/// input (2025-11-25, on the live session): agentd closes the server's
+/// stdin, then SIGTERMs it (then SIGKILLs it), as the specification's stdio
+/// shutdown says, and the server's process is gone; it is not left running
+/// without its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn stopping_agentd_ends_a_stdio_server_that_waits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("server.pid");
+    let config = dir.path().join("agentd.toml");
+    let agents = r#"
+        [[agents]]
+        id = "travel"
+        model = "scripted"
+        tools = ["mcp:travel"]
+        "#;
+    let server = format!(
+        "{}env = {{ ELICIT_SERVER_PID_FILE = {:?} }}\n",
+        stdio("2025-11-25"),
+        pid_file.to_str().expect("a UTF-8 path")
+    );
+    std::fs::write(&config, format!("{agents}\n{server}")).expect("write the config");
+    let data = dir.path().join("data");
+    let args = ["--config", config.to_str().expect("a UTF-8 path")];
+    let mut agentd = ServerProcess::start_with(&data, &args, &[]);
+    let mut client = agentd.client().await;
+    let opening = crate::process::stream_prompt(&mut client, r#"call book {"destination": "Oslo"}"#).await;
+    elicitation(&opening);
+    drop(client);
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the server wrote its pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(
+        !exits_within(pid, std::time::Duration::ZERO),
+        "the server runs, waiting on its question"
+    );
+
+    let status = agentd.terminate(std::time::Duration::from_secs(30)).await;
+    assert!(status.success(), "agentd stopped cleanly: {status}");
+    let gone = tokio::task::spawn_blocking(move || exits_within(pid, std::time::Duration::from_secs(20)))
+        .await
+        .expect("the wait");
+    assert!(
+        gone,
+        "the stdio server {pid} still runs after agentd stopped\n{}",
+        agentd.log_text()
+    );
+    assert!(
+        agentd.log_text().contains("MCP server session closed"),
+        "{}",
+        agentd.log_text()
+    );
+}
+
+/// A server that answers a call with "URL elicitation required" (-32042,
+/// 2025-11-25): the page it names is a URL question to the person; once
+/// accepted the call is made again, and a decline ends the call saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn a_url_required_error_is_a_url_question() {
+    let server = travel(&stdio("2025-11-25")).await;
+    let chunks = server.run("travel", r#"call files {"account": "ana"}"#).await;
+    assert_eq!(finish(&chunks).reason, pb::FinishReason::Suspended as i32);
+    let (_, asked) = elicitation(&chunks);
+    assert_eq!(asked.mode, pb::ElicitationMode::Url as i32);
+    assert_eq!(asked.url, "https://files.example.com/sign-in?account=ana");
+    assert_eq!(asked.message, "Sign in to the files of ana");
+    let run = run_id(&chunks);
+    let chunks = server
+        .resume(resume_request(&run, "", accept(json!({}))))
+        .await
+        .expect("Resume");
+    let result = tool_results(&chunks).remove(0);
+    assert_eq!(
+        result.content, "files of ana: notes.txt",
+        "made again once accepted"
+    );
+    assert!(!result.is_error);
+
+    let chunks = server.run("travel", r#"call files {"account": "bo"}"#).await;
+    let run = run_id(&chunks);
+    let chunks = server
+        .resume(resume_request(
+            &run,
+            "",
+            respond(pb::ElicitationAction::Decline, None),
+        ))
+        .await
+        .expect("Resume");
+    let result = tool_results(&chunks).remove(0);
+    assert!(result.is_error, "{}", result.content);
+    assert!(
+        result
+            .content
+            .contains("needs the person to open a page first (https://files.example.com/sign-in?account=bo)"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("they answered decline"),
+        "{}",
+        result.content
+    );
+}
+
+/// `protocol_version = "2026-07-28"` pinned for a server that speaks only
+/// 2025-11-25: the start stops at once saying so, not that the server
+/// cannot be reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
+async fn a_pinned_version_the_server_does_not_speak_is_said() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/legacy_server.py");
+    let server = |protocol: &str| {
+        format!(
+            r#"
+            [[mcp_servers]]
+            name = "legacy"
+            command = {python:?}
+            args = [{script:?}]
+            protocol_version = "{protocol}"
+            startup_timeout = "30s"
+            "#,
+            python = python(),
+        )
+    };
+    let started = std::time::Instant::now();
+    let error = start_error(vec![agent_with("a", &["mcp:legacy"])], &server("2026-07-28")).await;
+    assert!(
+        error.contains(r#"answered but does not speak protocol_version = "2026-07-28""#),
+        "{error}"
+    );
+    assert!(error.contains("Method not found"), "{error}");
+    assert!(!error.contains("cannot reach"), "{error}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "said at once, not after the start-up timeout"
+    );
+    // With "auto" the same server is used on its own generation.
+    start(vec![agent_with("a", &["mcp:legacy"])], &server("auto")).await;
 }

@@ -6,6 +6,7 @@
 mod approval;
 mod client;
 pub(crate) mod elicitation;
+mod everything;
 mod http;
 pub(crate) mod http_server;
 mod mcp;
