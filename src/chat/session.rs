@@ -200,11 +200,15 @@ impl Session {
     /// Prints a stream's chunks and notes what it ended with.
     async fn follow(&mut self, mut stream: Streaming<pb::AgentChunk>) -> Result<Turn, ChatError> {
         let mut turn = Turn::default();
+        // One listener for the whole stream: a Ctrl-C that comes while a
+        // chunk is being printed is still heard at the next turn of the loop.
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
         loop {
             let chunk = tokio::select! {
                 chunk = stream.message() => chunk?,
                 // The run goes on on the server: only following it stops.
-                _ = tokio::signal::ctrl_c() => {
+                _ = &mut ctrl_c => {
                     turn.interrupted = true;
                     break;
                 }
