@@ -5,9 +5,7 @@
 //! The map, top down. A module imports only those below it, but for the
 //! door and the surfaces, which use each other (the surfaces its stream
 //! gate and caller, the door their paths and refusal shapes). No file
-//! imports one that imports it back, but for `tools/mcp/connection.rs`
-//! and `session.rs` (a server's connection, and the supervisor that
-//! keeps its session).
+//! imports one that imports it back.
 //!
 //! ```text
 //! cli/         the command line: `serve`, `chat`, `bench` (main.rs only
