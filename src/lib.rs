@@ -2,9 +2,14 @@
 //! something, keep the run durably, and continue it when an answer arrives,
 //! on any replica, through any of the protocols it speaks.
 //!
-//! The map, top down (a module imports only those below it):
+//! The map, top down. A module imports only those below it, but for the
+//! door and the surfaces, which use each other (the surfaces its stream
+//! gate and caller, the door their paths and refusal shapes). No file
+//! imports one that imports it back.
 //!
 //! ```text
+//! cli/         the command line: `serve`, `chat`, `bench` (main.rs only
+//!              sets the allocator)
 //! server/      wires everything: settings (the whole agentd.toml), the
 //!              runtime, the surfaces on one port, TLS, health, draining
 //! door/        the front door every surface goes through: who calls (API
@@ -20,14 +25,17 @@
 //!                suspended run asks the MCP client by elicitation)
 //!   ag_ui/       the agents for AG-UI frontends (POST /ag-ui/{agent};
 //!                a suspended run's questions are interrupts)
-//!              (a2a/ and webhooks/ borrow grpc/'s conversions, its tenant
-//!              check and its stream gate)
+//!              (a2a/, webhooks/ and ag_ui/ borrow grpc/'s conversions of
+//!              agentd.v1 messages and JSON values, a2a/ and ag_ui/ its
+//!              reading of trace context, a2a/ its tenant check; chat/
+//!              its JSON conversions)
 //! runtime/     the one API every surface calls (runtime/api.rs), and
 //!              behind it the lifecycle of runs, their execution, the
 //!              fan-out of chunks to clients, reads, deliveries
 //! agent/       the agent loop: model step, tool calls, next step
-//!   model/       language models (scripted, OpenAI, Anthropic)
-//!   tools/       ask_user, human_review, client, HTTP and MCP tools
+//! model/       language models (scripted, OpenAI, Anthropic)
+//! tools/       ask_user, human_review, client, HTTP and MCP tools
+//!              (model/ and tools/ side by side: neither imports the other)
 //! store/       small traits by what callers need; SQLite, PostgreSQL, memory
 //! domain/      the plain data all of the above speak: runs, their phases
 //!              and checked transitions, chunks, questions and answers
@@ -41,7 +49,9 @@
 //! `propagation` (trace context
 //! to the services a run calls), `outbound` (where outbound requests may
 //! go: the address policy of caller-supplied URLs, the redirect policy of
-//! configured ones), `chat` (the terminal client), `pb` (the
+//! configured ones), `http_client` (every outbound HTTP client is built
+//! there: reqwest over rustls with ring), `chat` (the terminal client),
+//! `bench` (`agentd bench`, with the feature of that name), `pb` (the
 //! generated protobuf code).
 //!
 //! A Resume, end to end: `grpc/convert/request.rs` converts it,

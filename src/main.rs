@@ -20,6 +20,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// mimalloc's purge delay (10 ms by default, ten times that for its
 /// arenas), so that the server's resident memory follows what it
 /// holds (BENCHMARKS.md: `capacity`); it costs no measurable throughput.
+#[allow(unsafe_code)]
 fn purge_freed_memory_at_once() {
     // SAFETY: setting an option is allowed at any time; mimalloc reads it
     // on its next purge.

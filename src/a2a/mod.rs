@@ -206,7 +206,7 @@ impl Caller {
     fn of<T>(request: &Request<T>) -> Self {
         Self {
             tenant: tenant_of(request),
-            name: crate::grpc::caller::caller_name(request.extensions()),
+            name: crate::door::caller_name(request.extensions()),
             trace: crate::grpc::convert::trace_context(request.metadata()),
         }
     }

@@ -20,8 +20,8 @@ use super::input::{self, ClientMessage, ResumeStatus, RunInput};
 use super::stream::{self, Encoding};
 use super::{interrupt, replay};
 use crate::domain::{Decider, DecisionSource, PendingCall, Phase, RunRecord, Tenant};
+use crate::door::CallerName;
 use crate::door::StreamGate;
-use crate::grpc::caller::CallerName;
 use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
 
 pub async fn run_default(

@@ -238,6 +238,40 @@ pub fn renamed_key(
     renamed(&Source::File(table), names(new), value, names(old), deprecated)
 }
 
+/// [`renamed_key`] for a key whose deprecated spelling counts
+/// milliseconds (`timeout_ms`, `startup_timeout_ms`), its error as text.
+pub fn renamed_millis_key(
+    table: String,
+    new: &'static str,
+    value: Option<Duration>,
+    old: &'static str,
+    millis: Option<u64>,
+) -> Result<Option<Duration>, String> {
+    renamed_key(
+        table,
+        new,
+        value,
+        old,
+        millis.map(|ms| duration::Unit::Milliseconds.of(ms)),
+    )
+    .map_err(|error| error.to_string())
+}
+
+/// The `timeout` of a tool or server table: `timeout`, its deprecated
+/// spelling `timeout_ms` (with a warning), or `default`; never zero.
+pub fn timeout_key(
+    table: String,
+    timeout: Option<Duration>,
+    timeout_ms: Option<u64>,
+    default: Duration,
+) -> Result<Duration, String> {
+    let timeout = renamed_millis_key(table, "timeout", timeout, "timeout_ms", timeout_ms)?.unwrap_or(default);
+    if timeout.is_zero() {
+        return Err("timeout: must be more than zero".into());
+    }
+    Ok(timeout)
+}
+
 /// The long flag of a declaration such as `--lease-ttl DURATION`.
 pub fn long(flag: &'static str) -> &'static str {
     let flag = flag.trim_start_matches("--");

@@ -140,17 +140,7 @@ impl Door {
                 .admit(authorization.as_deref(), &mut parts.extensions)?;
             request = Request::from_parts(parts, body);
         }
-        if surface == Surface::Mcp && ![Method::GET, Method::POST, Method::DELETE].contains(request.method())
-        {
-            return Err(Refusal::new(
-                Refused::MethodNotAllowed,
-                format!(
-                    "{} answers GET, POST and DELETE, not {}",
-                    crate::mcp::PATH,
-                    request.method()
-                ),
-            ));
-        }
+        surface.allows(request.method())?;
         if surface.reads_json() && !json_or_empty(&request) {
             return Err(Refusal::new(
                 Refused::UnsupportedMediaType,

@@ -7,7 +7,7 @@
 //! for the rest; 401 says `WWW-Authenticate: Bearer` with what to send in
 //! its `error_description`.
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use tonic::Code;
@@ -176,6 +176,18 @@ impl Surface {
     /// The surface reads JSON bodies (and nothing else).
     pub fn reads_json(self) -> bool {
         self.authenticates()
+    }
+
+    /// Refuses a `method` the surface does not answer (MCP's endpoint
+    /// answers GET, POST and DELETE; the others are the router's).
+    pub fn allows(self, method: &Method) -> Result<(), Refusal> {
+        if self == Self::Mcp && ![Method::GET, Method::POST, Method::DELETE].contains(method) {
+            return Err(Refusal::new(
+                Refused::MethodNotAllowed,
+                format!("{} answers GET, POST and DELETE, not {method}", crate::mcp::PATH),
+            ));
+        }
+        Ok(())
     }
 
     /// The surface speaks gRPC (over HTTP/2, or as gRPC-Web).

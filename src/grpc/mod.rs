@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
+use crate::domain::Tenant;
 use crate::metrics::Rpc;
 use crate::pb;
 use crate::pb::agent_service_server::AgentService;
@@ -50,18 +51,41 @@ impl AgentServiceImpl {
     }
 }
 
+/// What every streaming call starts with: when it was asked, for which
+/// tenant, its place among the open streams, and the client's deadline.
+struct Opening {
+    requested: Instant,
+    tenant: Tenant,
+    open: OpenStream,
+    deadline: Option<Instant>,
+}
+
 impl AgentServiceImpl {
+    /// Opens a streaming call: admits it among the tenant's open streams
+    /// (or refuses it) and reads the client's deadline.
+    fn open<T>(&self, request: &Request<T>) -> Result<Opening, Status> {
+        let requested = Instant::now();
+        let tenant = tenant_of(request);
+        let open = self.gate.admit(&tenant)?;
+        let deadline = crate::door::client_deadline(request.metadata(), requested);
+        Ok(Opening {
+            requested,
+            tenant,
+            open,
+            deadline,
+        })
+    }
+
     /// The response streaming `stream`, counted among the open streams of
-    /// `rpc` and timed from `requested` to its first chunk, ended at the
+    /// `rpc` and timed from the request to its first chunk, ended at the
     /// client's deadline or when the server has drained.
-    fn chunk_stream(
-        &self,
-        rpc: Rpc,
-        requested: Instant,
-        stream: RunStream,
-        open: OpenStream,
-        deadline: Option<Instant>,
-    ) -> Response<ChunkStream> {
+    fn chunk_stream(&self, rpc: Rpc, opening: Opening, stream: RunStream) -> Response<ChunkStream> {
+        let Opening {
+            requested,
+            open,
+            deadline,
+            ..
+        } = opening;
         let run_id = stream.run_id.to_string();
         let chunks = stream.map_events(move |event| Ok(convert::event_to_proto(&run_id, event)));
         let measured = self
@@ -97,10 +121,7 @@ impl AgentService for AgentServiceImpl {
         &self,
         request: Request<pb::StreamAgentRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        let requested = Instant::now();
-        let tenant = tenant_of(&request);
-        let open = self.gate.admit(&tenant)?;
-        let deadline = crate::door::client_deadline(request.metadata(), requested);
+        let opening = self.open(&request)?;
         let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let request = request.into_inner();
@@ -110,16 +131,13 @@ impl AgentService for AgentServiceImpl {
             decider: Some(decider),
             ..convert::start_request(request)?
         };
-        let mut stream = self.runtime.start(&tenant, start).await?;
-        with_first_chunks(&mut stream, deadline).await;
-        Ok(self.chunk_stream(Rpc::StreamAgent, requested, stream, open, deadline))
+        let mut stream = self.runtime.start(&opening.tenant, start).await?;
+        with_first_chunks(&mut stream, opening.deadline).await;
+        Ok(self.chunk_stream(Rpc::StreamAgent, opening, stream))
     }
 
     async fn resume(&self, request: Request<pb::ResumeRequest>) -> Result<Response<ChunkStream>, Status> {
-        let requested = Instant::now();
-        let tenant = tenant_of(&request);
-        let open = self.gate.admit(&tenant)?;
-        let deadline = crate::door::client_deadline(request.metadata(), requested);
+        let opening = self.open(&request)?;
         let decider = decider_of(&request);
         let trace = convert::trace_context(request.metadata());
         let resume = convert::resume_request(request.into_inner(), decider).inspect_err(|refused| {
@@ -128,33 +146,32 @@ impl AgentService for AgentServiceImpl {
             }
         })?;
         let resume = ResumeRun { trace, ..resume };
-        let mut stream = self.runtime.resume(&tenant, resume).await?;
-        with_first_chunks(&mut stream, deadline).await;
-        Ok(self.chunk_stream(Rpc::Resume, requested, stream, open, deadline))
+        let mut stream = self.runtime.resume(&opening.tenant, resume).await?;
+        with_first_chunks(&mut stream, opening.deadline).await;
+        Ok(self.chunk_stream(Rpc::Resume, opening, stream))
     }
 
     async fn subscribe_run(
         &self,
         request: Request<pb::SubscribeRunRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        let requested = Instant::now();
-        let tenant = tenant_of(&request);
-        let open = self.gate.admit(&tenant)?;
-        let deadline = crate::door::client_deadline(request.metadata(), requested);
+        let opening = self.open(&request)?;
         let pb::SubscribeRunRequest { run_id, after_seq } = request.into_inner();
         let run_id = convert::parse_run_id(&run_id)?;
-        let stream = self.runtime.subscribe(&tenant, run_id, after_seq).await?;
-        Ok(self.chunk_stream(Rpc::SubscribeRun, requested, stream, open, deadline))
+        let stream = self.runtime.subscribe(&opening.tenant, run_id, after_seq).await?;
+        Ok(self.chunk_stream(Rpc::SubscribeRun, opening, stream))
     }
 
     async fn watch_runs(
         &self,
         request: Request<pb::WatchRunsRequest>,
     ) -> Result<Response<RunEventStream>, Status> {
-        let requested = Instant::now();
-        let tenant = tenant_of(&request);
-        let open = self.gate.admit(&tenant)?;
-        let deadline = crate::door::client_deadline(request.metadata(), requested);
+        let Opening {
+            requested,
+            tenant,
+            open,
+            deadline,
+        } = self.open(&request)?;
         let watch = convert::watch_runs_request(request.into_inner())?;
         let events = self.runtime.watch_runs(&tenant, watch).await?.map(|event| {
             event

@@ -30,7 +30,7 @@ use super::withdrawn::{became, session_of, Withdrawn};
 use crate::domain::{
     Answer, Decider, DecisionSource, Message, PendingCall, RunId, RunRecord, RunStatus, Tenant, ThreadId,
 };
-use crate::grpc::caller::CallerName;
+use crate::door::CallerName;
 use crate::runtime::{CallAnswer, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
 /// The key of the one input request of an input-required result.

@@ -27,7 +27,7 @@ use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMess
 use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionId, SessionManager};
 
 use crate::domain::Tenant;
-use crate::grpc::caller::CallerName;
+use crate::door::CallerName;
 
 /// What rmcp answers for a session it does not know, word for word.
 const UNKNOWN_SESSION: &str = "Not Found: Session not found";

@@ -15,7 +15,8 @@ import {
 import { codeOf, plain, violations, type Agentd } from "./api";
 import { contextGroup, historyList, openingAndLast, shownMetadata } from "./context";
 import { h } from "./dom";
-import { pendingForm, type Answer, type Refusal, type Send } from "./forms";
+import type { Answer, Refusal, Send } from "./form_parts";
+import { pendingForm } from "./forms";
 import { ago, full, micros, until } from "./time";
 import { Transcript } from "./transcript";
 

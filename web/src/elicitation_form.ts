@@ -6,7 +6,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ElicitationAction, ElicitationMode, type Elicitation } from "./gen/agentd/v1/agentd_pb";
 import { h } from "./dom";
-import { schemaEditor, shell, submit, type Answer, type Send } from "./forms";
+import { schemaEditor, shell, submit, type Answer, type Send } from "./form_parts";
 import { summarize } from "./schema_form";
 
 /** What the inbox says an MCP server's request for input asks. */

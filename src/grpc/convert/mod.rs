@@ -6,6 +6,7 @@ mod decision;
 mod grant;
 mod limits;
 mod list;
+mod message;
 mod request;
 mod run;
 mod run_event;

@@ -80,7 +80,7 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
 /// The run with its conversation, as GetRun returns it.
 pub fn run_with_messages_to_proto(run: &RunRecord) -> pb::Run {
     pb::Run {
-        messages: super::thread::run_messages(run),
+        messages: super::message::run_messages(run),
         decisions: super::decision::decisions_to_proto(&run.state.decisions),
         ..run_to_proto(run)
     }

@@ -4,6 +4,7 @@
 //! is read, and the error a refused request becomes. Provider modules say
 //! what to send and how to read the answer; they never retry themselves.
 
+mod api;
 mod events;
 mod retry;
 
@@ -14,6 +15,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tracing::Instrument;
 
+pub(crate) use api::{HttpModel, ProviderApi};
 use events::decode;
 #[cfg(test)]
 pub(crate) use events::decode_events;

@@ -8,61 +8,42 @@ mod error;
 mod request;
 mod stream;
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use reqwest::header::{HeaderMap, AUTHORIZATION};
+use serde_json::Value;
 
-use super::http::{api_key_header, Transport};
-use super::{LanguageModel, ModelError, ModelRequest, ModelStream};
+use super::http::{api_key_header, HttpModel, ProviderApi};
+use super::{ModelError, ModelRequest, ProviderSettings};
 
 /// A model served through Chat Completions.
-pub struct OpenAiChat {
-    /// As configured, e.g. `openai:gpt-4o-mini`.
-    name: String,
-    /// As the provider knows it, e.g. `gpt-4o-mini`.
-    model: String,
-    transport: Arc<Transport>,
-}
+pub(crate) type OpenAiChat = HttpModel<ChatCompletions>;
 
-impl OpenAiChat {
-    pub(crate) fn new(name: &str, model: &str, transport: Arc<Transport>) -> Self {
-        Self {
-            name: name.to_owned(),
-            model: model.to_owned(),
-            transport,
-        }
-    }
+/// The Chat Completions API.
+pub(crate) struct ChatCompletions;
 
-    fn headers(&self) -> Result<HeaderMap, ModelError> {
+impl ProviderApi for ChatCompletions {
+    const PATH: &'static str = "chat/completions";
+    const REQUEST: &'static str = "chat completions request";
+
+    type Decoder = stream::ChatDecoder;
+
+    fn headers(settings: &ProviderSettings) -> Result<HeaderMap, ModelError> {
         let mut headers = HeaderMap::new();
-        if let Some(key) = &self.transport.settings().api_key {
+        if let Some(key) = &settings.api_key {
             let value = api_key_header(&format!("Bearer {key}"))?;
             headers.insert(AUTHORIZATION, value);
         }
         Ok(headers)
     }
-}
 
-#[async_trait]
-impl LanguageModel for OpenAiChat {
-    fn name(&self) -> &str {
-        &self.name
+    fn body(model: &str, request: &ModelRequest<'_>, settings: &ProviderSettings) -> Value {
+        request::body(model, request, settings.max_tokens)
     }
 
-    async fn stream(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
-        let settings = self.transport.settings();
-        let body = request::body(&self.model, &request, settings.max_tokens);
-        tracing::debug!(provider = %settings.name, model = %self.model, "chat completions request");
-        let decoder = stream::ChatDecoder::new(&settings.name);
-        self.transport
-            .stream(
-                "chat/completions",
-                self.headers()?,
-                &body,
-                error::describe,
-                decoder,
-            )
-            .await
+    fn decoder(provider: &str) -> Self::Decoder {
+        stream::ChatDecoder::new(provider)
+    }
+
+    fn describe(body: &str) -> Option<String> {
+        error::describe(body)
     }
 }

@@ -18,8 +18,9 @@ use tracing::instrument;
 
 use crate::agent::Agent;
 use crate::domain::{
-    Answer, AnswerRecord, AnswerVia, Answered, Decider, DecisionOutcome, OnExpiry, PendingCall, Resolution,
-    RunEventKind, RunId, RunRecord, RunStatus, Timestamp, ToolOutput, Waiting, NOT_ANSWERED_IN_TIME,
+    Answer, AnswerRecord, AnswerVia, Answered, Chunk, Decider, DecisionOutcome, OnExpiry, PendingCall,
+    Resolution, RunEventKind, RunId, RunRecord, RunStatus, Staged, Timestamp, ToolOutput, Waiting,
+    NOT_ANSWERED_IN_TIME,
 };
 use crate::runtime::execution::Work;
 use crate::runtime::lifecycle_log;
@@ -112,18 +113,9 @@ impl Inner {
         let suspended_since = run.updated_at;
         let pending = run.pending().to_vec();
         let chunks = run.expire(Timestamp::now())?;
-        let staged = run.stage(chunks);
-        match self
-            .store
-            .commit(
-                run,
-                staged.expected_version,
-                &staged.events,
-                &RunEventKind::of_write(None, run.status()),
-            )
-            .await
-        {
-            Ok(()) => {
+        let kinds = RunEventKind::of_write(None, run.status());
+        match self.commit_staged(run, chunks, &kinds).await {
+            Ok(_) => {
                 lifecycle_log::decided(run, run.state.change_decisions());
                 lifecycle_log::expired(run, suspended_since);
                 self.config.metrics.run_expired(&run.agent_id, suspended_since);
@@ -158,22 +150,16 @@ impl Inner {
             .filter(|call| matches!(call.waiting, Waiting::Suspended { .. }))
             .collect();
         let (chunks, next) = run.answer(answers, None, self.new_lease())?;
-        let first = run.stage(chunks);
-        let written = self
-            .store
-            .commit(
-                run,
-                first.expected_version,
-                &first.events,
-                &RunEventKind::of_write(Some(RunEventKind::Resumed), run.status()),
-            )
-            .await;
-        if let Err(error) = written {
-            live.stop_executing();
-            self.live.release(run.id);
-            *run = suspended;
-            return self.lost_to_another_writer(run, error).await;
-        }
+        let kinds = RunEventKind::of_write(Some(RunEventKind::Resumed), run.status());
+        let first = match self.commit_staged(run, chunks, &kinds).await {
+            Ok(first) => first,
+            Err(error) => {
+                live.stop_executing();
+                self.live.release(run.id);
+                *run = suspended;
+                return self.lost_to_another_writer(run, error).await;
+            }
+        };
         lifecycle_log::resumed(run);
         self.config
             .metrics
@@ -200,18 +186,8 @@ impl Inner {
         }
         let suspended = run.clone();
         run.remind(now)?;
-        let staged = run.stage([]);
-        match self
-            .store
-            .commit(
-                run,
-                staged.expected_version,
-                &staged.events,
-                &[RunEventKind::Reminded],
-            )
-            .await
-        {
-            Ok(()) => {
+        match self.commit_staged(run, [], &[RunEventKind::Reminded]).await {
+            Ok(_) => {
                 lifecycle_log::reminded(run, run.updated_at);
                 self.config.metrics.reminder_sent(&run.agent_id);
                 Ok(())
@@ -221,6 +197,21 @@ impl Inner {
                 self.lost_to_another_writer(run, error).await
             }
         }
+    }
+
+    /// Each write of the sweep's: stages `chunks` on `run` and commits
+    /// them with run events of `kinds`; what it staged once stored.
+    async fn commit_staged(
+        &self,
+        run: &mut RunRecord,
+        chunks: impl IntoIterator<Item = Chunk>,
+        kinds: &[RunEventKind],
+    ) -> Result<Staged, StoreError> {
+        let staged = run.stage(chunks);
+        self.store
+            .commit(run, staged.expected_version, &staged.events, kinds)
+            .await?;
+        Ok(staged)
     }
 
     /// A write of the sweep's that `error` refused: if somebody else moved

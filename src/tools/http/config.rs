@@ -10,8 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::config::duration::Unit;
-use crate::config::settings::renamed_key;
+use crate::config::settings::timeout_key;
 use crate::domain::any_object;
 
 /// How long an HTTP tool waits for a response when not configured.
@@ -102,18 +101,7 @@ impl HttpToolConfig {
     /// How long one attempt may take: `timeout`, its deprecated spelling
     /// `timeout_ms` (with a warning), or the default.
     pub fn timeout(&self) -> Result<Duration, String> {
-        let timeout = renamed_key(
-            format!("[[tools]] {:?}", self.name),
-            "timeout",
-            self.timeout,
-            "timeout_ms",
-            self.timeout_ms.map(|ms| Unit::Milliseconds.of(ms)),
-        )
-        .map_err(|error| error.to_string())?
-        .unwrap_or(DEFAULT_TIMEOUT);
-        if timeout.is_zero() {
-            return Err("timeout: must be more than zero".into());
-        }
-        Ok(timeout)
+        let table = format!("[[tools]] {:?}", self.name);
+        timeout_key(table, self.timeout, self.timeout_ms, DEFAULT_TIMEOUT)
     }
 }

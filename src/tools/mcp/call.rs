@@ -27,7 +27,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitResult, InputRe
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::connection::{CallError, Connection, Event, Leg, Waiting};
+use super::client::{CallError, Event, Leg, Waiting};
+use super::connection::Connection;
 use super::{content, elicitation};
 use crate::domain::{
     Answer, Elicitation, ElicitationAction, ElicitationResponse, SuspendPayload, ToolOutput,

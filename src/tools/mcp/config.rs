@@ -10,8 +10,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde::Deserialize;
 
-use crate::config::duration::Unit;
-use crate::config::settings::renamed_key;
+use crate::config::settings::{renamed_millis_key, timeout_key};
 use crate::tools::secrets::SecretMap;
 
 /// How long a tool call may take when not configured.
@@ -199,32 +198,16 @@ impl McpServerConfig {
     /// deprecated one (with a warning), else the default. Errors name the
     /// field.
     pub fn timeouts(&self) -> Result<Timeouts, String> {
-        let call = self
-            .duration("timeout", self.timeout, "timeout_ms", self.timeout_ms)?
-            .unwrap_or(DEFAULT_CALL_TIMEOUT);
-        if call.is_zero() {
-            return Err("timeout: must be more than zero".into());
-        }
-        let startup = self
-            .duration(
-                "startup_timeout",
-                self.startup_timeout,
-                "startup_timeout_ms",
-                self.startup_timeout_ms,
-            )?
-            .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+        let table = || format!("[[mcp_servers]] {:?}", self.name);
+        let call = timeout_key(table(), self.timeout, self.timeout_ms, DEFAULT_CALL_TIMEOUT)?;
+        let startup = renamed_millis_key(
+            table(),
+            "startup_timeout",
+            self.startup_timeout,
+            "startup_timeout_ms",
+            self.startup_timeout_ms,
+        )?
+        .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
         Ok(Timeouts { call, startup })
-    }
-
-    fn duration(
-        &self,
-        key: &'static str,
-        value: Option<Duration>,
-        old: &'static str,
-        millis: Option<u64>,
-    ) -> Result<Option<Duration>, String> {
-        let table = format!("[[mcp_servers]] {:?}", self.name);
-        renamed_key(table, key, value, old, millis.map(|ms| Unit::Milliseconds.of(ms)))
-            .map_err(|error| error.to_string())
     }
 }

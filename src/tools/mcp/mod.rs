@@ -11,6 +11,7 @@
 //! (MCP elicitation) suspends the run with the request (see `call.rs`).
 
 mod call;
+mod client;
 mod config;
 mod connection;
 mod content;
@@ -30,7 +31,8 @@ pub use elicitation::check_response;
 pub use session::stop_all;
 
 use call::Call;
-use connection::{Connection, Dial};
+use client::Dial;
+use connection::Connection;
 
 use super::{Resumed, Tool, ToolContext, ToolOutcome};
 use crate::domain::{Answer, AnswerError, SuspendPayload, ToolSpec};

@@ -17,8 +17,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+use super::client::{Client, Dial, Live, Session, Slot};
 use super::config::{Endpoint, Protocol};
-use super::connection::{Client, Dial, Live, Session, Slot};
 use super::traced_http::TracedHttpClient;
 
 /// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`].

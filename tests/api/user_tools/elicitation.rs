@@ -400,6 +400,7 @@ async fn an_answer_after_a_kill_9_reaches_the_server() {
 /// Waits until process `pid` (not a child of this one) has exited, at
 /// most `limit`: on its pidfd, which is readable once the process exits.
 /// False if it still runs after `limit`.
+#[allow(unsafe_code)]
 pub(crate) fn exits_within(pid: u32, limit: std::time::Duration) -> bool {
     let pid = libc::pid_t::try_from(pid).expect("a pid");
     // SAFETY: pidfd_open takes a pid and flags, and returns a new fd or -1.
