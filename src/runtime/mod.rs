@@ -47,6 +47,7 @@ mod periodic;
 mod push_configs;
 mod reads;
 mod store_layer;
+mod tables;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,9 +137,9 @@ pub struct Runtime {
 struct Inner {
     /// The agents runs start with (lifecycle) and continue with (execution).
     agents: AgentRegistry,
-    /// The truth about every run; written by the lifecycle and the
-    /// execution only.
-    store: Arc<dyn Store>,
+    /// The truth about every run, one handle per table (see `tables.rs`);
+    /// runs are written by the lifecycle and the execution only.
+    store: tables::Tables,
     config: RuntimeConfig,
     /// The runs that execute or are followed in this process: the
     /// fan-out's (see `fanout/live.rs`).
@@ -165,7 +166,7 @@ impl Runtime {
         Self {
             inner: Arc::new(Inner {
                 agents,
-                store,
+                store: tables::Tables::of(store),
                 config,
                 live,
                 fence,

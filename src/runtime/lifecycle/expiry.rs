@@ -40,7 +40,11 @@ impl Inner {
     pub(in crate::runtime) async fn sweep_expired(self: &Arc<Self>) -> Result<usize, RuntimeError> {
         let mut expired = 0;
         for _ in 0..MAX_BATCHES {
-            let due = self.store.due_suspensions(Timestamp::now(), SWEEP_BATCH).await?;
+            let due = self
+                .store
+                .queries
+                .due_suspensions(Timestamp::now(), SWEEP_BATCH)
+                .await?;
             let more = due.len() == SWEEP_BATCH;
             let mut failed = 0;
             for id in due {
@@ -69,7 +73,7 @@ impl Inner {
     /// met its deadline now. A conflict inside means a Resume or another
     /// replica moved the run first: what they stored stands.
     async fn wake(self: &Arc<Self>, id: RunId) -> Result<bool, RuntimeError> {
-        let mut run = self.store.load_run(id).await?;
+        let mut run = self.store.runs.load_run(id).await?;
         let suspended = run.position();
         self.expire_if_due(&mut run).await?;
         if run.status() != RunStatus::Suspended {
@@ -115,6 +119,7 @@ impl Inner {
         let staged = run.stage(chunks);
         match self
             .store
+            .runs
             .commit(
                 run,
                 staged.expected_version,
@@ -161,6 +166,7 @@ impl Inner {
         let first = run.stage(chunks);
         let written = self
             .store
+            .runs
             .commit(
                 run,
                 first.expected_version,
@@ -203,6 +209,7 @@ impl Inner {
         let staged = run.stage([]);
         match self
             .store
+            .runs
             .commit(
                 run,
                 staged.expected_version,
@@ -233,7 +240,7 @@ impl Inner {
     ) -> Result<(), RuntimeError> {
         match error {
             StoreError::VersionConflict { .. } => {
-                *run = self.store.load_run(run.id).await?;
+                *run = self.store.runs.load_run(run.id).await?;
                 Ok(())
             }
             other => Err(other.into()),
