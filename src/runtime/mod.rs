@@ -31,8 +31,9 @@
 //! configurations (`push_configs.rs`), grants (`grants.rs`: made by a
 //! Resume, used by an execution, listed and revoked), the handle's
 //! settings, its errors (`error.rs`), the layer every store call goes
-//! through (`store_layer.rs`) and the ticking of the periodic chores
-//! (`periodic.rs`).
+//! through (`store_layer.rs`), the store as the parts hold it, one handle
+//! per trait (`tables.rs`: each part takes the handles of the tables it
+//! touches) and the ticking of the periodic chores (`periodic.rs`).
 
 mod api;
 mod delivery;

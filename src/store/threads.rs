@@ -25,8 +25,9 @@ pub trait ThreadStore: Send + Sync + 'static {
     async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError>;
 
     /// Deletes `tenant`'s thread `id` with its runs and what is kept of
-    /// them ([`THREAD_CASCADE`]), all or nothing; `NotFound` without the
-    /// thread.
+    /// them (their chunks, run events, deliveries, push configurations and
+    /// grants: `THREAD_CASCADE` below), all or nothing; `NotFound` without
+    /// the thread.
     async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError>;
 
     /// Threads idle since before `cutoff`: the thread and its latest run
