@@ -25,7 +25,7 @@ impl Inner {
     /// approval stands, and the next call is asked about.
     pub(in crate::runtime) async fn store_grants(&self, grants: &[Grant]) {
         for grant in grants {
-            match self.store.put_grant(grant).await {
+            match self.store.grants.put_grant(grant).await {
                 Ok(()) => tracing::info!(
                     grant_id = %grant.id,
                     tool = %grant.tool_name,
@@ -61,6 +61,7 @@ impl Inner {
         let thread = run.thread.as_ref().map(|link| link.id.clone());
         let grants = match self
             .store
+            .grants
             .grants(&run.tenant, Some(run.id), thread.as_ref())
             .await
         {
@@ -156,6 +157,7 @@ impl Runtime {
         let grants = self
             .inner
             .store
+            .grants
             .grants(tenant, run.map(|run| run.id), thread)
             .await?;
         Ok(grants.into_iter().filter(|grant| grant.in_force(now)).collect())
@@ -163,7 +165,7 @@ impl Runtime {
 
     /// Ends `tenant`'s grant `id`; another tenant's is not found.
     pub(in crate::runtime) async fn revoke(&self, tenant: &Tenant, id: &str) -> Result<(), RuntimeError> {
-        if self.inner.store.delete_grant(tenant, id).await? {
+        if self.inner.store.grants.delete_grant(tenant, id).await? {
             tracing::info!(%tenant, grant_id = id, "grant revoked");
             Ok(())
         } else {

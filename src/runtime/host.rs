@@ -20,7 +20,11 @@ impl Runtime {
     /// rather than once their leases expire (see
     /// `Presence::register_replica`). Call it once, before serving.
     pub async fn register_replica(&self) -> Result<(), StoreError> {
-        self.inner.store.register_replica(self.replica_id()).await
+        self.inner
+            .store
+            .presence
+            .register_replica(self.replica_id())
+            .await
     }
 
     /// This replica's id among the replicas sharing the store.
@@ -33,7 +37,7 @@ impl Runtime {
     /// before serving); with a shared store, none (leases decide). Returns
     /// how many runs this replica took over.
     pub async fn recover_at_startup(&self) -> Result<usize, RuntimeError> {
-        if self.inner.store.sharing().is_shared() {
+        if self.inner.store.presence.sharing().is_shared() {
             return Ok(0);
         }
         self.recover(Timestamp(i64::MAX)).await
@@ -99,7 +103,7 @@ impl Runtime {
 
     /// Whether the store answers and accepts writes, for the health check.
     pub async fn check_store(&self) -> Result<(), StoreError> {
-        self.inner.store.ping().await
+        self.inner.store.presence.ping().await
     }
 
     /// How often the server checks the store's health.
@@ -116,12 +120,16 @@ impl Runtime {
 
     /// Suspended runs by agent, counted by the store (every replica's).
     pub async fn suspended_runs_by_agent(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        self.inner.store.count_runs_by_agent(RunStatus::Suspended).await
+        self.inner
+            .store
+            .queries
+            .count_runs_by_agent(RunStatus::Suspended)
+            .await
     }
 
     /// Pending deliveries by ledger, counted by the store.
     pub async fn pending_deliveries(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        self.inner.store.pending_deliveries().await
+        self.inner.store.ledger.pending_deliveries().await
     }
 
     /// Runs executing in this process right now.

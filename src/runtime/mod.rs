@@ -31,8 +31,9 @@
 //! configurations (`push_configs.rs`), grants (`grants.rs`: made by a
 //! Resume, used by an execution, listed and revoked), the handle's
 //! settings, its errors (`error.rs`), the layer every store call goes
-//! through (`store_layer.rs`) and the ticking of the periodic chores
-//! (`periodic.rs`).
+//! through (`store_layer.rs`), the store as the parts hold it, one handle
+//! per trait (`tables.rs`: each part takes the handles of the tables it
+//! touches) and the ticking of the periodic chores (`periodic.rs`).
 
 mod api;
 mod delivery;
@@ -47,6 +48,7 @@ mod periodic;
 mod push_configs;
 mod reads;
 mod store_layer;
+mod tables;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,9 +138,9 @@ pub struct Runtime {
 struct Inner {
     /// The agents runs start with (lifecycle) and continue with (execution).
     agents: AgentRegistry,
-    /// The truth about every run; written by the lifecycle and the
-    /// execution only.
-    store: Arc<dyn Store>,
+    /// The truth about every run, one handle per table (see `tables.rs`);
+    /// runs are written by the lifecycle and the execution only.
+    store: tables::Tables,
     config: RuntimeConfig,
     /// The runs that execute or are followed in this process: the
     /// fan-out's (see `fanout/live.rs`).
@@ -165,7 +167,7 @@ impl Runtime {
         Self {
             inner: Arc::new(Inner {
                 agents,
-                store,
+                store: tables::Tables::of(store),
                 config,
                 live,
                 fence,

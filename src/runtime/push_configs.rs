@@ -12,7 +12,7 @@ impl Runtime {
     /// A configuration may be stored before its run: with the request that
     /// starts it, so that its first update is pushed too.
     pub(super) async fn store_push_config(&self, config: &PushConfig) -> Result<(), RuntimeError> {
-        Ok(self.inner.store.put_push_config(config).await?)
+        Ok(self.inner.store.push_configs.put_push_config(config).await?)
     }
 
     pub(super) async fn read_push_configs(
@@ -20,7 +20,7 @@ impl Runtime {
         tenant: &Tenant,
         id: RunId,
     ) -> Result<Vec<PushConfig>, RuntimeError> {
-        let mut configs = self.inner.store.push_configs(&[id]).await?;
+        let mut configs = self.inner.store.push_configs.push_configs(&[id]).await?;
         configs.retain(|config| config.tenant == *tenant);
         Ok(configs)
     }
@@ -35,6 +35,11 @@ impl Runtime {
         if !stored.iter().any(|config| config.id == config_id) {
             return Ok(false);
         }
-        Ok(self.inner.store.delete_push_config(id, config_id).await?)
+        Ok(self
+            .inner
+            .store
+            .push_configs
+            .delete_push_config(id, config_id)
+            .await?)
     }
 }

@@ -395,6 +395,9 @@ impl ThreadStore for MemoryStore {
     }
 
     async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError> {
+        // What `THREAD_CASCADE` names for the SQL backends, in this store's
+        // maps: the thread's runs with their chunks, run events,
+        // deliveries, push configurations and grants.
         let mut runs = self.lock();
         let mut threads = self.lock_threads();
         threads

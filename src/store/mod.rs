@@ -8,10 +8,12 @@
 //! [`RunStore`] (a run's record and chunks) and [`RunQueries`] (reads
 //! across runs) in `runs.rs`, [`ThreadStore`], [`RunEventLog`],
 //! [`DeliveryLedger`], [`PushConfigStore`], [`GrantStore`] and
-//! [`Presence`] (the store as a whole). [`Store`] is all of them. Three backends implement each:
-//! `sqlite/` (the embedded default), `postgres/` (several replicas sharing
-//! one database) and `memory.rs` (tests, embedding); [`Layered`] puts any
-//! store behind a hook (the runtime's fence and timing, a test's faults).
+//! [`Presence`] (the store as a whole). [`Store`] is all of them; the
+//! runtime's parts each hold only the ones they touch. Three backends
+//! implement each: `sqlite/` (the embedded default), `postgres/` (several
+//! replicas sharing one database) and `memory.rs` (tests, embedding);
+//! [`Layered`] puts any store behind a hook (the runtime's fence and
+//! timing, a test's faults).
 
 mod deliveries;
 mod encoding;
@@ -87,8 +89,11 @@ pub(crate) fn corrupt(error: impl std::fmt::Display) -> StoreError {
 }
 
 /// Everything a server keeps in its store: the traits above together, as
-/// the runtime holds it (`Arc<dyn Store>`). Each caller that needs less
-/// takes the one trait it needs. Implemented by every type that implements
+/// the server opens it ([`open`]) and hands it to the runtime
+/// (`Arc<dyn Store>`). No part of the runtime holds the whole: it is split
+/// into one handle per trait (`Arc<dyn RunStore>`, ..., by upcasting, in
+/// `runtime/tables.rs`), and each part takes the handles of the tables it
+/// touches. Implemented by every type that implements
 /// them all; the traits have no default bodies, so a method added to one is
 /// a compile error in each backend (and in [`Layered`]) until it has it.
 pub trait Store:

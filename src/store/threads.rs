@@ -24,9 +24,10 @@ pub trait ThreadStore: Send + Sync + 'static {
     /// status.
     async fn list_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>, StoreError>;
 
-    /// Deletes `tenant`'s thread `id` with its runs, their events, their
-    /// deliveries and their push configurations, all or nothing;
-    /// `NotFound` without the thread.
+    /// Deletes `tenant`'s thread `id` with its runs and what is kept of
+    /// them (their chunks, run events, deliveries, push configurations and
+    /// grants: `THREAD_CASCADE` below), all or nothing; `NotFound` without
+    /// the thread.
     async fn delete_thread(&self, tenant: &Tenant, id: &ThreadId) -> Result<(), StoreError>;
 
     /// Threads idle since before `cutoff`: the thread and its latest run
@@ -38,3 +39,16 @@ pub trait ThreadStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(Tenant, ThreadId)>, StoreError>;
 }
+
+/// What a thread delete takes with the thread's runs: the tables whose rows
+/// belong to a run (by their `run_id`), deleted before the runs themselves.
+/// The SQL backends delete from exactly these (a table added with a
+/// `run_id` is added here, or its rows outlive their thread); the memory
+/// store keeps the same things in its own maps.
+pub(crate) const THREAD_CASCADE: &[&str] = &[
+    "event_batches",
+    "run_events",
+    "webhook_deliveries",
+    "a2a_push_configs",
+    "grants",
+];

@@ -247,7 +247,7 @@ mod tests {
             policy: super::super::policy(false),
             retry: RetrySchedule::default(),
         };
-        let reads = LedgerReads::new(&store);
+        let reads = LedgerReads::new(&store, &store);
         let deliveries = endpoint.deliveries(&reads, &events).await.unwrap();
         let sent: Vec<(i64, String)> = deliveries
             .iter()

@@ -16,10 +16,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use super::enqueue::sleep;
-use super::{Endpoint, LedgerReads};
+use super::{Endpoint, ReadTables};
 use crate::domain::Timestamp;
 use crate::metrics::{AttemptResult, Metrics};
-use crate::store::{AttemptOutcome, Claim, ClaimedDelivery, Store};
+use crate::store::{AttemptOutcome, Claim, ClaimedDelivery, DeliveryLedger};
 
 /// How often a shared store is asked for due deliveries without a wake.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -33,7 +33,12 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// What every attempt of one endpoint shares.
 pub(super) struct Deliverer {
-    pub(super) store: Arc<dyn Store>,
+    /// Where deliveries are claimed and their outcomes recorded.
+    pub(super) ledger: Arc<dyn DeliveryLedger>,
+    /// What the endpoint reads to make its requests.
+    pub(super) reads: ReadTables,
+    /// Whether other servers share the store (and may enqueue).
+    pub(super) shared: bool,
     pub(super) endpoint: Arc<dyn Endpoint>,
     pub(super) owner: String,
     pub(super) client: reqwest::Client,
@@ -58,7 +63,7 @@ impl Deliverer {
 
     pub(super) async fn run(self) {
         let this = Arc::new(self);
-        let shared = this.store.sharing().is_shared();
+        let shared = this.shared;
         let mut attempts = JoinSet::new();
         loop {
             let free = this.endpoint.concurrency().saturating_sub(attempts.len());
@@ -66,7 +71,7 @@ impl Deliverer {
             if free > 0 {
                 let now = Timestamp::now();
                 let claim = this
-                    .store
+                    .ledger
                     .claim_deliveries(
                         this.endpoint.name(),
                         &Claim {
@@ -132,7 +137,7 @@ impl Deliverer {
         );
         let (run_id, event) = (delivery.event.run_id, delivery.event.position);
         match self
-            .store
+            .ledger
             .finish_delivery(delivery.id, delivery.attempt, &outcome, now)
             .await
         {
@@ -170,7 +175,7 @@ impl Deliverer {
 
     /// Sends `delivery` once: `Ok` on a 2xx answer.
     async fn send(&self, delivery: &ClaimedDelivery) -> Result<(), Failure> {
-        let reads = LedgerReads::new(self.store.as_ref());
+        let reads = self.reads.reads();
         let request = self
             .endpoint
             .request(&self.client, &reads, delivery)

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::{Endpoint, LedgerReads};
+use super::{Endpoint, ReadTables};
 use crate::domain::{EventPosition, Timestamp};
 use crate::runtime::RuntimeError;
-use crate::store::{Enqueue, Store, StoreError};
+use crate::store::{DeliveryLedger, Enqueue, RunEventLog, StoreError};
 
 /// Events read from the store at once.
 const PAGE: usize = 256;
@@ -33,7 +33,15 @@ const GATHER: Duration = Duration::from_millis(50);
 const STORE_RETRY: Duration = Duration::from_secs(1);
 
 pub(super) struct Enqueuer {
-    pub(super) store: Arc<dyn Store>,
+    /// Read from the ledger's cursor on.
+    pub(super) run_events: Arc<dyn RunEventLog>,
+    /// Where the cursor and the deliveries are stored.
+    pub(super) ledger: Arc<dyn DeliveryLedger>,
+    /// What the endpoint reads to make its deliveries.
+    pub(super) reads: ReadTables,
+    /// Whether other servers share the store (their events come without a
+    /// signal here).
+    pub(super) shared: bool,
     pub(super) endpoint: Arc<dyn Endpoint>,
     /// Told when deliveries were enqueued.
     pub(super) enqueued: Arc<Notify>,
@@ -53,8 +61,8 @@ enum Step {
 
 impl Enqueuer {
     pub(super) async fn run(self) {
-        let shared = self.store.sharing().is_shared();
-        let mut signal = self.store.run_events_signal();
+        let shared = self.shared;
+        let mut signal = self.run_events.run_events_signal();
         signal.borrow_and_update();
         let mut cursor = Some(self.cursor);
         loop {
@@ -96,12 +104,17 @@ impl Enqueuer {
     }
 
     async fn start(&self) -> Result<EventPosition, RuntimeError> {
-        Ok(start(self.store.as_ref(), self.endpoint.as_ref()).await?)
+        Ok(start(
+            self.run_events.as_ref(),
+            self.ledger.as_ref(),
+            self.endpoint.as_ref(),
+        )
+        .await?)
     }
 
     async fn step(&self, cursor: EventPosition) -> Result<Step, RuntimeError> {
         let page = self
-            .store
+            .run_events
             .read_run_events(self.endpoint.tenant(), cursor, PAGE)
             .await?;
         let Some(last) = page.events.last().map(|event| event.position) else {
@@ -109,10 +122,12 @@ impl Enqueuer {
                 settling: page.settling,
             });
         };
-        let reads = LedgerReads::new(self.store.as_ref());
-        let deliveries = self.endpoint.deliveries(&reads, &page.events).await?;
+        let deliveries = self
+            .endpoint
+            .deliveries(&self.reads.reads(), &page.events)
+            .await?;
         let moved = self
-            .store
+            .ledger
             .enqueue_deliveries(
                 self.endpoint.name(),
                 &Enqueue {
@@ -138,9 +153,13 @@ impl Enqueuer {
 
 /// `endpoint`'s stored cursor; a ledger seen for the first time is stored
 /// at the head of the events, so that it sends what happens from now on.
-pub(super) async fn start(store: &dyn Store, endpoint: &dyn Endpoint) -> Result<EventPosition, StoreError> {
-    let head = store.run_events_head().await?;
-    store.ledger_cursor(endpoint.name(), head).await
+pub(super) async fn start(
+    run_events: &dyn RunEventLog,
+    ledger: &dyn DeliveryLedger,
+    endpoint: &dyn Endpoint,
+) -> Result<EventPosition, StoreError> {
+    let head = run_events.run_events_head().await?;
+    ledger.ledger_cursor(endpoint.name(), head).await
 }
 
 /// Sleeps for `duration`, or forever for `Duration::MAX`.

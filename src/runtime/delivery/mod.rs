@@ -26,8 +26,8 @@ use tokio::task::JoinSet;
 pub use schedule::RetrySchedule;
 
 use crate::domain::{RunEvent, RunId, RunRecord, Tenant};
-use crate::store::Store;
 pub use crate::store::{ClaimedDelivery, NewDelivery, PushConfig};
+use crate::store::{PushConfigStore, RunStore};
 
 use super::{Runtime, RuntimeError};
 
@@ -66,22 +66,36 @@ pub trait Endpoint: Send + Sync + 'static {
 /// What an endpoint may read while it makes deliveries and requests: the
 /// runs behind the events, every tenant's (an event names its tenant).
 pub struct LedgerReads<'a> {
-    store: &'a dyn Store,
+    runs: &'a dyn RunStore,
+    push_configs: &'a dyn PushConfigStore,
 }
 
 impl<'a> LedgerReads<'a> {
-    pub(crate) fn new(store: &'a dyn Store) -> Self {
-        Self { store }
+    pub(crate) fn new(runs: &'a dyn RunStore, push_configs: &'a dyn PushConfigStore) -> Self {
+        Self { runs, push_configs }
     }
 
     /// The run `id`, as stored now.
     pub async fn run(&self, id: RunId) -> Result<RunRecord, RuntimeError> {
-        Ok(self.store.load_run(id).await?)
+        Ok(self.runs.load_run(id).await?)
     }
 
     /// The A2A push configurations of the runs `run_ids`, in one read.
     pub async fn push_configs(&self, run_ids: &[RunId]) -> Result<Vec<PushConfig>, RuntimeError> {
-        Ok(self.store.push_configs(run_ids).await?)
+        Ok(self.push_configs.push_configs(run_ids).await?)
+    }
+}
+
+/// The tables behind [`LedgerReads`], as a ledger's tasks hold them.
+#[derive(Clone)]
+pub(super) struct ReadTables {
+    runs: Arc<dyn RunStore>,
+    push_configs: Arc<dyn PushConfigStore>,
+}
+
+impl ReadTables {
+    pub(super) fn reads(&self) -> LedgerReads<'_> {
+        LedgerReads::new(self.runs.as_ref(), self.push_configs.as_ref())
     }
 }
 
@@ -117,21 +131,33 @@ impl Runtime {
         client: reqwest::Client,
     ) -> Result<(), DeliveryStartError> {
         let store = &self.inner.store;
+        let shared = store.presence.sharing().is_shared();
+        let reads = ReadTables {
+            runs: Arc::clone(&store.runs),
+            push_configs: Arc::clone(&store.push_configs),
+        };
         self.metrics().configure_webhook(endpoint.name());
         let enqueued = Arc::new(Notify::new());
-        let cursor = enqueue::start(store.as_ref(), endpoint.as_ref())
-            .await
-            .map_err(|error| {
-                DeliveryStartError(format!("reading the cursor of {}: {error}", endpoint.name()))
-            })?;
+        let cursor = enqueue::start(
+            store.run_events.as_ref(),
+            store.ledger.as_ref(),
+            endpoint.as_ref(),
+        )
+        .await
+        .map_err(|error| DeliveryStartError(format!("reading the cursor of {}: {error}", endpoint.name())))?;
         let enqueuer = enqueue::Enqueuer {
-            store: Arc::clone(store),
+            run_events: Arc::clone(&store.run_events),
+            ledger: Arc::clone(&store.ledger),
+            reads: reads.clone(),
+            shared,
             endpoint: Arc::clone(&endpoint),
             enqueued: Arc::clone(&enqueued),
             cursor,
         };
         let deliverer = deliver::Deliverer {
-            store: Arc::clone(store),
+            ledger: Arc::clone(&store.ledger),
+            reads,
+            shared,
             endpoint,
             owner: self.replica_id().to_owned(),
             client,

@@ -47,7 +47,7 @@ use crate::domain::{Chunk, Event, Position, RunEventKind, RunRecord, RunStatus, 
 use crate::metrics::Metrics;
 use crate::runtime::fanout::{ClientFeed, Delivery, LiveRun, Refusal, Signal};
 use crate::runtime::{lifecycle_log, RuntimeConfig};
-use crate::store::{Store, StoreError};
+use crate::store::{RunStore, StoreError};
 use crate::tenant_slots::TenantSlot as RunSlot;
 
 /// Unstored chunks a step may run ahead of the store by before it waits.
@@ -103,7 +103,9 @@ impl Hold {
 
 /// What the emitter and its flusher share.
 struct Shared {
-    store: Arc<dyn Store>,
+    /// The one table the emitter touches: it creates the run, commits its
+    /// steps and appends its chunks.
+    runs: Arc<dyn RunStore>,
     /// Where a suspension this execution stores is kept for its Resume.
     recent: Arc<RecentSuspensions>,
     live: Arc<LiveRun>,
@@ -218,7 +220,7 @@ impl Emitter {
     /// the run.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn start(
-        store: Arc<dyn Store>,
+        runs: Arc<dyn RunStore>,
         recent: Arc<RecentSuspensions>,
         live: Arc<LiveRun>,
         run: &RunRecord,
@@ -249,7 +251,7 @@ impl Emitter {
             }
         };
         let shared = Arc::new(Shared {
-            store,
+            runs,
             recent,
             live: Arc::clone(&live),
             writer: tokio::sync::Mutex::new(Writer {
@@ -541,17 +543,17 @@ impl Shared {
             Stored::At(position) => {
                 let expected = run.commit_after(*position, events);
                 let run_events = RunEventKind::of_write(None, run.status());
-                self.store.commit(run, expected, events, &run_events).await
+                self.runs.commit(run, expected, events, &run_events).await
             }
             Stored::Unwritten(first) => match first.begin {
                 Begin::Start => {
                     run.commit_after(Position::default(), events);
-                    self.store.create_run(run, events).await
+                    self.runs.create_run(run, events).await
                 }
                 Begin::Claim { suspended, .. } => {
                     let expected = run.commit_after(suspended, events);
                     let run_events = RunEventKind::of_write(Some(RunEventKind::Resumed), run.status());
-                    self.store.commit(run, expected, events, &run_events).await
+                    self.runs.commit(run, expected, events, &run_events).await
                 }
             },
         };
@@ -684,7 +686,7 @@ impl Shared {
         let id = self.live.id();
         let version = writer.version();
         let expiry = Some(self.lease.expiry());
-        match self.store.append_events(id, version, expiry, &batch).await {
+        match self.runs.append_events(id, version, expiry, &batch).await {
             Ok(()) => {
                 if let Stored::At(position) = &mut writer.stored {
                     *position = position.after_append(batch.last().map(|event| event.seq));
@@ -774,7 +776,7 @@ mod tests {
         let (seen, watched) = (Arc::clone(&executing_then), Arc::clone(&live));
         let hand_over = Box::new(move |_, _| *lock(&seen) = Some(watched.is_executing()));
         let feed = ClientFeed::new(client, 0, hand_over);
-        let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
+        let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
         store.create_run(&run, &first.events).await.expect("created");
         let config = RuntimeConfig::default();
         let recent = Arc::default();

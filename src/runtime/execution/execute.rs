@@ -185,7 +185,7 @@ impl Runtime {
         opening: Option<Opening>,
     ) -> Execution {
         let emitter = Emitter::start(
-            Arc::clone(&self.inner.store),
+            Arc::clone(&self.inner.store.runs),
             Arc::clone(&self.inner.recent),
             live,
             &run,

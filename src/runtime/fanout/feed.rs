@@ -20,7 +20,7 @@ impl Inner {
     /// missed. The task ends once every handle of this runtime is dropped;
     /// abort it to stop it sooner.
     pub(in crate::runtime) fn bridge_feed(self: &Arc<Self>) -> Option<JoinHandle<()>> {
-        let Sharing::Shared(feed) = self.store.sharing() else {
+        let Sharing::Shared(feed) = self.store.presence.sharing() else {
             return None;
         };
         let mut items = feed.subscribe();

@@ -177,7 +177,7 @@ async fn plan(
             reason: format!("after_seq {after_seq} is beyond the run's last seq {last_known}"),
         });
     }
-    let stored = inner.store.read_events(run_id, after_seq).await?;
+    let stored = inner.store.runs.read_events(run_id, after_seq).await?;
     let replay = contiguous(stored, after_seq);
     let follow = match (wanted, run.status()) {
         (Wanted::Segment { .. }, _) => Follow::UntilFinishAfter(after_seq),
@@ -286,7 +286,7 @@ impl Forwarder {
         &self,
         signals: &mut broadcast::Receiver<Signal>,
     ) -> Result<Signal, broadcast::error::RecvError> {
-        if !self.inner.store.sharing().is_shared() {
+        if !self.inner.store.presence.sharing().is_shared() {
             return signals.recv().await;
         }
         match tokio::time::timeout(QUIET_RECHECK, signals.recv()).await {
@@ -300,7 +300,7 @@ impl Forwarder {
     /// left RUNNING and SUSPENDED without a chunk, e.g. it expired).
     async fn catch_up(&self, last: &mut u64) -> Next {
         let run_id = self.live.id();
-        let stored = match self.inner.store.read_events(run_id, *last).await {
+        let stored = match self.inner.store.runs.read_events(run_id, *last).await {
             Ok(stored) => stored,
             Err(error) => {
                 tracing::warn!(%error, "subscriber could not catch up from the store");
@@ -312,7 +312,7 @@ impl Forwarder {
         if let Next::Done = self.deliver(stored.into(), last).await {
             return Next::Done;
         }
-        match self.inner.store.load_run(run_id).await {
+        match self.inner.store.runs.load_run(run_id).await {
             Ok(run) if matches!(run.status(), RunStatus::Running | RunStatus::Suspended) => Next::More,
             Ok(run) if run.last_seq() > *last => Next::More,
             Ok(_) => Next::Done,

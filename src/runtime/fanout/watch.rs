@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use crate::domain::{EventCursor, EventPosition, RunEvent, RunEventKind, Tenant, Timestamp};
 use crate::runtime::{Runtime, RuntimeError};
-use crate::store::Store;
+use crate::store::RunEventLog;
 
 /// Events read from the store at once.
 const PAGE: usize = 256;
@@ -78,11 +78,12 @@ impl Runtime {
         tenant: &Tenant,
         watch: WatchRuns,
     ) -> Result<RunEventStream, RuntimeError> {
-        let store = Arc::clone(&self.inner.store);
+        let run_events = Arc::clone(&self.inner.store.run_events);
+        let shared = self.inner.store.presence.sharing().is_shared();
         // Taken before the first read: a write after it marks it changed.
-        let mut signal = store.run_events_signal();
+        let mut signal = run_events.run_events_signal();
         signal.borrow_and_update();
-        let head = store.run_events_head().await?;
+        let head = run_events.run_events_head().await?;
         let start = match &watch.after {
             None => head,
             Some(cursor) => {
@@ -103,7 +104,8 @@ impl Runtime {
         };
         let (sender, events) = mpsc::channel(BUFFER);
         let follower = Follower {
-            store,
+            run_events,
+            shared,
             tenant: tenant.clone(),
             watch,
             position: start,
@@ -118,7 +120,11 @@ impl Runtime {
 
 /// The task behind one [`RunEventStream`]; ends when its client goes.
 struct Follower {
-    store: Arc<dyn Store>,
+    /// The one table a watcher reads.
+    run_events: Arc<dyn RunEventLog>,
+    /// Whether other servers share the store (their events come without a
+    /// signal here).
+    shared: bool,
     tenant: Tenant,
     watch: WatchRuns,
     /// The last event read (wanted or not).
@@ -129,10 +135,10 @@ struct Follower {
 
 impl Follower {
     async fn run(mut self) {
-        let shared = self.store.sharing().is_shared();
+        let shared = self.shared;
         loop {
             let page = match self
-                .store
+                .run_events
                 .read_run_events(Some(&self.tenant), self.position, PAGE)
                 .await
             {

@@ -82,6 +82,7 @@ impl Runtime {
         let staged = run.stage(chunks);
         self.inner
             .store
+            .runs
             .commit(
                 &run,
                 staged.expected_version,

@@ -23,13 +23,13 @@ impl Runtime {
     /// Whether another replica holds a live lease on `run` and the shared
     /// store's feed can reach it.
     pub(super) fn owner_may_stop(&self, run: &RunRecord) -> bool {
-        self.inner.store.sharing().is_shared() && !lease_expired(run, Timestamp::now())
+        self.inner.store.presence.sharing().is_shared() && !lease_expired(run, Timestamp::now())
     }
 
     /// Asks the holder to cancel `run` and waits (bounded) until the store
     /// shows it no longer running.
     pub(super) async fn ask_owner_to_cancel(&self, run: &RunRecord, reason: &str) {
-        let Sharing::Shared(feed) = self.inner.store.sharing() else {
+        let Sharing::Shared(feed) = self.inner.store.presence.sharing() else {
             return;
         };
         let message = FeedMessage::CancelRequested {
@@ -43,7 +43,7 @@ impl Runtime {
         let deadline = Instant::now() + OWNER_WAIT;
         while Instant::now() < deadline {
             tokio::time::sleep(POLL).await;
-            match self.inner.store.load_run(run.id).await {
+            match self.inner.store.runs.load_run(run.id).await {
                 Ok(now) if now.status() == RunStatus::Running => {}
                 Ok(_) => return,
                 Err(error) => {

@@ -41,7 +41,11 @@ impl Inner {
     pub(in crate::runtime) async fn sweep_expired(self: &Arc<Self>) -> Result<usize, RuntimeError> {
         let mut expired = 0;
         for _ in 0..MAX_BATCHES {
-            let due = self.store.due_suspensions(Timestamp::now(), SWEEP_BATCH).await?;
+            let due = self
+                .store
+                .queries
+                .due_suspensions(Timestamp::now(), SWEEP_BATCH)
+                .await?;
             let more = due.len() == SWEEP_BATCH;
             let mut failed = 0;
             for id in due {
@@ -70,7 +74,7 @@ impl Inner {
     /// met its deadline now. A conflict inside means a Resume or another
     /// replica moved the run first: what they stored stands.
     async fn wake(self: &Arc<Self>, id: RunId) -> Result<bool, RuntimeError> {
-        let mut run = self.store.load_run(id).await?;
+        let mut run = self.store.runs.load_run(id).await?;
         let suspended = run.position();
         self.expire_if_due(&mut run).await?;
         if run.status() != RunStatus::Suspended {
@@ -209,6 +213,7 @@ impl Inner {
     ) -> Result<Staged, StoreError> {
         let staged = run.stage(chunks);
         self.store
+            .runs
             .commit(run, staged.expected_version, &staged.events, kinds)
             .await?;
         Ok(staged)
@@ -224,7 +229,7 @@ impl Inner {
     ) -> Result<(), RuntimeError> {
         match error {
             StoreError::VersionConflict { .. } => {
-                *run = self.store.load_run(run.id).await?;
+                *run = self.store.runs.load_run(run.id).await?;
                 Ok(())
             }
             other => Err(other.into()),

@@ -32,7 +32,7 @@ impl Runtime {
     /// Takes over the running runs orphaned at `now`: their lease expired,
     /// or their holder is gone.
     pub(in crate::runtime) async fn take_over_orphans(&self, now: Timestamp) -> Result<usize, RuntimeError> {
-        let orphans = self.inner.store.orphaned_runs(now, BATCH).await?;
+        let orphans = self.inner.store.queries.orphaned_runs(now, BATCH).await?;
         let mut taken = 0;
         for orphan in orphans {
             match self.take_over(&orphan, now).await {
@@ -68,7 +68,7 @@ impl Runtime {
         if executing_here {
             return Ok(false);
         }
-        let mut run = self.inner.store.load_run(id).await?;
+        let mut run = self.inner.store.runs.load_run(id).await?;
         if !self.still_orphaned(&run, orphan, now) {
             return Ok(false);
         }
@@ -122,6 +122,7 @@ impl Runtime {
         match self
             .inner
             .store
+            .runs
             .commit(
                 run,
                 first.expected_version,

@@ -27,15 +27,17 @@ impl Inner {
     ) -> Result<Vec<RunId>, RuntimeError> {
         let thread = self
             .store
+            .threads
             .load_thread(tenant, thread_id)
             .await
             .map_err(thread_not_found)?;
-        let runs = self.store.thread_runs(tenant, thread_id).await?;
+        let runs = self.store.threads.thread_runs(tenant, thread_id).await?;
         let ids: Vec<RunId> = in_thread_order(runs, thread.latest_run)
             .iter()
             .map(|run| run.id)
             .collect();
         self.store
+            .threads
             .delete_thread(tenant, thread_id)
             .await
             .map_err(thread_not_found)?;
@@ -56,11 +58,11 @@ impl Inner {
         retention: Duration,
     ) -> Result<usize, RuntimeError> {
         let cutoff = Timestamp::now().before(retention);
-        let idle = self.store.idle_threads(cutoff, RETENTION_BATCH).await?;
+        let idle = self.store.threads.idle_threads(cutoff, RETENTION_BATCH).await?;
         let mut deleted = 0;
         for (tenant, thread_id) in idle {
             // Checked again just before: a run may have started since.
-            let still_idle = match self.store.load_thread(&tenant, &thread_id).await {
+            let still_idle = match self.store.threads.load_thread(&tenant, &thread_id).await {
                 Ok(thread) => {
                     thread.last_activity() < cutoff
                         && thread

@@ -91,6 +91,7 @@ impl Runtime {
             if let Some(existing) = self
                 .inner
                 .store
+                .runs
                 .find_run_by_request_id(tenant, request_id)
                 .await?
             {
@@ -137,6 +138,7 @@ impl Runtime {
                 let existing = self
                     .inner
                     .store
+                    .runs
                     .find_run_by_request_id(tenant, &request_id)
                     .await?;
                 let existing = existing.ok_or(RuntimeError::DuplicateRequest(request_id))?;

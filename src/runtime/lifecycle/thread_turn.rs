@@ -33,12 +33,12 @@ impl Runtime {
         thread: &ThreadId,
         request: &StartRun,
     ) -> Result<Turn, RuntimeError> {
-        let record = match self.inner.store.load_thread(tenant, thread).await {
+        let record = match self.inner.store.threads.load_thread(tenant, thread).await {
             Ok(record) => record,
             Err(StoreError::NotFound) => return Ok(Turn::Start(None)),
             Err(other) => return Err(other.into()),
         };
-        let latest = match self.inner.store.load_run(record.latest_run).await {
+        let latest = match self.inner.store.runs.load_run(record.latest_run).await {
             Ok(mut run) => {
                 self.inner.expire_if_due(&mut run).await?;
                 run
@@ -73,7 +73,7 @@ impl Runtime {
     /// The refusal of a start that lost the race for `thread`: names the
     /// run that won.
     pub(super) async fn thread_taken(&self, tenant: &Tenant, thread: &ThreadId) -> RuntimeError {
-        match self.inner.store.load_thread(tenant, thread).await {
+        match self.inner.store.threads.load_thread(tenant, thread).await {
             Ok(record) => RuntimeError::ThreadBusy {
                 run_id: record.latest_run,
                 status: record.latest.map_or(RunStatus::Running, |latest| latest.status),

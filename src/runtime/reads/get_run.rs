@@ -30,7 +30,7 @@ impl Inner {
         tenant: &Tenant,
         id: RunId,
     ) -> Result<RunRecord, RuntimeError> {
-        let run = self.store.load_run(id).await?;
+        let run = self.store.runs.load_run(id).await?;
         if run.tenant != *tenant {
             return Err(RuntimeError::RunNotFound);
         }

@@ -68,7 +68,7 @@ impl Runtime {
             before: request.before,
             limit: page_size + 1,
         };
-        let mut runs = self.inner.store.list_runs(&query).await?;
+        let mut runs = self.inner.store.queries.list_runs(&query).await?;
         let next = if runs.len() > page_size {
             runs.truncate(page_size);
             runs.last().map(|run| run.id)
@@ -94,7 +94,7 @@ impl Runtime {
             before: None,
             limit: 0,
         };
-        Ok(self.inner.store.count_runs(&query).await?)
+        Ok(self.inner.store.queries.count_runs(&query).await?)
     }
 }
 

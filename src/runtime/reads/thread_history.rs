@@ -62,7 +62,7 @@ impl Inner {
         let Some(previous) = link.previous else {
             return Ok(Vec::new());
         };
-        let runs = self.store.thread_runs(&run.tenant, &link.id).await?;
+        let runs = self.store.threads.thread_runs(&run.tenant, &link.id).await?;
         Ok(in_thread_order(runs, previous)
             .iter()
             .flat_map(history_of)

@@ -55,10 +55,11 @@ impl Runtime {
     ) -> Result<ThreadView, RuntimeError> {
         let store = &self.inner.store;
         let thread = store
+            .threads
             .load_thread(tenant, thread_id)
             .await
             .map_err(thread_not_found)?;
-        let runs = store.thread_runs(tenant, thread_id).await?;
+        let runs = store.threads.thread_runs(tenant, thread_id).await?;
         let mut runs = in_thread_order(runs, thread.latest_run);
         if let Some(latest) = runs.last_mut() {
             // A suspended latest run past its time to live reads as expired.
@@ -81,7 +82,7 @@ impl Runtime {
             after: request.after,
             limit: page_size + 1,
         };
-        let mut threads = self.inner.store.list_threads(&query).await?;
+        let mut threads = self.inner.store.threads.list_threads(&query).await?;
         let next = if threads.len() > page_size {
             threads.truncate(page_size);
             threads.last().map(|thread| ThreadCursor {

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::read::{query, record, Client, RECORD_COLUMNS};
 use super::{backend, to_i64};
 use crate::domain::{RunRecord, Tenant, ThreadId, ThreadQuery, ThreadRecord, Timestamp};
+use crate::store::threads::THREAD_CASCADE;
 use crate::store::StoreError;
 
 const THREAD_COLUMNS: &str = "t.tenant, t.thread_id, t.created_at, t.updated_at, t.latest_run, \
@@ -94,13 +95,7 @@ pub(super) async fn delete_thread(
     if deleted == 0 {
         return Err(StoreError::NotFound);
     }
-    for table in [
-        "event_batches",
-        "run_events",
-        "webhook_deliveries",
-        "a2a_push_configs",
-        "grants",
-    ] {
+    for table in THREAD_CASCADE {
         let sql = format!(
             "DELETE FROM {table} e USING runs r WHERE e.run_id = r.id AND r.tenant = $1 AND r.thread_id = $2"
         );

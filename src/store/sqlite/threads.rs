@@ -9,6 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::{backend, to_i64, RunRow};
 use crate::domain::{RunId, RunRecord, Tenant, ThreadId, ThreadLink, ThreadQuery, ThreadRecord, Timestamp};
 use crate::store::corrupt;
+use crate::store::threads::THREAD_CASCADE;
 use crate::store::{record, StoreError};
 
 /// A run's thread link, as the writer needs it.
@@ -84,13 +85,7 @@ pub(super) fn delete(conn: &Connection, tenant: &str, thread_id: &str) -> Result
     if deleted == 0 {
         return Err(StoreError::NotFound);
     }
-    for table in [
-        "event_batches",
-        "run_events",
-        "webhook_deliveries",
-        "a2a_push_configs",
-        "grants",
-    ] {
+    for table in THREAD_CASCADE {
         conn.prepare_cached(&format!(
             "DELETE FROM {table} WHERE run_id IN \
              (SELECT id FROM runs WHERE tenant = ?1 AND thread_id = ?2)"
@@ -265,5 +260,28 @@ mod tests {
                 "{sql} scans:\n{plan}"
             );
         }
+    }
+
+    /// A thread delete reaches every table that keeps rows of a run: each
+    /// table with a `run_id` column (but the runs themselves) is in the
+    /// one list both SQL backends delete from.
+    #[test]
+    fn the_thread_cascade_names_every_table_of_a_run() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        super::super::migrate(&mut conn).expect("migrate");
+        let mut tables = conn
+            .prepare(
+                "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c \
+                 WHERE m.type = 'table' AND c.name = 'run_id' ORDER BY m.name",
+            )
+            .expect("prepare")
+            .query_map([], |row| row.get::<_, String>(0))
+            .expect("query")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("names");
+        tables.retain(|table| table != "runs");
+        let mut cascade: Vec<String> = THREAD_CASCADE.iter().map(|table| table.to_string()).collect();
+        cascade.sort();
+        assert_eq!(tables, cascade);
     }
 }
