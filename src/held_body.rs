@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use http_body::{Frame, SizeHint};
 
 /// `body`, holding `value` until it is dropped.
-pub fn hold<T: Send + Unpin + 'static>(body: Body, value: T) -> Body {
+pub(crate) fn hold<T: Send + Unpin + 'static>(body: Body, value: T) -> Body {
     Body::new(Held { body, _value: value })
 }
 

@@ -18,9 +18,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::domain::{SpanId, TraceContext};
 
 /// The header (and gRPC metadata key) of the trace and parent span.
-pub const TRACEPARENT: &str = "traceparent";
+pub(crate) const TRACEPARENT: &str = "traceparent";
 /// The header (and gRPC metadata key) of the vendors' trace state.
-pub const TRACESTATE: &str = "tracestate";
+pub(crate) const TRACESTATE: &str = "tracestate";
 
 tokio::task_local! {
     /// The trace context of the request the current task works for.
@@ -28,19 +28,19 @@ tokio::task_local! {
 }
 
 /// Runs `work` on behalf of a request that came with `trace`.
-pub fn scope<F: Future>(trace: Option<TraceContext>, work: F) -> impl Future<Output = F::Output> {
+pub(crate) fn scope<F: Future>(trace: Option<TraceContext>, work: F) -> impl Future<Output = F::Output> {
     RECEIVED.scope(trace, work)
 }
 
 /// The trace context of the request the current task works for, as it
 /// was received.
-pub fn received() -> Option<TraceContext> {
+pub(crate) fn received() -> Option<TraceContext> {
     RECEIVED.try_with(Clone::clone).ok().flatten()
 }
 
 /// The trace context a call made now sends: see the module's comment.
 /// With `otel` and no received context, only a sampled span's.
-pub fn outgoing() -> Option<TraceContext> {
+pub(crate) fn outgoing() -> Option<TraceContext> {
     let received = received();
     #[cfg(feature = "otel")]
     if let Some(span) = otel::current_span() {
@@ -50,7 +50,7 @@ pub fn outgoing() -> Option<TraceContext> {
 }
 
 /// `trace` as the headers of a request.
-pub fn headers_of(trace: &TraceContext) -> Vec<(HeaderName, HeaderValue)> {
+pub(crate) fn headers_of(trace: &TraceContext) -> Vec<(HeaderName, HeaderValue)> {
     let mut headers = Vec::with_capacity(2);
     // Both are validated ASCII, so these conversions hold.
     if let Ok(value) = HeaderValue::from_str(&trace.traceparent()) {
@@ -64,7 +64,7 @@ pub fn headers_of(trace: &TraceContext) -> Vec<(HeaderName, HeaderValue)> {
 
 /// Adds the headers of [`outgoing`] to `headers`, replacing any of the same
 /// name (a configured header does not fork the trace).
-pub fn insert_outgoing(headers: &mut HeaderMap) {
+pub(crate) fn insert_outgoing(headers: &mut HeaderMap) {
     if let Some(trace) = outgoing() {
         for (name, value) in headers_of(&trace) {
             headers.insert(name, value);
@@ -76,7 +76,7 @@ pub fn insert_outgoing(headers: &mut HeaderMap) {
 /// context, through the `TraceContextPropagator`) and link to `linked`, the
 /// trace of an earlier request of the same run. Without `otel`, the span's
 /// `trace_id` and `linked_trace_id` fields, set by its maker, say as much.
-pub fn adopt(span: &tracing::Span, parent: Option<&TraceContext>, linked: Option<&TraceContext>) {
+pub(crate) fn adopt(span: &tracing::Span, parent: Option<&TraceContext>, linked: Option<&TraceContext>) {
     #[cfg(feature = "otel")]
     otel::adopt(span, parent, linked);
     #[cfg(not(feature = "otel"))]

@@ -5,6 +5,10 @@
 //! macros, so that the whole protocol surface is visible. The integration
 //! tests serve the same tools over streamable HTTP.
 
+// Public for the integration tests, which include this file as a module of
+// their own; the example binary only uses it inside itself.
+#![allow(unreachable_pub)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

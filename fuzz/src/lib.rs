@@ -29,7 +29,7 @@ use prost::Message as _;
 use serde_json::{json, Map, Value};
 
 /// The limits the targets run with: small, so the fuzzer reaches them.
-pub const ASK_USER_LIMITS: AskUserLimits = AskUserLimits {
+pub(super) const ASK_USER_LIMITS: AskUserLimits = AskUserLimits {
     max_question_chars: 40,
     max_options: 5,
     max_label_chars: 12,
@@ -37,7 +37,7 @@ pub const ASK_USER_LIMITS: AskUserLimits = AskUserLimits {
 };
 
 /// The longest text an error may quote back, with room for its wording.
-pub const MAX_ERROR_TEXT: usize = 2048;
+pub(super) const MAX_ERROR_TEXT: usize = 2048;
 
 /// Runs a future that never waits (tools that do no I/O) to its end.
 fn now<F: Future>(future: F) -> F::Output {
@@ -268,7 +268,7 @@ fn schema_accepts(args: &Value) -> bool {
 
 /// Target `ask_user_args`: ask_user's input checks, on their own and as
 /// the agent runs them (schema, then the tool), inside and outside a run.
-pub fn check_ask_user_args(data: &[u8]) {
+pub(super) fn check_ask_user_args(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let args = if data.first().is_some_and(|b| b % 4 == 0) {
         match serde_json::from_slice::<Value>(&data[1..]) {
@@ -383,7 +383,7 @@ fn expected_answer(question: &AskUserPayload, answer: &Answer) -> Option<String>
 
 /// Target `resume_answer`: answers of every shape to questions the
 /// ask_user tool asked, to human_review, and to calls awaiting approval.
-pub fn check_resume_answer(data: &[u8]) {
+pub(super) fn check_resume_answer(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let agent = agent();
     let which = u.int_in_range(0..=3u8).unwrap_or(0);
@@ -565,7 +565,7 @@ fn assert_status_is_bounded(error: agentd::runtime::RuntimeError) {
 
 /// Target `stream_agent_request`: decoding, limit checks and conversion
 /// of a StreamAgentRequest.
-pub fn check_stream_agent_request(data: &[u8]) {
+pub(super) fn check_stream_agent_request(data: &[u8]) {
     let Ok(request) = pb::StreamAgentRequest::decode(data) else {
         return;
     };
@@ -640,7 +640,7 @@ pub fn check_stream_agent_request(data: &[u8]) {
 
 /// Target `resume_request`: decoding and conversion of a ResumeRequest,
 /// then the answer checked against a fixed question.
-pub fn check_resume_request(data: &[u8]) {
+pub(super) fn check_resume_request(data: &[u8]) {
     let Ok(request) = pb::ResumeRequest::decode(data) else {
         return;
     };
@@ -729,10 +729,10 @@ pub fn check_resume_request(data: &[u8]) {
 }
 
 /// A named check: the target's name and the function that checks one input.
-pub type Target = (&'static str, fn(&[u8]));
+pub(super) type Target = (&'static str, fn(&[u8]));
 
 /// Every check, by target name, for replaying a corpus.
-pub const TARGETS: [Target; 4] = [
+pub(super) const TARGETS: [Target; 4] = [
     ("ask_user_args", check_ask_user_args),
     ("resume_answer", check_resume_answer),
     ("stream_agent_request", check_stream_agent_request),

@@ -22,13 +22,13 @@ use crate::door::{Refusal, Refused, ServerUrl, Surface};
 use crate::runtime::Runtime;
 
 /// The path of the default agent's card.
-pub const DEFAULT_PATH: &str = "/.well-known/agent-card.json";
+pub(crate) const DEFAULT_PATH: &str = "/.well-known/agent-card.json";
 
 /// The name of the security scheme of API keys.
 const BEARER: &str = "bearer";
 
 /// The card of `agent`, reached at `url` (`http://host:port`).
-pub fn card(agent: &Agent, url: &str, secured: bool) -> proto::AgentCard {
+pub(crate) fn card(agent: &Agent, url: &str, secured: bool) -> proto::AgentCard {
     let skills = agent
         .tool_specs()
         .map(|spec| proto::AgentSkill {
@@ -96,7 +96,7 @@ fn interfaces(agent_id: &str, url: &str) -> Vec<proto::AgentInterface> {
 
 /// `card` in the A2A JSON form (proto3 JSON, as the specification's HTTP
 /// bindings and SDKs read it).
-pub fn json(card: &proto::AgentCard) -> String {
+pub(crate) fn json(card: &proto::AgentCard) -> String {
     let bytes = card.encode_to_vec();
     match a2a_pb::protojson::AgentCard::decode(bytes.as_slice()) {
         Ok(card) => serde_json::to_string_pretty(&card).unwrap_or_default(),
@@ -115,7 +115,7 @@ struct Site {
 
 /// The routes of every agent's card, served from `runtime`: `secured`
 /// when API keys are required (the cards then name the bearer scheme).
-pub fn routes(runtime: Runtime, secured: bool) -> axum::Router {
+pub(crate) fn routes(runtime: Runtime, secured: bool) -> axum::Router {
     let site = Site { runtime, secured };
     axum::Router::new()
         .route(DEFAULT_PATH, get(default_card))

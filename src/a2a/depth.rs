@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The most levels of objects and arrays a request may nest, the request
 /// itself being the first: 3 × 32 stays under protobuf's 100.
-pub const MAX_DEPTH: usize = 32;
+pub(super) const MAX_DEPTH: usize = 32;
 
 /// One step down a JSON value.
 enum Step<'a> {
@@ -25,7 +25,7 @@ const FREE_FORM: [&str; 2] = ["metadata", "data"];
 /// The field of `request` that nests deeper than `max` levels, if one
 /// does: `message.metadata`, `message.parts[0].data`, or the path to where
 /// the limit is crossed when no free-form field is on the way.
-pub fn too_deep(request: &Value, max: usize) -> Option<String> {
+pub(super) fn too_deep(request: &Value, max: usize) -> Option<String> {
     let mut path = Vec::new();
     crosses(request, 1, max, &mut path).then(|| name(&path))
 }

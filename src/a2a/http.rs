@@ -32,9 +32,9 @@ use tonic_types::StatusExt;
 use super::{spec, A2aServiceImpl, Caller, Events, A2A_DOMAIN};
 
 /// The path of the JSON-RPC binding.
-pub const JSONRPC_PATH: &str = "/a2a/jsonrpc";
+pub(crate) const JSONRPC_PATH: &str = "/a2a/jsonrpc";
 /// The base path of the HTTP+JSON binding.
-pub const REST_PATH: &str = "/a2a/rest";
+pub(crate) const REST_PATH: &str = "/a2a/rest";
 /// The header of the protocol version a request speaks.
 const VERSION_HEADER: &str = "a2a-version";
 
@@ -45,13 +45,13 @@ struct Site {
 
 /// The route of the JSON-RPC binding, calling `service` for the callers
 /// the door lets in.
-pub fn jsonrpc_routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
+pub(crate) fn jsonrpc_routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
     let routes = axum::Router::new().route(JSONRPC_PATH, post(jsonrpc));
     with_site(routes, service, max_body)
 }
 
 /// The routes of the HTTP+JSON binding, as [`jsonrpc_routes`].
-pub fn rest_routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
+pub(crate) fn rest_routes(service: Arc<A2aServiceImpl>, max_body: usize) -> axum::Router {
     let routes = axum::Router::new().route(&format!("{REST_PATH}/{{*path}}"), any(rest));
     with_site(routes, service, max_body)
 }

@@ -35,7 +35,7 @@ fn data_of(parts: &[Part]) -> Option<Value> {
 
 /// The run a new task starts: `agent_id`'s, on the message's context (a
 /// fresh one without), keyed by its message id.
-pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeError> {
+pub(super) fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeError> {
     let prompt = text_of(&message.parts);
     if prompt.trim().is_empty() {
         return Err(invalid(
@@ -72,7 +72,11 @@ pub fn start_run(agent_id: &str, message: &Message) -> Result<StartRun, RuntimeE
 /// single-select question's option label); the call is named by
 /// `toolCallId` (in the data part or the message's metadata) when several
 /// wait.
-pub fn resume_run(run_id: RunId, message: &Message, decider: Decider) -> Result<ResumeRun, RuntimeError> {
+pub(super) fn resume_run(
+    run_id: RunId,
+    message: &Message,
+    decider: Decider,
+) -> Result<ResumeRun, RuntimeError> {
     let data = data_of(&message.parts);
     let in_metadata = message
         .metadata

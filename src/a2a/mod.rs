@@ -8,11 +8,11 @@
 //! tenant is the caller's key, as everywhere. `task.rs` maps runs to tasks,
 //! `message.rs` messages to starts and answers, `card.rs` the agent cards.
 
-pub mod card;
+pub(crate) mod card;
 mod depth;
-pub mod http;
+pub(crate) mod http;
 mod message;
-pub mod push;
+pub(crate) mod push;
 mod task;
 
 use std::pin::Pin;
@@ -27,15 +27,15 @@ use crate::door::{OpenStream, StreamGate};
 use crate::grpc::tenant_of;
 use crate::runtime::{ListRuns, ResumeRun, RunStream, Runtime, RuntimeError, StartRun};
 
-pub use a2a_pb::proto::a2a_service_server::A2aServiceServer;
+pub(crate) use a2a_pb::proto::a2a_service_server::A2aServiceServer;
 
 /// The ErrorInfo domain of the errors the A2A specification defines.
 const A2A_DOMAIN: &str = "a2a-protocol.org";
 
-pub type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
+pub(crate) type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
 
 /// The `lf.a2a.v1.A2AService` implementation.
-pub struct A2aServiceImpl {
+pub(crate) struct A2aServiceImpl {
     runtime: Runtime,
     gate: StreamGate,
     /// Push notifications may go to non-public addresses.
@@ -43,7 +43,7 @@ pub struct A2aServiceImpl {
 }
 
 impl A2aServiceImpl {
-    pub fn new(runtime: Runtime, gate: StreamGate) -> Self {
+    pub(crate) fn new(runtime: Runtime, gate: StreamGate) -> Self {
         Self {
             runtime,
             gate,
@@ -53,7 +53,7 @@ impl A2aServiceImpl {
 
     /// The same service, letting push notifications go to loopback and
     /// private addresses too.
-    pub fn with_push_allow_private(mut self, allow: bool) -> Self {
+    pub(crate) fn with_push_allow_private(mut self, allow: bool) -> Self {
         self.push_allow_private = allow;
         self
     }
@@ -196,7 +196,7 @@ impl A2aServiceImpl {
 /// the caller's name (see `grpc::caller`), and the trace the request
 /// carries.
 #[derive(Clone, Debug, Default)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub tenant: Tenant,
     pub name: String,
     pub trace: Option<TraceContext>,
@@ -222,7 +222,7 @@ impl Caller {
 /// ...) is `INVALID_PARAMS` in the A2A domain, so that SDKs raise their
 /// typed error; agentd's own reason stays in the ErrorInfo's metadata
 /// (`agentdReason`), the BadRequest violations as they were.
-pub fn spec(status: Status) -> Status {
+pub(crate) fn spec(status: Status) -> Status {
     let details = status.get_error_details();
     let info = details.error_info();
     if status.code() != Code::InvalidArgument || info.is_some_and(|info| info.domain == A2A_DOMAIN) {
@@ -243,7 +243,7 @@ pub fn spec(status: Status) -> Status {
 /// service below, JSON-RPC's and HTTP+JSON's routes in `http.rs`); their
 /// errors as [`spec`] says them.
 impl A2aServiceImpl {
-    pub async fn send_message_as(
+    pub(crate) async fn send_message_as(
         &self,
         caller: &Caller,
         request: proto::SendMessageRequest,
@@ -273,7 +273,7 @@ impl A2aServiceImpl {
         })
     }
 
-    pub async fn send_streaming_message_as(
+    pub(crate) async fn send_streaming_message_as(
         &self,
         caller: &Caller,
         request: proto::SendMessageRequest,
@@ -291,7 +291,7 @@ impl A2aServiceImpl {
         Ok(self.events(first, run, stream, open))
     }
 
-    pub async fn get_task_as(
+    pub(crate) async fn get_task_as(
         &self,
         caller: &Caller,
         request: proto::GetTaskRequest,
@@ -300,7 +300,7 @@ impl A2aServiceImpl {
         Ok(task::task(&run, request.history_length))
     }
 
-    pub async fn list_tasks_as(
+    pub(crate) async fn list_tasks_as(
         &self,
         caller: &Caller,
         request: proto::ListTasksRequest,
@@ -380,7 +380,7 @@ impl A2aServiceImpl {
         })
     }
 
-    pub async fn cancel_task_as(
+    pub(crate) async fn cancel_task_as(
         &self,
         caller: &Caller,
         request: proto::CancelTaskRequest,
@@ -399,7 +399,7 @@ impl A2aServiceImpl {
         Ok(task::task(&run, Some(0)))
     }
 
-    pub async fn subscribe_to_task_as(
+    pub(crate) async fn subscribe_to_task_as(
         &self,
         caller: &Caller,
         request: proto::SubscribeToTaskRequest,
@@ -428,7 +428,7 @@ impl A2aServiceImpl {
         Ok(self.events(first, run, stream, open))
     }
 
-    pub async fn create_push_config_as(
+    pub(crate) async fn create_push_config_as(
         &self,
         caller: &Caller,
         request: proto::TaskPushNotificationConfig,
@@ -439,7 +439,7 @@ impl A2aServiceImpl {
         Ok(push::to_proto(&config, &a2a_tenant))
     }
 
-    pub async fn get_push_config_as(
+    pub(crate) async fn get_push_config_as(
         &self,
         caller: &Caller,
         request: proto::GetTaskPushNotificationConfigRequest,
@@ -449,7 +449,7 @@ impl A2aServiceImpl {
         Ok(push::to_proto(&config, &request.tenant))
     }
 
-    pub async fn list_push_configs_as(
+    pub(crate) async fn list_push_configs_as(
         &self,
         caller: &Caller,
         request: proto::ListTaskPushNotificationConfigsRequest,
@@ -466,7 +466,7 @@ impl A2aServiceImpl {
         })
     }
 
-    pub async fn delete_push_config_as(
+    pub(crate) async fn delete_push_config_as(
         &self,
         caller: &Caller,
         request: proto::DeleteTaskPushNotificationConfigRequest,
@@ -475,7 +475,7 @@ impl A2aServiceImpl {
         push::delete(&self.runtime, &run, &request.id).await
     }
 
-    pub fn extended_agent_card_as(&self) -> Result<proto::AgentCard, Status> {
+    pub(crate) fn extended_agent_card_as(&self) -> Result<proto::AgentCard, Status> {
         Err(a2a_error(
             Code::FailedPrecondition,
             "EXTENDED_AGENT_CARD_NOT_CONFIGURED",

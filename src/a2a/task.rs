@@ -12,9 +12,9 @@ use crate::domain::{
 use crate::grpc::convert::{json_to_struct, json_to_value, timestamp};
 
 /// The id of the artifact that holds a task's answer text.
-pub const ANSWER_ARTIFACT: &str = "answer";
+pub(super) const ANSWER_ARTIFACT: &str = "answer";
 
-pub fn state_of(status: RunStatus) -> TaskState {
+pub(super) fn state_of(status: RunStatus) -> TaskState {
     match status {
         RunStatus::Running => TaskState::Working,
         RunStatus::Suspended => TaskState::InputRequired,
@@ -26,7 +26,7 @@ pub fn state_of(status: RunStatus) -> TaskState {
 }
 
 /// The run status a task state lists (ListTasks' filter).
-pub fn status_of(state: TaskState) -> Option<RunStatus> {
+pub(super) fn status_of(state: TaskState) -> Option<RunStatus> {
     match state {
         TaskState::Working => Some(RunStatus::Running),
         TaskState::InputRequired => Some(RunStatus::Suspended),
@@ -38,7 +38,7 @@ pub fn status_of(state: TaskState) -> Option<RunStatus> {
 }
 
 /// The context of a run: its thread (every run A2A starts has one).
-pub fn context_of(run: &RunRecord) -> String {
+pub(super) fn context_of(run: &RunRecord) -> String {
     run.thread
         .as_ref()
         .map(|link| link.id.to_string())
@@ -74,7 +74,7 @@ fn agent_message(run: &RunRecord, id: String, parts: Vec<Part>) -> Message {
 /// The typed question of one pending call (`askUser`, `approval`, or the
 /// tool's own payload: see [`PendingCall::question_json`]), with the
 /// call's id.
-pub fn question_data(pending: &PendingCall) -> Value {
+pub(super) fn question_data(pending: &PendingCall) -> Value {
     let mut data = pending.question_json();
     data["toolCallId"] = json!(pending.call.id);
     data
@@ -101,7 +101,7 @@ fn question_text(pending: &PendingCall) -> String {
 
 /// The status message of a task waiting on `pending`: per call its text,
 /// then its typed data.
-pub fn input_required_message(run: &RunRecord, pending: &[PendingCall]) -> Message {
+pub(super) fn input_required_message(run: &RunRecord, pending: &[PendingCall]) -> Message {
     let parts = pending
         .iter()
         .flat_map(|call| [text_part(question_text(call)), data_part(&question_data(call))])
@@ -110,7 +110,7 @@ pub fn input_required_message(run: &RunRecord, pending: &[PendingCall]) -> Messa
 }
 
 /// The task's status as `run` is now.
-pub fn status(run: &RunRecord) -> TaskStatus {
+pub(super) fn status(run: &RunRecord) -> TaskStatus {
     let message = match run.phase() {
         Phase::Suspended { pending, .. } => Some(input_required_message(run, pending)),
         Phase::Completed { final_text } if !final_text.is_empty() => Some(agent_message(
@@ -184,7 +184,7 @@ fn answer_artifact(text: &str) -> Artifact {
 }
 
 /// `run` as a task, with its last `history_length` messages.
-pub fn task(run: &RunRecord, history_length: Option<i32>) -> Task {
+pub(super) fn task(run: &RunRecord, history_length: Option<i32>) -> Task {
     let artifacts = match run.phase() {
         Phase::Completed { final_text } => vec![answer_artifact(final_text)],
         _ => Vec::new(),
@@ -202,7 +202,7 @@ pub fn task(run: &RunRecord, history_length: Option<i32>) -> Task {
 /// Turns a run's chunks into A2A stream events, as they come: answer text
 /// as appended artifact updates, a suspension as `INPUT_REQUIRED`, the end
 /// as its final state.
-pub struct Updates {
+pub(super) struct Updates {
     run: RunRecord,
     /// The calls suspended on since the last step began.
     pending: Vec<PendingCall>,
@@ -212,7 +212,7 @@ pub struct Updates {
 
 impl Updates {
     /// For the stream of `run` (as stored when the stream began).
-    pub fn new(run: RunRecord) -> Self {
+    pub(super) fn new(run: RunRecord) -> Self {
         Self {
             run,
             pending: Vec::new(),
@@ -255,7 +255,7 @@ impl Updates {
     }
 
     /// The events that say `chunk` (stored at `at`).
-    pub fn of(&mut self, chunk: &Chunk, at: Timestamp) -> Vec<proto::StreamResponse> {
+    pub(super) fn of(&mut self, chunk: &Chunk, at: Timestamp) -> Vec<proto::StreamResponse> {
         match chunk {
             Chunk::Start { .. } => vec![self.status_update(TaskState::Working, None, at)],
             Chunk::StepStart { .. } => {
@@ -316,7 +316,7 @@ impl Updates {
     }
 }
 
-pub fn stream_response(payload: proto::stream_response::Payload) -> proto::StreamResponse {
+pub(super) fn stream_response(payload: proto::stream_response::Payload) -> proto::StreamResponse {
     proto::StreamResponse {
         payload: Some(payload),
     }

@@ -38,11 +38,11 @@ fn of(runtime: &Runtime, agent_id: &str) -> Result<Json<Value>, ApiError> {
     Ok(Json(capabilities(agent)))
 }
 
-pub async fn of_default(State(runtime): State<Runtime>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn of_default(State(runtime): State<Runtime>) -> Result<Json<Value>, ApiError> {
     of(&runtime, "")
 }
 
-pub async fn of_agent(
+pub(super) async fn of_agent(
     State(runtime): State<Runtime>,
     Path(agent_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {

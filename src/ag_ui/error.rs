@@ -15,7 +15,7 @@ use crate::runtime::RuntimeError;
 
 /// A refusal, as the client reads it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
@@ -28,13 +28,13 @@ pub struct ApiError {
 /// The run a busy thread's refusal is about, and the interrupts it waits
 /// on, as `RUN_FINISHED` gave them (none while it runs).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Busy {
+pub(crate) struct Busy {
     pub run_id: String,
     pub interrupts: Option<Vec<Value>>,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self {
             status,
             code,
@@ -47,7 +47,11 @@ impl ApiError {
 
     /// A new message on a thread whose run `run_id` still runs or waits:
     /// `interrupts` are what it waits on (none while it runs).
-    pub fn thread_busy(message: impl Into<String>, run_id: String, interrupts: Option<Vec<Value>>) -> Self {
+    pub(crate) fn thread_busy(
+        message: impl Into<String>,
+        run_id: String,
+        interrupts: Option<Vec<Value>>,
+    ) -> Self {
         Self {
             busy: Some(Box::new(Busy { run_id, interrupts })),
             ..Self::new(StatusCode::CONFLICT, "thread_busy", message)
@@ -56,7 +60,7 @@ impl ApiError {
 
     /// A body that is not a valid `RunAgentInput`: `field` (empty: the
     /// body as a whole) and what is wrong with it.
-    pub fn invalid_body(field: String, reason: impl Into<String>) -> Self {
+    pub(crate) fn invalid_body(field: String, reason: impl Into<String>) -> Self {
         let reason = reason.into();
         let message = if field.is_empty() {
             reason
@@ -71,7 +75,7 @@ impl ApiError {
 
     /// A body that could not be read: over `limits.max_request_bytes`
     /// (413 `request_too_large`), or cut off (400 `invalid_body`).
-    pub fn unreadable(rejection: BytesRejection, limits: &Limits) -> Self {
+    pub(crate) fn unreadable(rejection: BytesRejection, limits: &Limits) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             let max = limits.max_request_bytes;
             return Self::new(
@@ -87,7 +91,7 @@ impl ApiError {
     }
 
     /// An answer that does not fit its interrupt.
-    pub fn invalid_answer(interrupt_id: &str, field: String, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_answer(interrupt_id: &str, field: String, message: impl Into<String>) -> Self {
         Self {
             field: Some(field),
             interrupt_id: Some(interrupt_id.to_owned()),
@@ -96,14 +100,14 @@ impl ApiError {
     }
 
     /// An interrupt that is no longer open.
-    pub fn not_open(interrupt_id: Option<&str>, message: impl Into<String>) -> Self {
+    pub(crate) fn not_open(interrupt_id: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             interrupt_id: interrupt_id.map(str::to_owned),
             ..Self::new(StatusCode::CONFLICT, "interrupt_not_open", message)
         }
     }
 
-    pub fn with_interrupt(mut self, interrupt_id: &str) -> Self {
+    pub(crate) fn with_interrupt(mut self, interrupt_id: &str) -> Self {
         self.interrupt_id.get_or_insert_with(|| interrupt_id.to_owned());
         self
     }
@@ -112,7 +116,7 @@ impl ApiError {
 /// Where in a resume entry's payload `error` (named as agentd.v1 names
 /// it: `text`, `selections.labels`, `approval.edited_args`,
 /// `elicitation.content.email`) lies: `resume[i].payload...`.
-pub fn payload_field(entry: usize, error: &AnswerError) -> String {
+pub(super) fn payload_field(entry: usize, error: &AnswerError) -> String {
     let field = error
         .violations
         .first()
@@ -127,7 +131,7 @@ pub fn payload_field(entry: usize, error: &AnswerError) -> String {
 }
 
 /// What a refused answer says, with the labels that would do.
-pub fn answer_message(error: &AnswerError) -> String {
+pub(super) fn answer_message(error: &AnswerError) -> String {
     let mut message = error.reason.clone();
     for (field, violation) in &error.violations {
         message.push_str(&format!("; {field}: {violation}"));

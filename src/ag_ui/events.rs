@@ -16,7 +16,7 @@ use crate::domain::{Chunk, Event, FinishReason, PendingCall, RunFailure, RunId, 
 
 /// How a stream ended, when it ended suspended: the calls it waits on.
 #[derive(Debug)]
-pub struct Suspension {
+pub(super) struct Suspension {
     pub pending: Vec<PendingCall>,
     /// The latest `expires_at` of a suspended call in this stream.
     pub expires_at: Option<Timestamp>,
@@ -25,7 +25,7 @@ pub struct Suspension {
 
 /// How a run (or its replay) ended, before it is shaped for a generation.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// Completed, with the final text.
     Success(Option<String>),
     /// Waiting on these frontend tool calls and nothing else.
@@ -63,7 +63,7 @@ impl Outcome {
 }
 
 /// Turns one stream's chunks into events.
-pub struct Events {
+pub(super) struct Events {
     thread_id: String,
     run_id: RunId,
     generation: Generation,
@@ -93,7 +93,7 @@ fn step_name(step: u32) -> String {
 }
 
 impl Events {
-    pub fn new(thread_id: String, run_id: RunId, generation: Generation) -> Self {
+    pub(super) fn new(thread_id: String, run_id: RunId, generation: Generation) -> Self {
         Self {
             thread_id,
             run_id,
@@ -111,20 +111,20 @@ impl Events {
 
     /// A stream that resumes a run suspended in step `step`: what comes
     /// before its next step (the answered calls' results) is in `step`.
-    pub fn resuming(mut self, step: u32) -> Self {
+    pub(super) fn resuming(mut self, step: u32) -> Self {
         self.resumes = (step > 0).then_some(step);
         self
     }
 
-    pub fn thread_id(&self) -> &str {
+    pub(super) fn thread_id(&self) -> &str {
         &self.thread_id
     }
 
-    pub fn run_id(&self) -> RunId {
+    pub(super) fn run_id(&self) -> RunId {
         self.run_id
     }
 
-    pub fn event(kind: &str, at: Timestamp, mut fields: Value) -> Value {
+    pub(super) fn event(kind: &str, at: Timestamp, mut fields: Value) -> Value {
         fields["type"] = json!(kind);
         fields["timestamp"] = json!(millis(at));
         fields
@@ -168,7 +168,7 @@ impl Events {
 
     /// `RUN_FINISHED` with `outcome`, shaped for the client's generation,
     /// and the tokens `usage`.
-    pub fn run_finished(&self, at: Timestamp, outcome: Outcome, usage: Usage) -> Value {
+    pub(super) fn run_finished(&self, at: Timestamp, outcome: Outcome, usage: Usage) -> Value {
         let (outcome, result, agentd) = outcome.shape(self.generation);
         let mut event = Self::event(
             "RUN_FINISHED",
@@ -195,7 +195,7 @@ impl Events {
 
     /// The events of `event`; a suspension that ends the stream is handed
     /// back for the caller to finish with [`Events::run_finished`].
-    pub fn of(&mut self, event: &Event) -> (Vec<Value>, Option<Suspension>) {
+    pub(super) fn of(&mut self, event: &Event) -> (Vec<Value>, Option<Suspension>) {
         let at = event.time;
         let mut out = Vec::new();
         match &event.chunk {
@@ -359,7 +359,7 @@ impl Events {
 
 /// The message id of a call's result in run `run_id`: the same in the
 /// stream and in a replay's snapshot.
-pub fn result_message_id(run_id: RunId, tool_call_id: &str) -> String {
+pub(super) fn result_message_id(run_id: RunId, tool_call_id: &str) -> String {
     format!("{run_id}-result-{tool_call_id}")
 }
 

@@ -13,7 +13,7 @@ use crate::domain::{any_object, Message, ThreadId, ToolDefinition};
 
 /// A message of the client's history, as far as agentd reads it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ClientMessage {
+pub(super) enum ClientMessage {
     User(String),
     System(String),
     Assistant(String),
@@ -29,14 +29,14 @@ pub enum ClientMessage {
 
 /// What a resume entry says of its interrupt.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ResumeStatus {
+pub(super) enum ResumeStatus {
     Resolved(Option<Value>),
     Cancelled,
 }
 
 /// One entry of `resume`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ResumeEntry {
+pub(super) struct ResumeEntry {
     pub interrupt_id: String,
     pub status: ResumeStatus,
 }
@@ -44,7 +44,7 @@ pub struct ResumeEntry {
 /// The generation of AG-UI a client speaks, which decides the shapes of
 /// what it is sent: `RUN_FINISHED`'s outcomes differ between them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Generation {
+pub(super) enum Generation {
     /// The 0.0.x clients (`@ag-ui/client` 0.0.59, which CopilotKit pins):
     /// they send no `protocolVersion`, and their schema knows the outcomes
     /// `success` (with nothing else in it) and `interrupt` only.
@@ -58,7 +58,7 @@ impl Generation {
     /// The generation of a request whose `protocolVersion` is `version`:
     /// absent or `0.x` is the 0.0.x generation; anything else names 1.0
     /// or a later one, which speaks 1.0's shapes.
-    pub fn of(version: Option<&str>) -> Self {
+    pub(super) fn of(version: Option<&str>) -> Self {
         let major = version.map(|version| version.trim().split('.').next().unwrap_or_default());
         match major {
             None | Some("0") => Self::Legacy,
@@ -69,7 +69,7 @@ impl Generation {
 
 /// A `RunAgentInput`, read.
 #[derive(Clone, Debug)]
-pub struct RunInput {
+pub(super) struct RunInput {
     pub generation: Generation,
     pub thread_id: ThreadId,
     /// The client's run id: reported back nowhere (agentd's run id is).
@@ -189,7 +189,7 @@ fn resume_entry(value: &Value, index: usize) -> Result<ResumeEntry, ApiError> {
 }
 
 /// Reads `body`, or says which field is wrong.
-pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
+pub(super) fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| ApiError::invalid_body(String::new(), format!("not JSON: {error}")))?;
     let input = object(&value, "")
@@ -243,7 +243,7 @@ pub fn parse(body: &[u8]) -> Result<RunInput, ApiError> {
 /// of frontend tools) is new. A new thread takes the whole list, the
 /// assistant's earlier text included (its tool calls and their results,
 /// which agentd never saw, are left out).
-pub fn new_input(messages: &[ClientMessage], thread_exists: bool) -> &[ClientMessage] {
+pub(super) fn new_input(messages: &[ClientMessage], thread_exists: bool) -> &[ClientMessage] {
     if !thread_exists {
         return messages;
     }
@@ -255,7 +255,7 @@ pub fn new_input(messages: &[ClientMessage], thread_exists: bool) -> &[ClientMes
 }
 
 /// The messages a run starts from.
-pub fn turns(messages: &[ClientMessage]) -> Vec<Message> {
+pub(super) fn turns(messages: &[ClientMessage]) -> Vec<Message> {
     messages
         .iter()
         .filter_map(|message| match message {

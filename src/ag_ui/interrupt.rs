@@ -14,7 +14,7 @@ use crate::domain::{
 };
 
 /// Why a call waits, as an interrupt's `reason`.
-pub fn reason(pending: &PendingCall) -> &'static str {
+pub(super) fn reason(pending: &PendingCall) -> &'static str {
     match &pending.waiting {
         Waiting::Approval => "tool_approval",
         Waiting::Suspended { payload } => match payload {
@@ -27,7 +27,7 @@ pub fn reason(pending: &PendingCall) -> &'static str {
 }
 
 /// Whether `pending` waits on a tool the client runs (a frontend tool).
-pub fn is_client_tool(pending: &PendingCall) -> bool {
+pub(super) fn is_client_tool(pending: &PendingCall) -> bool {
     matches!(
         pending.waiting,
         Waiting::Suspended {
@@ -68,7 +68,7 @@ fn options(ask: &AskUserPayload) -> Vec<Value> {
 }
 
 /// The JSON Schema of the answer `pending` takes.
-pub fn response_schema(pending: &PendingCall, agent: Option<&Agent>) -> Value {
+pub(super) fn response_schema(pending: &PendingCall, agent: Option<&Agent>) -> Value {
     let spec = |name: &str| agent.and_then(|agent| agent.tool_specs().find(|spec| spec.name == name));
     match &pending.waiting {
         Waiting::Approval => {
@@ -127,14 +127,18 @@ pub fn response_schema(pending: &PendingCall, agent: Option<&Agent>) -> Value {
 }
 
 /// ISO 8601, to the millisecond, in UTC.
-pub fn iso8601(at: Timestamp) -> String {
+pub(super) fn iso8601(at: Timestamp) -> String {
     let micros = u64::try_from(at.0).unwrap_or_default();
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_micros(micros);
     humantime::format_rfc3339_millis(time).to_string()
 }
 
 /// `pending` as an interrupt, waiting until `expires_at`.
-pub fn interrupt(pending: &PendingCall, agent: Option<&Agent>, expires_at: Option<Timestamp>) -> Value {
+pub(super) fn interrupt(
+    pending: &PendingCall,
+    agent: Option<&Agent>,
+    expires_at: Option<Timestamp>,
+) -> Value {
     let mut interrupt = json!({
         "id": pending.call.id,
         "reason": reason(pending),
@@ -153,7 +157,7 @@ pub fn interrupt(pending: &PendingCall, agent: Option<&Agent>, expires_at: Optio
 /// approval what it asks to remember; the entry is `resume[entry]`. The
 /// payload's shape is checked here; whether it fits the question, by
 /// Resume.
-pub fn answer(
+pub(super) fn answer(
     pending: &PendingCall,
     entry: usize,
     payload: Option<&Value>,
@@ -241,7 +245,7 @@ pub fn answer(
 
 /// What `cancelled` means for `pending`: an approval is declined; any
 /// other question has no answer, and the run is cancelled (`None`).
-pub fn cancelled(pending: &PendingCall) -> Option<Answer> {
+pub(super) fn cancelled(pending: &PendingCall) -> Option<Answer> {
     matches!(pending.waiting, Waiting::Approval).then(|| Answer::Approval {
         approved: false,
         reason: "cancelled".to_owned(),
@@ -250,7 +254,7 @@ pub fn cancelled(pending: &PendingCall) -> Option<Answer> {
 }
 
 /// A frontend tool's result, from the client's `tool` message.
-pub fn tool_result(content: &str, is_error: bool) -> Answer {
+pub(super) fn tool_result(content: &str, is_error: bool) -> Answer {
     if is_error {
         return Answer::Data(json!({"is_error": true, "content": content}));
     }

@@ -27,14 +27,14 @@ use axum::routing::{get, post};
 use crate::door::StreamGate;
 use crate::runtime::Runtime;
 
-pub use error::ApiError;
+pub(crate) use error::ApiError;
 
 /// The path of the default agent's endpoint.
-pub const PATH: &str = "/ag-ui";
+pub(crate) const PATH: &str = "/ag-ui";
 
 /// The `/ag-ui` routes, serving `runtime`'s agents to the callers the
 /// door lets in, each run's stream behind `gate`.
-pub fn routes(runtime: Runtime, gate: StreamGate) -> axum::Router {
+pub(crate) fn routes(runtime: Runtime, gate: StreamGate) -> axum::Router {
     let max_body = runtime.limits().max_request_bytes;
     axum::Router::new()
         .route(PATH, post(run::run_default))

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::grpc::convert::{json_to_struct, json_to_value};
 
 /// The media type, exactly as the official client matches it.
-pub const MEDIA_TYPE: &str = "application/vnd.ag-ui.event+proto";
+pub(super) const MEDIA_TYPE: &str = "application/vnd.ag-ui.event+proto";
 
 #[derive(Clone, PartialEq, Message)]
 struct BaseEvent {
@@ -281,7 +281,7 @@ fn fields(base: BaseEvent, kind: &str, event: &Value) -> Fields {
 }
 
 /// `event` (one of `events.rs`'s) as a length-prefixed `Event` message.
-pub fn encode(event: &Value) -> Bytes {
+pub(super) fn encode(event: &Value) -> Bytes {
     let kind = event["type"].as_str().unwrap_or_default();
     let Some((number, arm)) = numbers(kind) else {
         return Bytes::new();

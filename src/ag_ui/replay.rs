@@ -26,7 +26,7 @@ fn tool_call(call: &crate::domain::ToolCall) -> Value {
 /// The thread's conversation, run by run, as AG-UI messages. A message's
 /// id is its run's and its place in the run (a tool result's is the one
 /// its `TOOL_CALL_RESULT` had), so two replays name it alike.
-pub fn messages(runs: &[RunRecord]) -> Vec<Value> {
+pub(super) fn messages(runs: &[RunRecord]) -> Vec<Value> {
     let mut out = Vec::new();
     for run in runs {
         for (index, message) in run.state.messages.iter().enumerate() {
@@ -69,7 +69,7 @@ pub fn messages(runs: &[RunRecord]) -> Vec<Value> {
 
 /// The replay of a thread whose runs are `runs` (the latest last), with
 /// `events` made for the latest; none while the latest is running.
-pub fn events(runtime: &Runtime, events: &Events, runs: &[RunRecord]) -> Option<Vec<Value>> {
+pub(super) fn events(runtime: &Runtime, events: &Events, runs: &[RunRecord]) -> Option<Vec<Value>> {
     let at = Timestamp::now();
     let latest = runs.last()?;
     let started = Events::event(

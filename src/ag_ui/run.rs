@@ -24,7 +24,7 @@ use crate::door::CallerName;
 use crate::door::StreamGate;
 use crate::runtime::{CallAnswer, ResumeRun, Runtime, RuntimeError, StartRun};
 
-pub async fn run_default(
+pub(super) async fn run_default(
     State(runtime): State<Runtime>,
     Extension(gate): Extension<StreamGate>,
     Extension(tenant): Extension<Tenant>,
@@ -37,7 +37,7 @@ pub async fn run_default(
     run(runtime, &gate, (tenant, decider), String::new(), &headers, &body).await
 }
 
-pub async fn run_agent(
+pub(super) async fn run_agent(
     State(runtime): State<Runtime>,
     Extension(gate): Extension<StreamGate>,
     Extension(tenant): Extension<Tenant>,

@@ -30,14 +30,14 @@ use crate::runtime::{RunStream, Runtime};
 /// How events are written: as server-sent events (JSON), or in the
 /// protobuf encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Encoding {
+pub(super) enum Encoding {
     EventStream,
     Protobuf,
 }
 
 impl Encoding {
     /// The encoding `accept` (an `Accept` header) asks for.
-    pub fn of(accept: Option<&str>) -> Self {
+    pub(super) fn of(accept: Option<&str>) -> Self {
         match accept {
             Some(accept) if accept.contains(proto::MEDIA_TYPE) => Self::Protobuf,
             _ => Self::EventStream,
@@ -73,7 +73,7 @@ fn event_stream(encoding: Encoding, body: Body) -> Response {
 /// What a run waiting on `pending` (until `expires_at`) waits on, as a
 /// `RUN_FINISHED` outcome: the frontend tool calls when it waits on
 /// nothing else, otherwise an interrupt per call.
-pub fn waiting_outcome(
+pub(super) fn waiting_outcome(
     pending: &[PendingCall],
     agent: Option<&Agent>,
     expires_at: Option<Timestamp>,
@@ -112,7 +112,7 @@ async fn suspended(events: &Events, runtime: &Runtime, tenant: &Tenant, suspensi
 }
 
 /// The events of `stream`, a run's, made by `events`.
-pub fn response(
+pub(super) fn response(
     runtime: Runtime,
     tenant: Tenant,
     events: Events,
@@ -138,7 +138,7 @@ pub fn response(
 }
 
 /// A response of `events`, all known at once.
-pub fn complete(events: &[Value], encoding: Encoding) -> Response {
+pub(super) fn complete(events: &[Value], encoding: Encoding) -> Response {
     let body: Vec<Bytes> = events.iter().map(|event| encoding.encode(event)).collect();
     event_stream(encoding, Body::from(body.concat()))
 }
@@ -146,7 +146,12 @@ pub fn complete(events: &[Value], encoding: Encoding) -> Response {
 /// `response`'s body, admitted as `open`: counted among the open streams
 /// until it ends, and ended with a `RUN_ERROR` (code `SERVER_SHUTDOWN`)
 /// when the gate closes at the end of the drain period.
-pub fn guarded(gate: &StreamGate, open: OpenStream, encoding: Encoding, response: Response) -> Response {
+pub(super) fn guarded(
+    gate: &StreamGate,
+    open: OpenStream,
+    encoding: Encoding,
+    response: Response,
+) -> Response {
     let (parts, body) = response.into_parts();
     let frames = body
         .into_data_stream()
@@ -175,7 +180,7 @@ fn run_error(status: &Status) -> Value {
 
 /// The events of a run that a `cancelled` resume entry cancelled, made by
 /// `events`.
-pub fn cancelled(events: &Events, run: &RunRecord, encoding: Encoding) -> Response {
+pub(super) fn cancelled(events: &Events, run: &RunRecord, encoding: Encoding) -> Response {
     let at = Timestamp::now();
     let started = Events::event(
         "RUN_STARTED",

@@ -105,7 +105,7 @@ impl ApprovalRule {
 
 /// Decides a call by the first rule that holds; rules that fail are
 /// logged and skipped. `None`: no rule decides.
-pub fn decide<'r>(
+pub(super) fn decide<'r>(
     rules: &'r [ApprovalRule],
     agent: &str,
     tool: &str,

@@ -10,7 +10,7 @@ use crate::domain::ToolDefinition;
 use crate::tools::{ClientTool, RegisteredTool};
 
 /// Most tools one run may declare.
-pub const MAX_RUN_TOOLS: usize = 128;
+pub(super) const MAX_RUN_TOOLS: usize = 128;
 
 /// A run tool that cannot be used: the request field at fault
 /// (`tools[2].name`) and why.

@@ -23,14 +23,14 @@ pub struct HistoryWindow {
 }
 
 /// A message's approximate token count.
-pub fn approx_tokens(message: &Message) -> usize {
+pub(super) fn approx_tokens(message: &Message) -> usize {
     message.text_len().div_ceil(4)
 }
 
 /// The conversation the model sees: the run's leading system messages, then
 /// `earlier` (the history of the run's thread), then the rest of the run's
 /// messages.
-pub fn compose<'a>(current: &'a [Message], earlier: &[Message]) -> Cow<'a, [Message]> {
+pub(crate) fn compose<'a>(current: &'a [Message], earlier: &[Message]) -> Cow<'a, [Message]> {
     if earlier.is_empty() {
         return Cow::Borrowed(current);
     }

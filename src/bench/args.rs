@@ -10,13 +10,13 @@ use clap::{Args, Subcommand, ValueEnum};
 /// `agentd bench SCENARIO`; its help text is the doc of the `Bench` command
 /// in `main.rs`.
 #[derive(Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     #[command(subcommand)]
     pub scenario: Scenario,
 }
 
 #[derive(Subcommand)]
-pub enum Scenario {
+pub(crate) enum Scenario {
     /// StreamAgent -> tool_call_suspended -> Resume -> finish{STOP}, by N
     /// concurrent clients; then the same against the ceiling service, and
     /// the ratio of the two.
@@ -36,7 +36,7 @@ pub enum Scenario {
 
 /// Where the measured agentd is, and how to print the report.
 #[derive(Args, Clone, Debug)]
-pub struct TargetArgs {
+pub(crate) struct TargetArgs {
     /// Measure the agentd serving at ADDR instead of starting one.
     #[arg(long, value_name = "ADDR")]
     pub target: Option<SocketAddr>,
@@ -47,7 +47,7 @@ pub struct TargetArgs {
 
 /// How hard and how long to drive the cycle.
 #[derive(Args, Clone, Debug)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Cycles in flight; a list (`-c 1,16,64,256`) runs each in turn.
     #[arg(short = 'c', long, value_delimiter = ',', default_value = "64")]
     pub concurrency: Vec<usize>,
@@ -65,7 +65,7 @@ pub struct LoadArgs {
 
 /// How the ceiling service stores its one write per RPC.
 #[derive(Args, Clone, Debug)]
-pub struct CeilingOptions {
+pub(crate) struct CeilingOptions {
     /// SQLite `synchronous` of the ceiling service (agentd's store uses FULL).
     #[arg(long, value_enum, default_value_t = SyncMode::Full)]
     pub ceiling_sync: SyncMode,
@@ -76,13 +76,13 @@ pub struct CeilingOptions {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SyncMode {
+pub(crate) enum SyncMode {
     Normal,
     Full,
 }
 
 impl SyncMode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Normal => "normal",
             Self::Full => "full",
@@ -91,7 +91,7 @@ impl SyncMode {
 }
 
 #[derive(Args, Clone, Debug)]
-pub struct CycleArgs {
+pub(crate) struct CycleArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -116,7 +116,7 @@ pub struct CycleArgs {
 }
 
 #[derive(Args, Clone, Debug)]
-pub struct CeilingArgs {
+pub(crate) struct CeilingArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -127,7 +127,7 @@ pub struct CeilingArgs {
 }
 
 #[derive(Args, Clone, Debug)]
-pub struct StreamArgs {
+pub(crate) struct StreamArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Text deltas the run streams.
@@ -136,7 +136,7 @@ pub struct StreamArgs {
 }
 
 #[derive(Args, Clone, Debug)]
-pub struct CapacityArgs {
+pub(crate) struct CapacityArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Suspended runs to create (10000, 100000 or 1000000 to see how the
@@ -152,7 +152,7 @@ pub struct CapacityArgs {
 }
 
 #[derive(Args, Clone, Debug)]
-pub struct CeilingServerArgs {
+pub(crate) struct CeilingServerArgs {
     #[arg(long)]
     pub listen: SocketAddr,
     #[arg(long)]

@@ -21,7 +21,7 @@ use super::stats::{rate, Errors, Latency, LatencySummary};
 const RESTART_LIMIT: Duration = Duration::from_secs(60);
 
 /// `agentd bench capacity`.
-pub async fn run(args: CapacityArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: CapacityArgs) -> anyhow::Result<()> {
     let (addr, mut spawned) = match args.target.target {
         Some(addr) => (addr, None),
         None => {

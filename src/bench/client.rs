@@ -13,14 +13,14 @@ use tonic::transport::{Channel, Endpoint};
 
 /// The prompt of a cycle: the scripted model asks a single-select question
 /// (a plan: Basic, Pro or Enterprise).
-pub const CYCLE_PROMPT: &str = "Help me pick a plan";
+pub(super) const CYCLE_PROMPT: &str = "Help me pick a plan";
 /// The answer every cycle gives.
-pub const CYCLE_ANSWER: &str = "Pro";
+pub(super) const CYCLE_ANSWER: &str = "Pro";
 
-pub type Client = AgentServiceClient<Channel>;
+pub(super) type Client = AgentServiceClient<Channel>;
 
 /// `count` HTTP/2 connections to `addr`.
-pub async fn connect(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<Client>> {
+pub(super) async fn connect(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<Client>> {
     let endpoint = Endpoint::from_shared(format!("http://{addr}"))?
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(10));
@@ -37,13 +37,13 @@ pub async fn connect(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<Clien
 
 /// Why a leg or a cycle failed: a short kind to count by, and the detail.
 #[derive(Debug)]
-pub struct Failure {
+pub(super) struct Failure {
     pub kind: String,
     pub detail: String,
 }
 
 impl Failure {
-    pub fn status(status: &tonic::Status) -> Self {
+    pub(super) fn status(status: &tonic::Status) -> Self {
         Self {
             kind: format!("status {:?}", status.code()),
             detail: status.message().to_owned(),
@@ -60,14 +60,14 @@ impl Failure {
 
 /// A run suspended on ask_user.
 #[derive(Clone, Debug)]
-pub struct Suspended {
+pub(super) struct Suspended {
     pub run_id: String,
     pub tool_call_id: String,
 }
 
 /// Times of one cycle.
 #[derive(Clone, Copy, Debug)]
-pub struct CycleTimes {
+pub(super) struct CycleTimes {
     /// StreamAgent sent -> finish{SUSPENDED} received.
     pub start: Duration,
     /// Resume sent -> finish{STOP} received.
@@ -125,7 +125,7 @@ async fn read_leg(
 }
 
 /// Starts a run with the cycle prompt and reads it to its suspension.
-pub async fn start_suspended(client: &mut Client) -> Result<Suspended, Failure> {
+pub(super) async fn start_suspended(client: &mut Client) -> Result<Suspended, Failure> {
     let request = pb::StreamAgentRequest {
         prompt: CYCLE_PROMPT.to_owned(),
         ..Default::default()
@@ -149,7 +149,7 @@ pub async fn start_suspended(client: &mut Client) -> Result<Suspended, Failure> 
 }
 
 /// Answers a suspended run and reads it to finish{STOP}.
-pub async fn resume_to_stop(client: &mut Client, run: &Suspended) -> Result<(), Failure> {
+pub(super) async fn resume_to_stop(client: &mut Client, run: &Suspended) -> Result<(), Failure> {
     let request = pb::ResumeRequest {
         run_id: run.run_id.clone(),
         tool_call_id: run.tool_call_id.clone(),
@@ -165,7 +165,7 @@ pub async fn resume_to_stop(client: &mut Client, run: &Suspended) -> Result<(), 
 }
 
 /// One whole cycle, timed leg by leg.
-pub async fn cycle(client: &mut Client) -> Result<CycleTimes, Failure> {
+pub(super) async fn cycle(client: &mut Client) -> Result<CycleTimes, Failure> {
     let began = Instant::now();
     let run = start_suspended(client).await?;
     let suspended = Instant::now();

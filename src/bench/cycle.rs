@@ -104,7 +104,7 @@ fn report_of(agentd: String, store: String, ceiling: Option<CeilingConfig>, load
 }
 
 /// `agentd bench cycle`.
-pub async fn run(args: CycleArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: CycleArgs) -> anyhow::Result<()> {
     let report = match &args.store {
         None => measure(&args, None).await?,
         Some(url) => {
@@ -338,7 +338,7 @@ async fn count(args: &CycleArgs, postgres: &OnPostgres<'_>, report: &mut CycleRe
 }
 
 /// `agentd bench ceiling`: the ceiling service alone.
-pub async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
+pub(super) async fn run_ceiling_only(args: CeilingArgs) -> anyhow::Result<()> {
     let ceiling = Server::ceiling(&args.ceiling, None).await?;
     let mut report = report_of(
         "none".to_owned(),

@@ -16,7 +16,7 @@ use super::stats::{rate, Errors, Latency, LatencySummary};
 
 /// What one load level measured.
 #[derive(Clone, Debug, Serialize)]
-pub struct LoadResult {
+pub(super) struct LoadResult {
     pub concurrency: usize,
     pub connections: usize,
     /// Cycles begun after the warm-up and completed.
@@ -54,14 +54,14 @@ impl Tally {
 }
 
 /// HTTP/2 connections for `concurrency` clients, `per_connection` each.
-pub fn connections(concurrency: usize, per_connection: u64) -> usize {
+pub(super) fn connections(concurrency: usize, per_connection: u64) -> usize {
     let per = usize::try_from(per_connection).unwrap_or(usize::MAX).max(1);
     concurrency.div_ceil(per).max(1)
 }
 
 /// What a [`Meter`] reads about the server under load: totals so far.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Reading {
+pub(super) struct Reading {
     /// CPU seconds of the server process.
     pub server_cpu: Option<f64>,
     /// CPU seconds of the PostgreSQL backends serving it.
@@ -101,12 +101,12 @@ impl Reading {
 
 /// Reads totals about the server under load, at the start and the end of
 /// the measured period.
-pub trait Meter: Sync {
+pub(super) trait Meter: Sync {
     fn read(&self) -> impl std::future::Future<Output = anyhow::Result<Reading>> + Send;
 }
 
 /// No reading at all.
-pub struct Unmetered;
+pub(super) struct Unmetered;
 
 impl Meter for Unmetered {
     async fn read(&self) -> anyhow::Result<Reading> {
@@ -116,7 +116,7 @@ impl Meter for Unmetered {
 
 /// What a [`Meter`] read over the measured period, per cycle.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct PerCycle {
+pub(super) struct PerCycle {
     pub server_cpu_ms: Option<f64>,
     pub postgres_cpu_ms: Option<f64>,
     pub statements: Option<f64>,
@@ -137,7 +137,7 @@ impl PerCycle {
     }
 
     /// These figures, with those `other` has where these have none.
-    pub fn or(self, other: Self) -> Self {
+    pub(super) fn or(self, other: Self) -> Self {
         Self {
             server_cpu_ms: self.server_cpu_ms.or(other.server_cpu_ms),
             postgres_cpu_ms: self.postgres_cpu_ms.or(other.postgres_cpu_ms),
@@ -148,7 +148,7 @@ impl PerCycle {
 }
 
 /// Runs cycles against `addr` with `concurrency` in flight.
-pub async fn drive(
+pub(super) async fn drive(
     label: &str,
     addr: SocketAddr,
     concurrency: usize,
@@ -158,7 +158,7 @@ pub async fn drive(
 }
 
 /// [`drive`], with what `meter` read over the measured period, per cycle.
-pub async fn drive_metered(
+pub(super) async fn drive_metered(
     label: &str,
     addr: SocketAddr,
     concurrency: usize,
@@ -170,7 +170,7 @@ pub async fn drive_metered(
 }
 
 /// What one measured period, or several added together, saw at one level.
-pub struct Measured {
+pub(super) struct Measured {
     concurrency: usize,
     connections: usize,
     tally: Tally,
@@ -184,18 +184,18 @@ pub struct Measured {
 
 impl Measured {
     /// The periods of `self` and `other` (at the same level) as one.
-    pub fn add(&mut self, other: Measured) {
+    pub(super) fn add(&mut self, other: Measured) {
         self.tally.add(other.tally);
         self.elapsed += other.elapsed;
         self.duration += other.duration;
         self.used = self.used.plus(other.used);
     }
 
-    pub fn cycles_per_sec(&self) -> f64 {
+    pub(super) fn cycles_per_sec(&self) -> f64 {
         rate(self.tally.cycle.count(), self.elapsed)
     }
 
-    pub fn result(&self) -> LoadResult {
+    pub(super) fn result(&self) -> LoadResult {
         let cycles = self.tally.cycle.count();
         LoadResult {
             concurrency: self.concurrency,
@@ -213,7 +213,7 @@ impl Measured {
     /// What the meter read, per cycle: the readings span the measured
     /// time as asked for, so they are divided by the cycles done at the
     /// measured rate in that time.
-    pub fn per_cycle(&self) -> PerCycle {
+    pub(super) fn per_cycle(&self) -> PerCycle {
         PerCycle::of(self.used, self.cycles_per_sec() * self.duration.as_secs_f64())
     }
 }
@@ -221,7 +221,7 @@ impl Measured {
 /// Runs cycles against `addr` with `concurrency` in flight for a warm-up
 /// and a measured period, reading `meter` at the start and the end of the
 /// measured one.
-pub async fn measure(
+pub(super) async fn measure(
     label: &str,
     addr: SocketAddr,
     concurrency: usize,

@@ -18,12 +18,12 @@ mod report;
 mod stats;
 mod stream;
 
-pub use args::BenchArgs;
+pub(crate) use args::BenchArgs;
 
 use args::Scenario;
 
 /// Runs the scenario `args` names and prints its report.
-pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.scenario {
         Scenario::Cycle(args) => cycle::run(args).await,
         Scenario::Ceiling(args) => cycle::run_ceiling_only(args).await,

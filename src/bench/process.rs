@@ -16,12 +16,12 @@ use tokio::process::{Child, ChildStderr, Command};
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A fresh folder under the system temp folder, removed when dropped.
-pub struct ScratchDir {
+pub(super) struct ScratchDir {
     path: PathBuf,
 }
 
 impl ScratchDir {
-    pub fn new(label: &str) -> anyhow::Result<Self> {
+    pub(super) fn new(label: &str) -> anyhow::Result<Self> {
         let path = std::env::temp_dir().join(format!(
             "agentd-bench-{label}-{}-{}",
             std::process::id(),
@@ -31,13 +31,13 @@ impl ScratchDir {
         Ok(Self { path })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Bytes in the folder's files (the SQLite database and its WAL), as
     /// they are: nothing is checkpointed first.
-    pub fn file_bytes(&self) -> anyhow::Result<Vec<(String, u64)>> {
+    pub(super) fn file_bytes(&self) -> anyhow::Result<Vec<(String, u64)>> {
         let mut files = Vec::new();
         for entry in
             std::fs::read_dir(&self.path).with_context(|| format!("reading {}", self.path.display()))?
@@ -60,7 +60,7 @@ impl Drop for ScratchDir {
 }
 
 /// A server process the bench started; killed when dropped.
-pub struct ServerProcess {
+pub(super) struct ServerProcess {
     child: Child,
     pub addr: SocketAddr,
     pub pid: u32,
@@ -70,7 +70,7 @@ impl ServerProcess {
     /// Starts agentd serving on an ephemeral loopback port with its store
     /// in `data_dir`.
     /// in `data_dir`, or in the store `store` names.
-    pub async fn agentd(data_dir: &Path, store: Option<&str>) -> anyhow::Result<Self> {
+    pub(super) async fn agentd(data_dir: &Path, store: Option<&str>) -> anyhow::Result<Self> {
         let dir = data_dir.to_string_lossy().into_owned();
         let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--data-dir", &dir];
         if let Some(store) = store {
@@ -81,7 +81,7 @@ impl ServerProcess {
 
     /// Starts the ceiling service on an ephemeral loopback port, storing in
     /// `data_dir`'s SQLite database or in the PostgreSQL database `store`.
-    pub async fn ceiling(
+    pub(super) async fn ceiling(
         data_dir: &Path,
         sync: &str,
         naive: bool,
@@ -133,7 +133,7 @@ impl ServerProcess {
     }
 
     /// The server's resident memory, from /proc/PID/status.
-    pub fn memory(&self) -> Option<Memory> {
+    pub(super) fn memory(&self) -> Option<Memory> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
         let field = |name: &str| {
             status
@@ -150,12 +150,12 @@ impl ServerProcess {
     }
 
     /// CPU seconds the server has used so far.
-    pub fn cpu_seconds(&self) -> Option<f64> {
+    pub(super) fn cpu_seconds(&self) -> Option<f64> {
         cpu_seconds(self.pid)
     }
 
     /// Kills the server and waits for it to go.
-    pub async fn stop(mut self) {
+    pub(super) async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
 }
@@ -165,7 +165,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 
 /// CPU seconds (user and system, every thread) process `pid` has used,
 /// from /proc/PID/stat.
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
+pub(super) fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may hold spaces: fields are
     // counted from its closing one (utime and stime are fields 14 and 15).
@@ -176,7 +176,7 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct Memory {
+pub(super) struct Memory {
     /// Resident set size now.
     pub rss: u64,
     /// The highest resident set size so far.

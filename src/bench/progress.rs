@@ -18,13 +18,13 @@ fn bar(label: &str, length: u64, template: &str) -> ProgressBar {
 
 /// A bar that fills over `total` time; the caller sets the position in
 /// milliseconds and a message with the running figures.
-pub fn timed(label: &str, total: Duration) -> ProgressBar {
+pub(super) fn timed(label: &str, total: Duration) -> ProgressBar {
     let millis = u64::try_from(total.as_millis()).unwrap_or(u64::MAX).max(1);
     bar(label, millis, "{prefix:>24} [{bar:30}] {elapsed:>4} {msg}")
 }
 
 /// A bar that fills as `total` things get done.
-pub fn counted(label: &str, total: u64) -> ProgressBar {
+pub(super) fn counted(label: &str, total: u64) -> ProgressBar {
     bar(
         label,
         total,
@@ -33,6 +33,6 @@ pub fn counted(label: &str, total: u64) -> ProgressBar {
 }
 
 /// A spinner with a running count, for work of unknown length.
-pub fn spinner(label: &str) -> ProgressBar {
+pub(super) fn spinner(label: &str) -> ProgressBar {
     bar(label, 0, "{prefix:>24} {spinner} {msg}")
 }

@@ -9,7 +9,7 @@ use super::load::{LoadResult, PerCycle};
 use super::stats::{Errors, LatencySummary};
 
 #[derive(Debug, Serialize)]
-pub struct CycleReport {
+pub(super) struct CycleReport {
     pub scenario: &'static str,
     /// `spawned` or the address given with `--target`.
     pub agentd: String,
@@ -29,7 +29,7 @@ pub struct CycleReport {
 /// How the ceiling commits: on SQLite as `--ceiling-sync` and
 /// `--ceiling-naive` say; on PostgreSQL as the database does.
 #[derive(Clone, Debug, Serialize)]
-pub struct CeilingConfig {
+pub(super) struct CeilingConfig {
     /// SQLite's `synchronous`, or PostgreSQL's `synchronous_commit`.
     pub synchronous: String,
     pub group_commit: bool,
@@ -39,7 +39,7 @@ pub struct CeilingConfig {
 /// Where the ceiling stores its writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum CeilingStore {
+pub(super) enum CeilingStore {
     Sqlite,
     Postgres,
 }
@@ -68,7 +68,7 @@ impl CeilingConfig {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Level {
+pub(super) struct Level {
     pub concurrency: usize,
     pub agentd: Option<LoadResult>,
     pub ceiling: Option<LoadResult>,
@@ -88,7 +88,7 @@ pub struct Level {
 }
 
 #[derive(Debug, Serialize)]
-pub struct StreamReport {
+pub(super) struct StreamReport {
     pub scenario: &'static str,
     pub agentd: String,
     pub deltas: u64,
@@ -109,7 +109,7 @@ pub struct StreamReport {
 }
 
 #[derive(Debug, Serialize)]
-pub struct CapacityReport {
+pub(super) struct CapacityReport {
     pub scenario: &'static str,
     pub agentd: String,
     pub runs: u64,
@@ -139,7 +139,7 @@ pub struct CapacityReport {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Restart {
+pub(super) struct Restart {
     /// Process start -> `listening on` logged.
     pub listening_ms: f64,
     /// Process start -> first ListAgents answered.
@@ -147,7 +147,7 @@ pub struct Restart {
 }
 
 /// Prints `report` as pretty JSON, or as the table `table` draws.
-pub fn print<T: Serialize>(report: &T, json: bool, table: fn(&T) -> String) -> anyhow::Result<()> {
+pub(super) fn print<T: Serialize>(report: &T, json: bool, table: fn(&T) -> String) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
     } else {
@@ -184,7 +184,7 @@ fn load_row(out: &mut String, server: &str, r: &LoadResult) {
     );
 }
 
-pub fn cycle_table(report: &CycleReport) -> String {
+pub(super) fn cycle_table(report: &CycleReport) -> String {
     let mut out = String::new();
     let ceiling = match &report.ceiling {
         Some(c) if c.store == CeilingStore::Postgres => format!(
@@ -285,7 +285,7 @@ fn per_cycle(cost: &PerCycle) -> String {
     parts.join(", ")
 }
 
-pub fn stream_table(r: &StreamReport) -> String {
+pub(super) fn stream_table(r: &StreamReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -331,7 +331,7 @@ fn memory(bytes: Option<u64>) -> String {
     bytes.map_or("n/a".into(), |b| format!("{:.1} MiB", mib(b as f64)))
 }
 
-pub fn capacity_table(r: &CapacityReport) -> String {
+pub(super) fn capacity_table(r: &CapacityReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -11,7 +11,7 @@ use super::client::Failure;
 
 /// Latencies from 1 µs to 10 minutes, 3 significant figures.
 #[derive(Clone)]
-pub struct Latency(Histogram<u64>);
+pub(super) struct Latency(Histogram<u64>);
 
 impl Default for Latency {
     fn default() -> Self {
@@ -20,21 +20,21 @@ impl Default for Latency {
 }
 
 impl Latency {
-    pub fn record(&mut self, latency: Duration) {
+    pub(super) fn record(&mut self, latency: Duration) {
         let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         self.0.saturating_record(micros.max(1));
     }
 
-    pub fn add(&mut self, other: &Latency) {
+    pub(super) fn add(&mut self, other: &Latency) {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.0.add(&other.0);
     }
 
-    pub fn count(&self) -> u64 {
+    pub(super) fn count(&self) -> u64 {
         self.0.len()
     }
 
-    pub fn summary(&self) -> LatencySummary {
+    pub(super) fn summary(&self) -> LatencySummary {
         let ms = |micros: u64| micros as f64 / 1000.0;
         LatencySummary {
             count: self.0.len(),
@@ -49,7 +49,7 @@ impl Latency {
 
 /// Percentiles in milliseconds (zero when nothing was recorded).
 #[derive(Clone, Copy, Debug, Serialize)]
-pub struct LatencySummary {
+pub(super) struct LatencySummary {
     pub count: u64,
     pub mean_ms: f64,
     pub p50_ms: f64,
@@ -60,19 +60,19 @@ pub struct LatencySummary {
 
 /// Failures counted by kind, with the first detail seen of each.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Errors {
+pub(super) struct Errors {
     pub total: u64,
     pub by_kind: BTreeMap<String, ErrorKind>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct ErrorKind {
+pub(super) struct ErrorKind {
     pub count: u64,
     pub example: String,
 }
 
 impl Errors {
-    pub fn record(&mut self, failure: Failure) {
+    pub(super) fn record(&mut self, failure: Failure) {
         self.total += 1;
         self.by_kind
             .entry(failure.kind)
@@ -83,7 +83,7 @@ impl Errors {
             });
     }
 
-    pub fn add(&mut self, other: Errors) {
+    pub(super) fn add(&mut self, other: Errors) {
         self.total += other.total;
         for (name, kind) in other.by_kind {
             self.by_kind
@@ -94,7 +94,7 @@ impl Errors {
     }
 
     /// `0`, or the count with each kind, e.g. `3 (status Unavailable: 3)`.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         if self.total == 0 {
             return "0".into();
         }
@@ -108,7 +108,7 @@ impl Errors {
 }
 
 /// Events per second.
-pub fn rate(count: u64, elapsed: Duration) -> f64 {
+pub(super) fn rate(count: u64, elapsed: Duration) -> f64 {
     if elapsed.is_zero() {
         0.0
     } else {

@@ -94,7 +94,7 @@ async fn measure(client: &mut Client, deltas: u64) -> Result<(Received, Received
 }
 
 /// `agentd bench stream`.
-pub async fn run(args: StreamArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: StreamArgs) -> anyhow::Result<()> {
     let mut spawned = None;
     let addr = match args.target.target {
         Some(addr) => addr,

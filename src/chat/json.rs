@@ -22,12 +22,12 @@ pub enum JsonError {
 }
 
 /// Writes chunks as JSON lines.
-pub struct JsonChunks {
+pub(super) struct JsonChunks {
     chunk: MessageDescriptor,
 }
 
 impl JsonChunks {
-    pub fn new() -> Result<Self, JsonError> {
+    pub(super) fn new() -> Result<Self, JsonError> {
         let pool = DescriptorPool::decode(pb::FILE_DESCRIPTOR_SET)?;
         let chunk = pool
             .get_message_by_name("agentd.v1.AgentChunk")
@@ -36,7 +36,7 @@ impl JsonChunks {
     }
 
     /// One chunk as one line of JSON (no newline).
-    pub fn line(&self, chunk: &pb::AgentChunk) -> Result<String, JsonError> {
+    pub(super) fn line(&self, chunk: &pb::AgentChunk) -> Result<String, JsonError> {
         let message = DynamicMessage::decode(self.chunk.clone(), chunk.encode_to_vec().as_slice())?;
         let mut out = serde_json::Serializer::new(Vec::new());
         message.serialize_with_options(&mut out, &SerializeOptions::new())?;

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 /// `text` as the chat may print it: borrowed when it has nothing to take
 /// out.
-pub fn printable(text: &str) -> Cow<'_, str> {
+pub(super) fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(unwanted) {
         return Cow::Borrowed(text);
     }

@@ -23,7 +23,7 @@ enum Mode {
 }
 
 /// Where the conversation is printed.
-pub struct Output {
+pub(super) struct Output {
     mode: Mode,
     /// Whether the person's side (see [`Output::screen`]) is a terminal.
     color: bool,
@@ -41,7 +41,7 @@ pub enum OutputError {
 }
 
 impl Output {
-    pub fn new(json: bool) -> Result<Self, JsonError> {
+    pub(super) fn new(json: bool) -> Result<Self, JsonError> {
         let (mode, color) = if json {
             (Mode::Json(JsonChunks::new()?), io::stderr().is_terminal())
         } else {
@@ -55,7 +55,7 @@ impl Output {
     }
 
     /// Where the person reads notes and questions.
-    pub fn screen(&self) -> Screen {
+    pub(super) fn screen(&self) -> Screen {
         match self.mode {
             Mode::Text => Screen::Stdout,
             Mode::Json(_) => Screen::Stderr,
@@ -63,12 +63,12 @@ impl Output {
     }
 
     /// Whether the person's side is a terminal.
-    pub fn screen_is_terminal(&self) -> bool {
+    pub(super) fn screen_is_terminal(&self) -> bool {
         self.color
     }
 
     /// Prints one chunk.
-    pub fn chunk(&mut self, chunk: &pb::AgentChunk) -> Result<(), OutputError> {
+    pub(super) fn chunk(&mut self, chunk: &pb::AgentChunk) -> Result<(), OutputError> {
         match &self.mode {
             Mode::Json(json) => {
                 let line = json.line(chunk)?;
@@ -122,7 +122,7 @@ impl Output {
     }
 
     /// Starts a new line on the screen unless at the start of one.
-    pub fn end_line(&mut self) -> io::Result<()> {
+    pub(super) fn end_line(&mut self) -> io::Result<()> {
         if !self.at_line_start {
             let mut screen = self.screen();
             writeln!(screen)?;
@@ -145,12 +145,12 @@ impl Output {
     }
 
     /// A note for the person, on a line of its own.
-    pub fn note(&mut self, text: &str) -> io::Result<()> {
+    pub(super) fn note(&mut self, text: &str) -> io::Result<()> {
         self.line(text, false)
     }
 
     /// Something that went wrong, on a line of its own.
-    pub fn problem(&mut self, text: &str) -> io::Result<()> {
+    pub(super) fn problem(&mut self, text: &str) -> io::Result<()> {
         self.line(text, true)
     }
 }

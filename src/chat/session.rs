@@ -22,7 +22,7 @@ use crate::pb::agent_chunk::Chunk;
 use crate::pb::resume_request::Answer;
 
 /// A chat with one agent.
-pub struct Session {
+pub(super) struct Session {
     pub client: Client,
     pub agent: String,
     /// The conversation thread of every run; empty: none.
@@ -36,7 +36,7 @@ pub struct Session {
 
 /// How a conversation turn ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Ending {
+pub(super) enum Ending {
     /// The run finished (or nothing was waiting).
     Settled,
     /// The person left the run's question open: it stays suspended.
@@ -56,7 +56,7 @@ struct Turn {
 }
 
 /// Reads one line of stdin; `None` at its end.
-pub async fn read_stdin_line() -> Result<Option<String>, ChatError> {
+pub(super) async fn read_stdin_line() -> Result<Option<String>, ChatError> {
     let line = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         let read = io::stdin().read_line(&mut line)?;
@@ -84,7 +84,7 @@ fn rejection(status: &Status) -> String {
 impl Session {
     /// Runs the agent on `prompt` until the run stops for good, or until
     /// the person leaves its question open.
-    pub async fn converse(&mut self, prompt: String) -> Result<Ending, ChatError> {
+    pub(super) async fn converse(&mut self, prompt: String) -> Result<Ending, ChatError> {
         let request = pb::StreamAgentRequest {
             agent_id: self.agent.clone(),
             prompt,
@@ -101,7 +101,7 @@ impl Session {
 
     /// Comes back to run `run_id`: asks its open question (at a terminal,
     /// or from `--answer`), or says what became of it.
-    pub async fn come_back_to(&mut self, run_id: String) -> Result<Ending, ChatError> {
+    pub(super) async fn come_back_to(&mut self, run_id: String) -> Result<Ending, ChatError> {
         let request = pb::GetRunRequest {
             run_id: run_id.clone(),
         };
@@ -147,7 +147,7 @@ impl Session {
     /// shows that question first: at a terminal it is asked (and the run
     /// followed once answered); otherwise it is described, and the next
     /// message answers it.
-    pub async fn revisit(&mut self) -> Result<Ending, ChatError> {
+    pub(super) async fn revisit(&mut self) -> Result<Ending, ChatError> {
         if self.thread_id.is_empty() {
             return Ok(Ending::Settled);
         }
@@ -182,7 +182,7 @@ impl Session {
     }
 
     /// How to come back to a question left open.
-    pub fn come_back(&self, run_id: &str) -> String {
+    pub(super) fn come_back(&self, run_id: &str) -> String {
         if self.thread_id.is_empty() {
             format!(
                 "left the question open: run {run_id} waits until it is answered or expires; \

@@ -19,7 +19,7 @@ use super::question::Choice;
 
 /// Where the prompts are drawn: stdout, or stderr when stdout carries JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Screen {
+pub(super) enum Screen {
     Stdout,
     Stderr,
 }
@@ -100,7 +100,7 @@ fn fit(text: &str, max: usize) -> String {
 /// there is one. An empty line is refused when `empty_hint` is given: the
 /// hint takes its place after the prompt (dimmed) until a key is typed.
 /// `None` at the end of input (Ctrl-D on an empty line).
-pub fn read_line(
+pub(super) fn read_line(
     screen: &mut Screen,
     question: Option<&str>,
     prompt: &str,
@@ -163,7 +163,7 @@ pub fn read_line(
 }
 
 /// Asks a free-text question; the answer is not empty.
-pub fn ask_text(screen: &mut Screen, question: &str) -> io::Result<Option<String>> {
+pub(super) fn ask_text(screen: &mut Screen, question: &str) -> io::Result<Option<String>> {
     read_line(
         screen,
         Some(question),
@@ -173,7 +173,7 @@ pub fn ask_text(screen: &mut Screen, question: &str) -> io::Result<Option<String
 }
 
 /// Asks for a line that may be empty (an optional reason).
-pub fn ask_optional(screen: &mut Screen, question: &str) -> io::Result<Option<String>> {
+pub(super) fn ask_optional(screen: &mut Screen, question: &str) -> io::Result<Option<String>> {
     read_line(screen, Some(question), "> ", None)
 }
 
@@ -270,7 +270,7 @@ impl List<'_> {
 
 /// Lets the person pick one option (`multi == false`: the chosen index) or
 /// one or more (`multi`: the chosen indexes, in list order).
-pub fn choose(
+pub(super) fn choose(
     screen: &mut Screen,
     question: &str,
     options: &[Choice],
@@ -344,13 +344,13 @@ pub fn choose(
 }
 
 /// A yes/no question answered with `y` or `n`.
-pub fn confirm(screen: &mut Screen, question: &str) -> io::Result<bool> {
+pub(super) fn confirm(screen: &mut Screen, question: &str) -> io::Result<bool> {
     Ok(keyed(screen, question, &["yes", "no"])? == 0)
 }
 
 /// A question answered with one key: the first letter of one of
 /// `answers` (which start with different letters); the index of that one.
-pub fn keyed(screen: &mut Screen, question: &str, answers: &[&str]) -> io::Result<usize> {
+pub(super) fn keyed(screen: &mut Screen, question: &str, answers: &[&str]) -> io::Result<usize> {
     let _raw = RawMode::enable()?;
     let letters: Vec<char> = answers
         .iter()

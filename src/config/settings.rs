@@ -166,7 +166,7 @@ pub enum Source {
 
 /// A setting's three spellings.
 #[derive(Clone, Copy, Debug)]
-pub struct Names {
+pub(crate) struct Names {
     pub key: &'static str,
     /// As the declaration writes it: `--lease-ttl DURATION`.
     pub flag: &'static str,
@@ -197,7 +197,7 @@ impl Source {
 /// Under that name alone it is taken, with a warning that says how to
 /// write it now; under both names it is refused, so that the file or
 /// command line says one thing.
-pub fn renamed(
+pub(crate) fn renamed(
     source: &Source,
     new: Names,
     value: Option<Duration>,
@@ -223,7 +223,7 @@ pub fn renamed(
 
 /// [`renamed`] for a key of a file table that has no flag or variable
 /// (`[[agents]]`, `[[tools]]`, `[providers.NAME]`, ...).
-pub fn renamed_key(
+pub(crate) fn renamed_key(
     table: String,
     new: &'static str,
     value: Option<Duration>,
@@ -240,7 +240,7 @@ pub fn renamed_key(
 
 /// [`renamed_key`] for a key whose deprecated spelling counts
 /// milliseconds (`timeout_ms`, `startup_timeout_ms`), its error as text.
-pub fn renamed_millis_key(
+pub(crate) fn renamed_millis_key(
     table: String,
     new: &'static str,
     value: Option<Duration>,
@@ -259,7 +259,7 @@ pub fn renamed_millis_key(
 
 /// The `timeout` of a tool or server table: `timeout`, its deprecated
 /// spelling `timeout_ms` (with a warning), or `default`; never zero.
-pub fn timeout_key(
+pub(crate) fn timeout_key(
     table: String,
     timeout: Option<Duration>,
     timeout_ms: Option<u64>,
@@ -273,30 +273,30 @@ pub fn timeout_key(
 }
 
 /// The long flag of a declaration such as `--lease-ttl DURATION`.
-pub fn long(flag: &'static str) -> &'static str {
+pub(crate) fn long(flag: &'static str) -> &'static str {
     let flag = flag.trim_start_matches("--");
     flag.split_once(' ').map_or(flag, |(name, _)| name)
 }
 
 /// The value's name in a declaration such as `--lease-ttl DURATION`.
-pub fn value_name(flag: &'static str) -> &'static str {
+pub(crate) fn value_name(flag: &'static str) -> &'static str {
     flag.split_once(' ').map_or("VALUE", |(_, name)| name)
 }
 
 /// `--help` for a setting: its doc comment, default and variable.
-pub fn help(doc: &[&str], default: &str, env: &str) -> String {
+pub(crate) fn help(doc: &[&str], default: &str, env: &str) -> String {
     let text: Vec<&str> = doc.iter().map(|line| line.trim()).collect();
     format!("{} [default: {default}] [env: {env}]", text.join(" "))
 }
 
 /// A setting's declared default, which is written as a person would
 /// write it and so read like one.
-pub fn default<T: SettingValue>(text: &str) -> T {
+pub(crate) fn default<T: SettingValue>(text: &str) -> T {
     T::parse(text).unwrap_or_else(|reason| panic!("the declared default {text:?} is invalid: {reason}"))
 }
 
 /// A variable's value, read as its setting's type.
-pub fn read_var<T: SettingValue>(
+pub(crate) fn read_var<T: SettingValue>(
     var: &dyn Fn(&str) -> Option<String>,
     name: &str,
 ) -> Result<Option<T>, super::ConfigError> {
@@ -310,7 +310,7 @@ pub fn read_var<T: SettingValue>(
 }
 
 /// `deserialize_with` for a setting in the file.
-pub fn deserialize<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+pub(crate) fn deserialize<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: SettingValue,
@@ -320,7 +320,7 @@ where
 
 /// A type a setting can have: how a flag or variable's text is read, and
 /// how the file's value is.
-pub trait SettingValue: Sized + Clone + Send + Sync + 'static {
+pub(crate) trait SettingValue: Sized + Clone + Send + Sync + 'static {
     fn parse(text: &str) -> Result<Self, String>;
 
     fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error>;

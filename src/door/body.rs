@@ -21,7 +21,7 @@ use tokio::time::{Instant, Sleep};
 use super::surface::{Refusal, Refused};
 
 /// Reads `body` whole: at most `max` bytes, within `timeout`.
-pub async fn read(body: Body, max: usize, timeout: Duration) -> Result<Bytes, Refusal> {
+pub(super) async fn read(body: Body, max: usize, timeout: Duration) -> Result<Bytes, Refusal> {
     let reading = async {
         let mut stream = body.into_data_stream();
         let mut read = Vec::new();
@@ -45,7 +45,7 @@ pub async fn read(body: Body, max: usize, timeout: Duration) -> Result<Bytes, Re
 }
 
 /// The refusal of a body over `max` bytes.
-pub fn too_large(max: usize) -> Refusal {
+pub(super) fn too_large(max: usize) -> Refusal {
     Refusal::new(
         Refused::TooLarge,
         format!("the request body is over the limit of {max} bytes (limits.max_request_bytes)"),
@@ -64,14 +64,14 @@ fn timed_out(timeout: Duration) -> Refusal {
 
 /// A body that ends with an error once its deadline passes: a
 /// [`tonic::Status`] of DEADLINE_EXCEEDED, which tonic answers as it is.
-pub struct DeadlineBody {
+pub(super) struct DeadlineBody {
     inner: Body,
     deadline: Pin<Box<Sleep>>,
     timeout: Duration,
 }
 
 impl DeadlineBody {
-    pub fn new(inner: Body, timeout: Duration) -> Self {
+    pub(super) fn new(inner: Body, timeout: Duration) -> Self {
         Self {
             inner,
             deadline: Box::pin(tokio::time::sleep_until(Instant::now() + timeout)),

@@ -12,7 +12,7 @@ use axum::http::uri::Authority;
 use crate::config::{AllowedOrigins, PublicUrl};
 
 /// The loopback names, allowed when no list is configured.
-pub const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+pub(super) const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// The `Host` names requests may name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +85,7 @@ fn normalize(host: &str) -> String {
 /// Whether a page of `origin` may call: one this server served (the
 /// origin names the host the request names, which the door allowed, or
 /// `public_url`), or one of `cors`.
-pub fn origin_allowed(
+pub(super) fn origin_allowed(
     origin: &str,
     host: Option<&str>,
     public_url: Option<&PublicUrl>,

@@ -34,13 +34,13 @@ const NO_MESSAGE: &str = "Missing request message.";
 
 /// Wraps a tonic service, rewriting the statuses of undecodable requests.
 #[derive(Clone, Debug)]
-pub struct WireErrors<S> {
+pub(crate) struct WireErrors<S> {
     inner: S,
     max_request_bytes: usize,
 }
 
 impl<S> WireErrors<S> {
-    pub fn new(inner: S, max_request_bytes: usize) -> Self {
+    pub(crate) fn new(inner: S, max_request_bytes: usize) -> Self {
         Self {
             inner,
             max_request_bytes,

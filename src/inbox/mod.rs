@@ -20,7 +20,7 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
      connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The inbox's routes.
-pub fn routes() -> Router {
+pub(crate) fn routes() -> Router {
     Router::new()
         .route("/", get(|| async { asset(INDEX, "text/html; charset=utf-8") }))
         .route(
@@ -61,7 +61,7 @@ fn asset(body: &'static [u8], content_type: &'static str) -> impl IntoResponse {
 /// Where a browser on this machine opens the inbox of a server listening
 /// on `address`: an unspecified address (`0.0.0.0`, `[::]`) is reached
 /// through loopback.
-pub fn url(address: std::net::SocketAddr, tls: bool) -> String {
+pub(crate) fn url(address: std::net::SocketAddr, tls: bool) -> String {
     let scheme = if tls { "https" } else { "http" };
     let ip = match address.ip() {
         std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),

@@ -45,7 +45,7 @@ const INPUT_REQUIRED_VERSION: &str = "2026-07-28";
 
 /// agentd's agents as MCP tools. One per session (cheap to clone).
 #[derive(Clone)]
-pub struct Agents {
+pub(super) struct Agents {
     runtime: Runtime,
     seal: StateSeal,
     withdrawn: Withdrawn,
@@ -147,7 +147,7 @@ fn input_schema() -> Arc<serde_json::Map<String, Value>> {
 }
 
 impl Agents {
-    pub fn new(runtime: Runtime, seal: StateSeal, withdrawn: Withdrawn) -> Self {
+    pub(super) fn new(runtime: Runtime, seal: StateSeal, withdrawn: Withdrawn) -> Self {
         Self {
             runtime,
             seal,

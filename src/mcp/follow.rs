@@ -16,14 +16,14 @@ use crate::domain::{Chunk, PendingCall, RunRecord, RunStatus};
 use crate::runtime::RunStream;
 
 /// Where progress notifications go: the client's token, and how many went.
-pub struct Progress {
+pub(super) struct Progress {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     sent: u32,
 }
 
 impl Progress {
-    pub fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+    pub(super) fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
         Self { peer, token, sent: 0 }
     }
 
@@ -39,7 +39,7 @@ impl Progress {
 
 /// What a stream showed of its run.
 #[derive(Default)]
-pub struct Seen {
+pub(super) struct Seen {
     /// The text of the last `finish`.
     pub final_text: Option<String>,
     /// The message of the run's failure, if it failed.
@@ -47,7 +47,7 @@ pub struct Seen {
 }
 
 /// Reads `stream` to its end.
-pub async fn follow(stream: RunStream, progress: &mut Progress) -> Seen {
+pub(super) async fn follow(stream: RunStream, progress: &mut Progress) -> Seen {
     let mut seen = Seen::default();
     let mut chunks = stream.map_events(|event| event.chunk.clone());
     while let Some(chunk) = chunks.next().await {
@@ -63,7 +63,7 @@ pub async fn follow(stream: RunStream, progress: &mut Progress) -> Seen {
 
 /// The result of `run`, which ended (or waits for an answer elsewhere):
 /// `text` for the person, the run's state for programs.
-pub fn result(run: &RunRecord, final_text: &str, text: String) -> CallToolResult {
+pub(super) fn result(run: &RunRecord, final_text: &str, text: String) -> CallToolResult {
     let failed = matches!(
         run.status(),
         RunStatus::Failed | RunStatus::Cancelled | RunStatus::Expired
@@ -84,7 +84,7 @@ pub fn result(run: &RunRecord, final_text: &str, text: String) -> CallToolResult
 }
 
 /// The result of a run that ended, as `seen` saw its end.
-pub fn ended(run: &RunRecord, seen: &Seen) -> CallToolResult {
+pub(super) fn ended(run: &RunRecord, seen: &Seen) -> CallToolResult {
     let final_text = seen.final_text.clone().unwrap_or_default();
     let text = match (run.status(), &seen.error) {
         (RunStatus::Failed, Some(error)) => format!("The run failed: {error}"),
@@ -97,7 +97,7 @@ pub fn ended(run: &RunRecord, seen: &Seen) -> CallToolResult {
 }
 
 /// `response` with `notes` first.
-pub fn noted(response: CallToolResponse, notes: Vec<String>) -> CallToolResponse {
+pub(super) fn noted(response: CallToolResponse, notes: Vec<String>) -> CallToolResponse {
     match response {
         CallToolResponse::Complete(mut result) if !notes.is_empty() => {
             let mut content: Vec<ContentBlock> = notes.into_iter().map(ContentBlock::text).collect();
@@ -111,7 +111,7 @@ pub fn noted(response: CallToolResponse, notes: Vec<String>) -> CallToolResponse
 
 /// The result of an answer Resume refused: the reason, and that `run`
 /// still waits.
-pub fn not_accepted(run: &RunRecord, error: &dyn std::fmt::Display) -> CallToolResponse {
+pub(super) fn not_accepted(run: &RunRecord, error: &dyn std::fmt::Display) -> CallToolResponse {
     let text = format!(
         "The answer was not accepted ({error}). Run {} still waits for an answer: answer it with \
          agentd's Resume (gRPC, the inbox or A2A); calling this tool again starts a new run.",
@@ -124,7 +124,7 @@ pub fn not_accepted(run: &RunRecord, error: &dyn std::fmt::Display) -> CallToolR
 
 /// The result for a client that cannot be asked `pending`'s question of
 /// `run`: the question as text, the run and how to answer it.
-pub fn waiting(
+pub(super) fn waiting(
     run: &RunRecord,
     pending: &PendingCall,
     question: Option<&Question>,

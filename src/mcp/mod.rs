@@ -27,14 +27,14 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-pub use oauth::SEND_THE_KEY;
-pub use state::StateError;
+pub(crate) use oauth::SEND_THE_KEY;
+pub(crate) use state::StateError;
 
 use crate::door::StreamGate;
 use crate::runtime::Runtime;
 
 /// The path of the endpoint.
-pub const PATH: &str = "/mcp";
+pub(crate) const PATH: &str = "/mcp";
 
 /// How the endpoint is set up.
 #[derive(Clone, Debug, Default)]
@@ -48,7 +48,7 @@ pub struct McpOptions {
 /// the server drains; `streams.rs`); each session answers only the caller
 /// that opened it (`sessions.rs`); its sessions end when `stop` is
 /// cancelled.
-pub fn routes(
+pub(crate) fn routes(
     runtime: Runtime,
     options: &McpOptions,
     gate: StreamGate,

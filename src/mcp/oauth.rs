@@ -12,7 +12,7 @@ use axum::routing::any;
 use serde_json::json;
 
 /// What a caller without a key is told to send.
-pub const SEND_THE_KEY: &str = "agentd takes an API key, not OAuth: send the header \
+pub(crate) const SEND_THE_KEY: &str = "agentd takes an API key, not OAuth: send the header \
      Authorization: Bearer <API key> with one of the server's API keys";
 
 /// The paths OAuth clients look at, each also under `/mcp` (RFC 9728 and
@@ -39,7 +39,7 @@ async fn no_oauth() -> Response {
 }
 
 /// The OAuth paths, each answered with [`no_oauth`].
-pub fn routes() -> axum::Router {
+pub(super) fn routes() -> axum::Router {
     PATHS.iter().fold(axum::Router::new(), |router, path| {
         router.route(path, any(no_oauth))
     })

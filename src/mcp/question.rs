@@ -25,7 +25,7 @@ const MCP_APPROVAL_KEYS: [&str; 4] = ["approved", "reason", "remember", "remembe
 
 /// What a pending call asks, in the shapes an MCP form can take.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Question {
+pub(super) enum Question {
     Ask(AskUserPayload),
     Approval {
         tool: String,
@@ -40,7 +40,7 @@ pub enum Question {
 
 /// What the client did with the form.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
+pub(super) enum Reply {
     /// Accepted, with an answer for Resume to check and, with an
     /// approval, what it asks to remember.
     Answer(Answer, Option<Remember>),
@@ -52,7 +52,7 @@ impl Question {
     /// The question `pending` of `run` asks; `None` for a suspension no
     /// form can answer (a custom tool's resume data, a client tool's
     /// result).
-    pub fn of(run: &RunRecord, pending: &PendingCall) -> Option<Self> {
+    pub(super) fn of(run: &RunRecord, pending: &PendingCall) -> Option<Self> {
         match &pending.waiting {
             Waiting::Approval => Some(Self::Approval {
                 tool: pending.call.name.clone(),
@@ -70,7 +70,7 @@ impl Question {
     }
 
     /// The question as a person reads it.
-    pub fn message(&self) -> String {
+    pub(super) fn message(&self) -> String {
         match self {
             Self::Ask(question) => question.question.clone(),
             Self::Approval { tool, args, .. } => format!("Approve this call of {tool}? Arguments: {args}"),
@@ -79,7 +79,7 @@ impl Question {
     }
 
     /// The form's JSON schema.
-    pub fn schema(&self) -> Value {
+    pub(super) fn schema(&self) -> Value {
         let options = |question: &AskUserPayload| -> Vec<Value> {
             question
                 .options
@@ -137,7 +137,7 @@ impl Question {
 
     /// The `elicitation/create` parameters that ask this question; after
     /// a `refusal` of the answer given, asked again with the reason first.
-    pub fn elicitation(&self, refusal: Option<&str>) -> ElicitRequestParams {
+    pub(super) fn elicitation(&self, refusal: Option<&str>) -> ElicitRequestParams {
         let message = match refusal {
             None => self.message(),
             Some(why) => format!(
@@ -167,7 +167,7 @@ impl Question {
     }
 
     /// What `result` (an `ElicitResult`) says, or why it cannot say it.
-    pub fn reply(&self, result: &ElicitResult) -> Result<Reply, AnswerError> {
+    pub(super) fn reply(&self, result: &ElicitResult) -> Result<Reply, AnswerError> {
         if let Self::Elicitation(_) = self {
             return passed_back(result);
         }

@@ -12,7 +12,7 @@ use crate::domain::{RunId, Tenant};
 
 /// What the state names.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Asked {
+pub(super) struct Asked {
     /// The run that waits.
     pub run: RunId,
     /// The pending call the question is about.
@@ -24,7 +24,7 @@ pub struct Asked {
 
 /// Seals and opens states with one key.
 #[derive(Clone)]
-pub struct StateSeal {
+pub(super) struct StateSeal {
     codec: std::sync::Arc<RequestStateCodec>,
 }
 
@@ -40,7 +40,7 @@ pub enum StateError {
 impl StateSeal {
     /// A seal with `key` (at least 32 bytes), or with a random key of this
     /// process when there is none.
-    pub fn new(key: Option<&str>) -> Result<Self, StateError> {
+    pub(super) fn new(key: Option<&str>) -> Result<Self, StateError> {
         let key = match key {
             Some(key) => key.as_bytes().to_vec(),
             None => {
@@ -60,7 +60,7 @@ impl StateSeal {
     }
 
     /// `asked` as an opaque string only `tenant` can open.
-    pub fn seal(&self, tenant: &Tenant, asked: &Asked) -> String {
+    pub(super) fn seal(&self, tenant: &Tenant, asked: &Asked) -> String {
         let context = Self::context(tenant);
         let options = SealOptions::new().associated_data(&context);
         let payload = serde_json::to_vec(asked).expect("ids serialise");
@@ -68,7 +68,7 @@ impl StateSeal {
     }
 
     /// What `sealed` names, if this server sealed it for `tenant`.
-    pub fn open(&self, tenant: &Tenant, sealed: &str) -> Result<Asked, StateError> {
+    pub(super) fn open(&self, tenant: &Tenant, sealed: &str) -> Result<Asked, StateError> {
         let payload = self
             .codec
             .open_with(sealed, &Self::context(tenant))

@@ -42,7 +42,7 @@ const CODES: [Code; 17] = [
 
 /// A code's canonical name, as gRPC's own implementations print it and
 /// the `grpc_code` label carries it (`OK`, `Canceled`, `InvalidArgument`).
-pub fn code_name(code: Code) -> &'static str {
+pub(super) fn code_name(code: Code) -> &'static str {
     match code {
         Code::Ok => "OK",
         Code::Cancelled => "Canceled",

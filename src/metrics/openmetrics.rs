@@ -11,12 +11,12 @@ use std::fmt::Write;
 use prometheus::proto::{LabelPair, Metric, MetricFamily, MetricType};
 
 /// The content type of an OpenMetrics exposition.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(super) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 const COUNTER_SUFFIX: &str = "_total";
 
 /// `families` in the OpenMetrics text format, `# EOF` included.
-pub fn encode(families: &[MetricFamily]) -> String {
+pub(super) fn encode(families: &[MetricFamily]) -> String {
     let mut text = String::new();
     for family in families {
         encode_family(&mut text, family);

@@ -27,7 +27,7 @@ pub enum ModelConfigError {
 }
 
 /// Builds models from their names, reusing one client per provider.
-pub struct ModelCatalog {
+pub(crate) struct ModelCatalog {
     configs: ProviderConfigs,
     transports: HashMap<String, Arc<Transport>>,
 }
@@ -36,7 +36,7 @@ impl ModelCatalog {
     /// A catalog over the `[providers]` tables; every table is checked now,
     /// used or not, and its deprecated spellings folded in once (so that
     /// each warns once).
-    pub fn new(configs: &ProviderConfigs) -> Result<Self, ModelConfigError> {
+    pub(crate) fn new(configs: &ProviderConfigs) -> Result<Self, ModelConfigError> {
         let mut folded = ProviderConfigs::new();
         for (name, config) in configs {
             folded.insert(name.clone(), config.fold_deprecated(name)?);
@@ -51,7 +51,7 @@ impl ModelCatalog {
     }
 
     /// The model `spec` names.
-    pub fn model(&mut self, spec: &str) -> Result<Arc<dyn LanguageModel>, ModelConfigError> {
+    pub(crate) fn model(&mut self, spec: &str) -> Result<Arc<dyn LanguageModel>, ModelConfigError> {
         if spec == "scripted" {
             return Ok(Arc::new(Scripted));
         }

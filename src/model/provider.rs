@@ -136,7 +136,7 @@ impl ProviderConfig {
 
 /// A provider's settings with every default filled in.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ProviderSettings {
+pub(crate) struct ProviderSettings {
     pub name: String,
     pub kind: ProviderKind,
     /// Without a trailing slash.
@@ -151,12 +151,12 @@ pub struct ProviderSettings {
     pub max_tokens: Option<u32>,
 }
 
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
-pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
-pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
+pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const DEFAULT_MAX_RETRIES: u32 = 2;
+pub(super) const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_millis(500);
+pub(super) const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
 
 /// A provider table that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -203,7 +203,7 @@ impl ProviderSettings {
     /// The settings of the provider called `name`: its table if there is
     /// one, over the built-in defaults of `openai` and `anthropic`. The API
     /// key is read from the environment now.
-    pub fn resolve(name: &str, configs: &ProviderConfigs) -> Result<Self, ProviderError> {
+    pub(crate) fn resolve(name: &str, configs: &ProviderConfigs) -> Result<Self, ProviderError> {
         let builtin = built_in(name);
         let config = match (configs.get(name), builtin) {
             (Some(config), _) => config.fold_deprecated(name)?,

@@ -26,7 +26,7 @@ pub enum TlsError {
 }
 
 /// Reads the files `config` names: `None` when TLS is off.
-pub fn load(config: &TlsConfig) -> Result<Option<ServerTlsConfig>, TlsError> {
+pub(super) fn load(config: &TlsConfig) -> Result<Option<ServerTlsConfig>, TlsError> {
     let (cert, key) = match (&config.cert, &config.key) {
         (None, None) if config.client_ca.is_some() => return Err(TlsError::ClientCaWithoutTls),
         (None, None) => return Ok(None),

@@ -360,7 +360,7 @@ pub(crate) fn event_batch(events: &[Event]) -> Result<Option<EventBatch>, StoreE
 
 impl EventBatch {
     /// See [`events_behind`].
-    pub fn behind(&self, run_last_seq: i64) -> Option<StoreError> {
+    pub(super) fn behind(&self, run_last_seq: i64) -> Option<StoreError> {
         events_behind(self.last_seq, run_last_seq)
     }
 }

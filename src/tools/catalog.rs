@@ -169,7 +169,7 @@ impl ToolCatalog {
 
 /// The MCP server an agent's tool entry names (`mcp:SERVER` or
 /// `mcp:SERVER/TOOL`), if it names one.
-pub fn mcp_reference(entry: &str) -> Option<(&str, Option<&str>)> {
+pub(crate) fn mcp_reference(entry: &str) -> Option<(&str, Option<&str>)> {
     let reference = entry.strip_prefix("mcp:")?;
     Some(match reference.split_once('/') {
         Some((server, tool)) => (server, Some(tool)),

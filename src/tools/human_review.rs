@@ -13,7 +13,7 @@ use super::{Resumed, Tool, ToolContext, ToolOutcome};
 use crate::domain::{Answer, AnswerError, SuspendPayload, ToolOutput, ToolSpec};
 
 /// The `human_review` tool.
-pub struct HumanReview {
+pub(crate) struct HumanReview {
     spec: ToolSpec,
 }
 
@@ -25,9 +25,9 @@ impl Default for HumanReview {
 
 impl HumanReview {
     /// The tool's name, as models call it.
-    pub const NAME: &'static str = "human_review";
+    pub(crate) const NAME: &'static str = "human_review";
 
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             spec: ToolSpec {
                 name: Self::NAME.to_owned(),

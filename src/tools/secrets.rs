@@ -12,7 +12,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 /// Replaces every `${NAME}` in `value` with the environment variable
 /// `NAME`. A variable that is not set (or not valid UTF-8) is an error that
 /// names it, never its value.
-pub fn expand_env(value: &str) -> Result<String, String> {
+pub(crate) fn expand_env(value: &str) -> Result<String, String> {
     expand_with(value, |name| std::env::var(name).ok())
 }
 

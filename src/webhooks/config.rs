@@ -20,11 +20,11 @@ use crate::tools::expand_env;
 
 /// How long one attempt may take when not configured (the specification
 /// recommends 15 to 30 s).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+pub(super) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Attempts in flight at once per webhook when not configured.
-pub const DEFAULT_CONCURRENCY: usize = 8;
+pub(super) const DEFAULT_CONCURRENCY: usize = 8;
 /// The most attempts in flight at once per webhook.
-pub const MAX_CONCURRENCY: usize = 1024;
+pub(super) const MAX_CONCURRENCY: usize = 1024;
 
 /// A `[[webhooks]]` entry as written.
 #[derive(Clone, Default, Deserialize, PartialEq)]

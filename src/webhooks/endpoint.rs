@@ -13,7 +13,7 @@ use crate::domain::{RunEvent, Tenant, Timestamp};
 use crate::runtime::{ClaimedDelivery, Endpoint, LedgerReads, NewDelivery, RetrySchedule, RuntimeError};
 
 /// A webhook of the operator's: the Standard Webhooks format, signed.
-pub struct StandardWebhook {
+pub(crate) struct StandardWebhook {
     pub webhook: Webhook,
     pub payloads: Payloads,
 }

@@ -16,7 +16,7 @@ use crate::pb;
 
 /// The `type` of each kind of event, as webhooks name them (and their
 /// `events` filter takes them).
-pub fn event_type(kind: RunEventKind) -> &'static str {
+pub(crate) fn event_type(kind: RunEventKind) -> &'static str {
     match kind {
         RunEventKind::Started => "run.started",
         RunEventKind::Suspended => "run.suspended",
@@ -30,7 +30,7 @@ pub fn event_type(kind: RunEventKind) -> &'static str {
 }
 
 /// The kind a `type` names, if any.
-pub fn parse_event_type(text: &str) -> Option<RunEventKind> {
+pub(super) fn parse_event_type(text: &str) -> Option<RunEventKind> {
     RunEventKind::ALL
         .into_iter()
         .find(|kind| event_type(*kind) == text)
@@ -40,7 +40,7 @@ pub fn parse_event_type(text: &str) -> Option<RunEventKind> {
 /// so the same at every attempt and across replicas, and different for
 /// every event. Only letters, digits and `_` (the signed content is
 /// `id.timestamp.body`, so an id must hold no `.`).
-pub fn message_id(event: &RunEvent) -> String {
+pub(super) fn message_id(event: &RunEvent) -> String {
     format!(
         "evt_{}_{:x}_{:x}",
         event.run_id.0.simple(),
@@ -51,7 +51,7 @@ pub fn message_id(event: &RunEvent) -> String {
 
 /// Writes request bodies.
 #[derive(Clone)]
-pub struct Payloads {
+pub(crate) struct Payloads {
     run_event: MessageDescriptor,
 }
 
@@ -65,7 +65,7 @@ struct Body<'a> {
 }
 
 impl Payloads {
-    pub fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
         let pool = DescriptorPool::decode(pb::FILE_DESCRIPTOR_SET)
             .map_err(|error| format!("reading the compiled descriptors: {error}"))?;
         let run_event = pool
@@ -75,7 +75,7 @@ impl Payloads {
     }
 
     /// The request body for `event`: compact JSON.
-    pub fn body(&self, event: &RunEvent) -> Result<Vec<u8>, String> {
+    pub(crate) fn body(&self, event: &RunEvent) -> Result<Vec<u8>, String> {
         let proto = run_event_to_proto(event);
         let message = DynamicMessage::decode(self.run_event.clone(), proto.encode_to_vec().as_slice())
             .map_err(|error| format!("re-reading the event: {error}"))?;

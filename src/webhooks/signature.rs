@@ -10,7 +10,7 @@ use std::fmt;
 use base64::Engine;
 
 /// What every symmetric Standard Webhooks secret starts with.
-pub const SECRET_PREFIX: &str = "whsec_";
+pub(super) const SECRET_PREFIX: &str = "whsec_";
 /// The shortest and longest decoded secret the specification allows.
 const KEY_BYTES: std::ops::RangeInclusive<usize> = 24..=64;
 

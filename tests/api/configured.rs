@@ -17,7 +17,7 @@ use crate::helpers::*;
 
 /// A test server with its own agents; the store's folder lives as long as
 /// the server.
-pub struct Configured {
+pub(crate) struct Configured {
     server: TestServer,
     _temp: tempfile::TempDir,
 }
@@ -31,7 +31,7 @@ impl Deref for Configured {
 }
 
 /// Starts a server hosting exactly `agents` (the first is the default).
-pub async fn server_with(agents: Vec<AgentSpec>) -> Configured {
+pub(crate) async fn server_with(agents: Vec<AgentSpec>) -> Configured {
     let temp = tempfile::tempdir().expect("temp dir");
     let mut settings = settings_in(temp.path());
     settings.agents = agents;
@@ -42,7 +42,7 @@ pub async fn server_with(agents: Vec<AgentSpec>) -> Configured {
 }
 
 /// A scripted agent with these tools (not the default).
-pub fn agent(id: &str, tools: Vec<ToolEntry>) -> AgentSpec {
+pub(crate) fn agent(id: &str, tools: Vec<ToolEntry>) -> AgentSpec {
     AgentSpec {
         id: id.into(),
         description: format!("test agent {id}"),
@@ -54,12 +54,12 @@ pub fn agent(id: &str, tools: Vec<ToolEntry>) -> AgentSpec {
 
 impl Configured {
     /// Starts a run of `agent_id` and collects its stream.
-    pub async fn run(&self, agent_id: &str, prompt: &str) -> Vec<AgentChunk> {
+    pub(crate) async fn run(&self, agent_id: &str, prompt: &str) -> Vec<AgentChunk> {
         self.run_with(agent_id, prompt, None).await
     }
 
     /// Starts a run with run options and collects its stream.
-    pub async fn run_with(
+    pub(crate) async fn run_with(
         &self,
         agent_id: &str,
         prompt: &str,
@@ -76,7 +76,7 @@ impl Configured {
     }
 
     /// Answers `tool_call_id` (empty: the only pending call).
-    pub async fn answer(
+    pub(crate) async fn answer(
         &self,
         run_id: &str,
         tool_call_id: &str,
@@ -87,7 +87,7 @@ impl Configured {
 
     /// Sends an answer that must be rejected with INVALID_ARGUMENT naming
     /// `field`; checks the run did not change; returns the status.
-    pub async fn expect_rejected(
+    pub(crate) async fn expect_rejected(
         &self,
         run_id: &str,
         tool_call_id: &str,
@@ -111,7 +111,7 @@ impl Configured {
 }
 
 /// Resume `data` holding this JSON.
-pub fn data(json: Value) -> Answer {
+pub(crate) fn data(json: Value) -> Answer {
     Answer::Data(json_value(json))
 }
 
@@ -130,7 +130,7 @@ fn json_value(json: Value) -> prost_types::Value {
 }
 
 /// An approval decision.
-pub fn approval(approved: bool, reason: &str) -> Answer {
+pub(crate) fn approval(approved: bool, reason: &str) -> Answer {
     Answer::Approval(pb::Approval {
         approved,
         reason: reason.into(),
@@ -140,7 +140,7 @@ pub fn approval(approved: bool, reason: &str) -> Answer {
 }
 
 /// The `tool_call_approval` chunks of a stream.
-pub fn approvals(chunks: &[AgentChunk]) -> Vec<pb::ToolCallApproval> {
+pub(crate) fn approvals(chunks: &[AgentChunk]) -> Vec<pb::ToolCallApproval> {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -151,7 +151,7 @@ pub fn approvals(chunks: &[AgentChunk]) -> Vec<pb::ToolCallApproval> {
 }
 
 /// The custom payload of a suspension, as JSON.
-pub fn custom_payload(payload: Option<&pb::SuspendPayload>) -> Value {
+pub(crate) fn custom_payload(payload: Option<&pb::SuspendPayload>) -> Value {
     match payload.and_then(|p| p.kind.as_ref()) {
         Some(pb::suspend_payload::Kind::Custom(data)) => struct_to_json(data),
         other => panic!("not a custom payload: {other:?}"),

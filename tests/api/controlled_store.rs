@@ -18,7 +18,7 @@ use crate::helpers::TestServer;
 
 /// A SQLite store behind the [`Control`] a test holds; it derefs to the
 /// control.
-pub struct ControlledStore(Arc<Layered<Control>>);
+pub(crate) struct ControlledStore(Arc<Layered<Control>>);
 
 impl std::ops::Deref for ControlledStore {
     type Target = Control;
@@ -29,7 +29,7 @@ impl std::ops::Deref for ControlledStore {
 }
 
 /// What a test controls of its store.
-pub struct Control {
+pub(crate) struct Control {
     held: watch::Sender<bool>,
     writes: AtomicUsize,
     refusal: Mutex<Option<StoreError>>,
@@ -38,7 +38,7 @@ pub struct Control {
 impl ControlledStore {
     /// A server with the default agents on a fresh controlled store, and
     /// the folder the store is in.
-    pub async fn serve(config: RuntimeConfig) -> (TestServer, Arc<Self>, tempfile::TempDir) {
+    pub(crate) async fn serve(config: RuntimeConfig) -> (TestServer, Arc<Self>, tempfile::TempDir) {
         let temp = tempfile::tempdir().expect("temp dir");
         let sqlite = SqliteStore::open(temp.path().join("agentd.sqlite3")).expect("store");
         let control = Control {
@@ -56,12 +56,12 @@ impl ControlledStore {
 
 impl Control {
     /// Holds writes of existing runs (`true`) or lets them through.
-    pub fn hold(&self, held: bool) {
+    pub(crate) fn hold(&self, held: bool) {
         self.held.send_replace(held);
     }
 
     /// From now on every write fails with `refusal` (`None`: none does).
-    pub fn refuse(&self, refusal: Option<StoreError>) {
+    pub(crate) fn refuse(&self, refusal: Option<StoreError>) {
         *self.refusal.lock().unwrap() = refusal;
     }
 
@@ -82,7 +82,7 @@ impl Control {
     }
 
     /// Waits until `writes` writes of existing runs are waiting or done.
-    pub async fn wait_for_writes(&self, writes: usize) {
+    pub(crate) async fn wait_for_writes(&self, writes: usize) {
         let waiting = async {
             while self.writes.load(Ordering::SeqCst) + self.held.receiver_count() < writes {
                 tokio::time::sleep(Duration::from_millis(5)).await;

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: SocketAddr,
     pub client: AgentServiceClient<Channel>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -23,7 +23,7 @@ pub struct TestServer {
 }
 
 /// Settings for a test server whose store lives in `data_dir`.
-pub fn settings_in(data_dir: &Path) -> ServerSettings {
+pub(crate) fn settings_in(data_dir: &Path) -> ServerSettings {
     let mut settings = FileConfig::default().settle(Overrides::default());
     settings.server.listen = "127.0.0.1:0".parse().unwrap();
     settings.server.data_dir = data_dir.to_owned();
@@ -32,7 +32,7 @@ pub fn settings_in(data_dir: &Path) -> ServerSettings {
 
 /// `careful`: the default agent's model, whose ask_user calls each wait
 /// for approval first.
-pub fn careful() -> agentd::agent::AgentSpec {
+pub(crate) fn careful() -> agentd::agent::AgentSpec {
     let mut careful = agentd::agent::AgentSpec::assistant();
     careful.id = "careful".into();
     careful.default = false;
@@ -42,7 +42,11 @@ pub fn careful() -> agentd::agent::AgentSpec {
 
 /// Run `run_id` of `server` (of [`careful`]) had its ask_user call
 /// approved by a grant, and its question answered through `surface`.
-pub async fn assert_granted_then_answered(server: &TestServer, run_id: &str, surface: pb::DecisionSource) {
+pub(crate) async fn assert_granted_then_answered(
+    server: &TestServer,
+    run_id: &str,
+    surface: pb::DecisionSource,
+) {
     let run = server.get_run(run_id).await;
     let sources: Vec<_> = run.decisions.iter().map(|d| d.source()).collect();
     assert_eq!(
@@ -55,7 +59,7 @@ pub async fn assert_granted_then_answered(server: &TestServer, run_id: &str, sur
 
 impl TestServer {
     /// A server with the embedded defaults and a fresh SQLite store.
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let temp = tempfile::tempdir().expect("temp dir");
         let settings = settings_in(temp.path());
         let mut server = Self::start_with(settings).await;
@@ -65,13 +69,13 @@ impl TestServer {
 
     /// A server with these settings (the listen address is ignored: the
     /// server binds an ephemeral port).
-    pub async fn start_with(settings: ServerSettings) -> Self {
+    pub(crate) async fn start_with(settings: ServerSettings) -> Self {
         let runtime = server::build_runtime(&settings).await.expect("runtime");
         Self::serve(runtime).await
     }
 
     /// A server for a runtime built by the test.
-    pub async fn serve(runtime: agentd::runtime::Runtime) -> Self {
+    pub(crate) async fn serve(runtime: agentd::runtime::Runtime) -> Self {
         // Bound before serving, so the client can connect without waiting.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().unwrap();
@@ -95,7 +99,7 @@ impl TestServer {
     }
 
     /// A new connection to the server, for other services' clients.
-    pub async fn channel(&self) -> Channel {
+    pub(crate) async fn channel(&self) -> Channel {
         Channel::from_shared(format!("http://{}", self.addr))
             .unwrap()
             .connect()
@@ -103,12 +107,12 @@ impl TestServer {
             .expect("connect")
     }
 
-    pub fn client(&self) -> AgentServiceClient<Channel> {
+    pub(crate) fn client(&self) -> AgentServiceClient<Channel> {
         self.client.clone()
     }
 
     /// Starts a run with a prompt and collects its stream to the end.
-    pub async fn stream(&self, prompt: &str) -> Vec<AgentChunk> {
+    pub(crate) async fn stream(&self, prompt: &str) -> Vec<AgentChunk> {
         self.start_run(pb::StreamAgentRequest {
             prompt: prompt.into(),
             ..Default::default()
@@ -117,17 +121,17 @@ impl TestServer {
         .expect("StreamAgent")
     }
 
-    pub async fn start_run(&self, request: pb::StreamAgentRequest) -> Result<Vec<AgentChunk>, Status> {
+    pub(crate) async fn start_run(&self, request: pb::StreamAgentRequest) -> Result<Vec<AgentChunk>, Status> {
         let stream = self.client().stream_agent(request).await?.into_inner();
         collect(stream).await
     }
 
-    pub async fn resume(&self, request: pb::ResumeRequest) -> Result<Vec<AgentChunk>, Status> {
+    pub(crate) async fn resume(&self, request: pb::ResumeRequest) -> Result<Vec<AgentChunk>, Status> {
         let stream = self.client().resume(request).await?.into_inner();
         collect(stream).await
     }
 
-    pub async fn resume_text(&self, run_id: &str, text: &str) -> Result<Vec<AgentChunk>, Status> {
+    pub(crate) async fn resume_text(&self, run_id: &str, text: &str) -> Result<Vec<AgentChunk>, Status> {
         self.resume(resume_request(
             run_id,
             "",
@@ -136,13 +140,17 @@ impl TestServer {
         .await
     }
 
-    pub async fn resume_labels(&self, run_id: &str, labels: &[&str]) -> Result<Vec<AgentChunk>, Status> {
+    pub(crate) async fn resume_labels(
+        &self,
+        run_id: &str,
+        labels: &[&str],
+    ) -> Result<Vec<AgentChunk>, Status> {
         let labels = labels.iter().map(|l| l.to_string()).collect();
         let answer = pb::resume_request::Answer::Selections(pb::Selections { labels });
         self.resume(resume_request(run_id, "", answer)).await
     }
 
-    pub async fn get_run(&self, run_id: &str) -> pb::Run {
+    pub(crate) async fn get_run(&self, run_id: &str) -> pb::Run {
         self.client()
             .get_run(pb::GetRunRequest {
                 run_id: run_id.into(),
@@ -161,7 +169,7 @@ impl Drop for TestServer {
     }
 }
 
-pub fn resume_request(
+pub(crate) fn resume_request(
     run_id: &str,
     tool_call_id: &str,
     answer: pb::resume_request::Answer,
@@ -176,7 +184,7 @@ pub fn resume_request(
 }
 
 /// Reads a stream to its end; a stream must close OK.
-pub async fn collect(mut stream: tonic::Streaming<AgentChunk>) -> Result<Vec<AgentChunk>, Status> {
+pub(crate) async fn collect(mut stream: tonic::Streaming<AgentChunk>) -> Result<Vec<AgentChunk>, Status> {
     let mut chunks = Vec::new();
     while let Some(chunk) = stream.message().await? {
         chunks.push(chunk);
@@ -184,12 +192,12 @@ pub async fn collect(mut stream: tonic::Streaming<AgentChunk>) -> Result<Vec<Age
     Ok(chunks)
 }
 
-pub fn run_id(chunks: &[AgentChunk]) -> String {
+pub(crate) fn run_id(chunks: &[AgentChunk]) -> String {
     chunks.first().expect("at least one chunk").run_id.clone()
 }
 
 /// The kinds of the chunks, in order, e.g. `["start", "step_start", ...]`.
-pub fn kinds(chunks: &[AgentChunk]) -> Vec<&'static str> {
+pub(crate) fn kinds(chunks: &[AgentChunk]) -> Vec<&'static str> {
     chunks
         .iter()
         .map(|c| match c.chunk.as_ref().expect("chunk kind") {
@@ -207,18 +215,18 @@ pub fn kinds(chunks: &[AgentChunk]) -> Vec<&'static str> {
         .collect()
 }
 
-pub fn finish(chunks: &[AgentChunk]) -> pb::RunFinished {
+pub(crate) fn finish(chunks: &[AgentChunk]) -> pb::RunFinished {
     match chunks.last().and_then(|c| c.chunk.clone()) {
         Some(Chunk::Finish(finish)) => finish,
         other => panic!("stream did not end with finish: {other:?}"),
     }
 }
 
-pub fn finish_reason(chunks: &[AgentChunk]) -> pb::FinishReason {
+pub(crate) fn finish_reason(chunks: &[AgentChunk]) -> pb::FinishReason {
     pb::FinishReason::try_from(finish(chunks).reason).expect("known reason")
 }
 
-pub fn suspensions(chunks: &[AgentChunk]) -> Vec<pb::ToolCallSuspended> {
+pub(crate) fn suspensions(chunks: &[AgentChunk]) -> Vec<pb::ToolCallSuspended> {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -228,14 +236,14 @@ pub fn suspensions(chunks: &[AgentChunk]) -> Vec<pb::ToolCallSuspended> {
         .collect()
 }
 
-pub fn ask_user_payload(suspended: &pb::ToolCallSuspended) -> pb::AskUserPayload {
+pub(crate) fn ask_user_payload(suspended: &pb::ToolCallSuspended) -> pb::AskUserPayload {
     match suspended.suspend_payload.as_ref().and_then(|p| p.kind.clone()) {
         Some(pb::suspend_payload::Kind::AskUser(payload)) => payload,
         other => panic!("not an ask_user payload: {other:?}"),
     }
 }
 
-pub fn tool_results(chunks: &[AgentChunk]) -> Vec<pb::ToolResult> {
+pub(crate) fn tool_results(chunks: &[AgentChunk]) -> Vec<pb::ToolResult> {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -245,7 +253,7 @@ pub fn tool_results(chunks: &[AgentChunk]) -> Vec<pb::ToolResult> {
         .collect()
 }
 
-pub fn text(chunks: &[AgentChunk]) -> String {
+pub(crate) fn text(chunks: &[AgentChunk]) -> String {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -255,12 +263,12 @@ pub fn text(chunks: &[AgentChunk]) -> String {
         .collect()
 }
 
-pub fn status_of(run: &pb::Run) -> pb::RunStatus {
+pub(crate) fn status_of(run: &pb::Run) -> pb::RunStatus {
     pb::RunStatus::try_from(run.status).expect("known status")
 }
 
 /// Asserts the call failed with `code` and returns the status.
-pub fn expect_code<T: std::fmt::Debug>(result: Result<T, Status>, code: Code) -> Status {
+pub(crate) fn expect_code<T: std::fmt::Debug>(result: Result<T, Status>, code: Code) -> Status {
     match result {
         Err(status) if status.code() == code => status,
         other => panic!("expected {code:?}, got {other:?}"),
@@ -272,7 +280,7 @@ pub fn expect_code<T: std::fmt::Debug>(result: Result<T, Status>, code: Code) ->
 /// `tool_call_suspended` or `tool_call_approval`), and that GetRun agrees:
 /// SUSPENDED after the stream's last chunk, with one call pending. Returns
 /// that pending call.
-pub async fn expect_one_pending(
+pub(crate) async fn expect_one_pending(
     server: &TestServer,
     chunks: &[AgentChunk],
     pending: &str,
@@ -299,7 +307,10 @@ pub async fn expect_one_pending(
 /// Like [`expect_one_pending`] for a call that ran and suspended: GetRun
 /// keeps the streamed suspension's call and payload. Returns the
 /// suspension.
-pub async fn expect_one_suspension(server: &TestServer, chunks: &[AgentChunk]) -> pb::ToolCallSuspended {
+pub(crate) async fn expect_one_suspension(
+    server: &TestServer,
+    chunks: &[AgentChunk],
+) -> pb::ToolCallSuspended {
     let pending = expect_one_pending(server, chunks, "tool_call_suspended").await;
     let suspended = suspensions(chunks).remove(0);
     assert_eq!(pending.tool_call_id, suspended.tool_call_id);
@@ -311,7 +322,7 @@ pub async fn expect_one_suspension(server: &TestServer, chunks: &[AgentChunk]) -
 
 /// Asserts the contract of one stream of a run segment: it opens with
 /// `start`, its seqs rise by exactly one, and it ends with its one `finish`.
-pub fn assert_segment(chunks: &[AgentChunk]) {
+pub(crate) fn assert_segment(chunks: &[AgentChunk]) {
     let kinds = kinds(chunks);
     assert_eq!(
         kinds.first(),
@@ -332,6 +343,6 @@ pub fn assert_segment(chunks: &[AgentChunk]) {
 }
 
 /// A plain HTTP client, as the server builds its own (rustls with ring).
-pub fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     agentd::http_client::builder().build().expect("an HTTP client")
 }

@@ -12,7 +12,7 @@ use tokio_postgres::NoTls;
 const URL_VARIABLE: &str = "AGENTD_TEST_POSTGRES_URL";
 
 /// The database URL; panics without one (the test was asked to run).
-pub fn base_url() -> String {
+pub(crate) fn base_url() -> String {
     match std::env::var(URL_VARIABLE) {
         Ok(url) if !url.trim().is_empty() => url,
         _ => panic!(
@@ -23,14 +23,14 @@ pub fn base_url() -> String {
 }
 
 /// A fresh schema, dropped (with everything in it) when this is dropped.
-pub struct TestSchema {
+pub(crate) struct TestSchema {
     base: String,
     name: String,
 }
 
 impl TestSchema {
     /// Creates a schema in the test database.
-    pub async fn create() -> Self {
+    pub(crate) async fn create() -> Self {
         let base = base_url();
         let name = format!("agentd_test_{}", uuid::Uuid::now_v7().simple());
         execute(&base, &format!("CREATE SCHEMA {name}")).await;
@@ -38,12 +38,12 @@ impl TestSchema {
     }
 
     /// The schema's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// The store URL of this schema: the base URL with its search_path.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let separator = if self.base.contains('?') { '&' } else { '?' };
         format!("{}{separator}options=-csearch_path%3D{}", self.base, self.name)
     }
@@ -52,7 +52,7 @@ impl TestSchema {
 impl TestSchema {
     /// A connection of the test's own to this schema, its driver running
     /// until the client is dropped.
-    pub async fn client(&self) -> tokio_postgres::Client {
+    pub(crate) async fn client(&self) -> tokio_postgres::Client {
         let (client, connection) = tokio_postgres::connect(&self.url(), NoTls)
             .await
             .unwrap_or_else(|e| panic!("connecting to the test schema: {e}"));

@@ -303,7 +303,7 @@ fn strip_ansi_and_parse_listen_line() {
 
 // The calls the tests make to such a process.
 
-pub async fn start_run(
+pub(crate) async fn start_run(
     client: &mut AgentServiceClient<Channel>,
     prompt: &str,
 ) -> tonic::Streaming<AgentChunk> {
@@ -318,13 +318,13 @@ pub async fn start_run(
         .into_inner()
 }
 
-pub async fn stream_prompt(client: &mut AgentServiceClient<Channel>, prompt: &str) -> Vec<AgentChunk> {
+pub(crate) async fn stream_prompt(client: &mut AgentServiceClient<Channel>, prompt: &str) -> Vec<AgentChunk> {
     collect(start_run(client, prompt).await)
         .await
         .expect("StreamAgent stream")
 }
 
-pub async fn subscribe(
+pub(crate) async fn subscribe(
     client: &mut AgentServiceClient<Channel>,
     run_id: &str,
     after_seq: u64,
@@ -340,13 +340,13 @@ pub async fn subscribe(
         .into_inner()
 }
 
-pub async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {
+pub(crate) async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {
     let request = pb::GetRunRequest {
         run_id: run_id.into(),
     };
     client.get_run(request).await.expect("GetRun").into_inner()
 }
 
-pub fn seqs(chunks: &[AgentChunk]) -> Vec<u64> {
+pub(crate) fn seqs(chunks: &[AgentChunk]) -> Vec<u64> {
     chunks.iter().map(|c| c.seq).collect()
 }

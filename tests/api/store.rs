@@ -426,7 +426,7 @@ async fn sqlite_store_survives_reopen() {
 
 /// Every behaviour the `RunStore` trait promises. Uses fresh run ids only, so
 /// it can run against a store that already holds data.
-pub async fn conformance(store: AnyStore) {
+pub(crate) async fn conformance(store: AnyStore) {
     create_then_load_is_identical(&store).await;
     create_twice_is_already_exists(&store).await;
     request_id_names_one_run(&store).await;
@@ -955,11 +955,11 @@ fn ask_user_call() -> ToolCall {
 /// The run events of a write that leaves `run` in its status, from a run
 /// in another one: entering it, unless running (see
 /// `RunEventKind::of_write`).
-pub fn status_events(run: &RunRecord) -> Vec<RunEventKind> {
+pub(crate) fn status_events(run: &RunRecord) -> Vec<RunEventKind> {
     RunEventKind::of_write(None, run.status())
 }
 
-pub fn suspended_run(agent_id: &str) -> RunRecord {
+pub(crate) fn suspended_run(agent_id: &str) -> RunRecord {
     let id = RunId::new();
     let created = Timestamp::now();
     RunParts {
@@ -1013,7 +1013,7 @@ pub fn suspended_run(agent_id: &str) -> RunRecord {
 
 /// `run` as records were stored before phases existed (layout 1): its
 /// status, and each phase's data in fields of their own.
-pub fn layout1(run: &RunRecord) -> serde_json::Value {
+pub(crate) fn layout1(run: &RunRecord) -> serde_json::Value {
     let mut json = serde_json::to_value(run).expect("json");
     let object = json.as_object_mut().expect("an object");
     object.remove("phase");
@@ -1036,14 +1036,14 @@ pub fn layout1(run: &RunRecord) -> serde_json::Value {
 
 /// `run` with `edit` made to it, field by field: a store keeps whatever it
 /// is given, so its tests store records no transition would make.
-pub fn edited(run: &RunRecord, edit: impl FnOnce(&mut RunParts)) -> RunRecord {
+pub(crate) fn edited(run: &RunRecord, edit: impl FnOnce(&mut RunParts)) -> RunRecord {
     let mut parts = RunParts::from(run.clone());
     edit(&mut parts);
     parts.into()
 }
 
 /// Moves the expiry of suspended `run` to `at`.
-pub fn expire_at(run: &mut RunRecord, at: Timestamp) {
+pub(crate) fn expire_at(run: &mut RunRecord, at: Timestamp) {
     *run = edited(run, |run| {
         if let Phase::Suspended { expires_at, .. } = &mut run.phase {
             *expires_at = at;
@@ -1053,7 +1053,7 @@ pub fn expire_at(run: &mut RunRecord, at: Timestamp) {
 
 /// Suspended on the ask_user call of [`suspended_run`], for a week from
 /// `since`.
-pub fn suspended_phase(since: Timestamp) -> Phase {
+pub(crate) fn suspended_phase(since: Timestamp) -> Phase {
     Phase::Suspended {
         pending: PendingCalls::one(PendingCall {
             call: ask_user_call(),

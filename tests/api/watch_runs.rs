@@ -21,7 +21,7 @@ use crate::security::auth::{two_tenants, ACME_KEY, GLOBEX_KEY};
 /// How long a test waits for an event that must come.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-pub fn watch_request(after: &str, kinds: &[RunEventKind], agent_id: &str) -> pb::WatchRunsRequest {
+pub(crate) fn watch_request(after: &str, kinds: &[RunEventKind], agent_id: &str) -> pb::WatchRunsRequest {
     pb::WatchRunsRequest {
         after_cursor: after.into(),
         kinds: kinds.iter().map(|kind| *kind as i32).collect(),
@@ -40,7 +40,7 @@ async fn watch(
 }
 
 /// The next `n` events of `stream`, each within [`PATIENCE`].
-pub async fn next_events(stream: &mut tonic::Streaming<pb::RunEvent>, n: usize) -> Vec<pb::RunEvent> {
+pub(crate) async fn next_events(stream: &mut tonic::Streaming<pb::RunEvent>, n: usize) -> Vec<pb::RunEvent> {
     let mut events = Vec::with_capacity(n);
     while events.len() < n {
         let event = tokio::time::timeout(PATIENCE, stream.next())
@@ -53,7 +53,7 @@ pub async fn next_events(stream: &mut tonic::Streaming<pb::RunEvent>, n: usize) 
     events
 }
 
-pub fn kinds_of(events: &[pb::RunEvent]) -> Vec<RunEventKind> {
+pub(crate) fn kinds_of(events: &[pb::RunEvent]) -> Vec<RunEventKind> {
     events.iter().map(|event| event.kind()).collect()
 }
 

@@ -10,18 +10,18 @@
 mod crash;
 mod delivery;
 mod python;
-pub mod receiver;
+pub(crate) mod receiver;
 
 use std::path::{Path, PathBuf};
 
 use crate::process::ServerProcess;
 
 /// The variable the test configurations read the secret from.
-pub const SECRET_VARIABLE: &str = "AGENTD_TEST_WEBHOOK_SECRET";
+pub(crate) const SECRET_VARIABLE: &str = "AGENTD_TEST_WEBHOOK_SECRET";
 
 /// A `[[webhooks]]` table named `name` for `url`, its secret from the
 /// environment, retrying within milliseconds, and `extra` keys.
-pub fn webhook_table(name: &str, url: &str, extra: &str) -> String {
+pub(crate) fn webhook_table(name: &str, url: &str, extra: &str) -> String {
     format!(
         "[[webhooks]]\nname = \"{name}\"\nurl = \"{url}\"\nsecret = \"${{{SECRET_VARIABLE}}}\"\n\
          timeout = \"2s\"\nretry_backoff = \"20ms\"\nretry_max_backoff = \"100ms\"\n{extra}\n"
@@ -29,7 +29,7 @@ pub fn webhook_table(name: &str, url: &str, extra: &str) -> String {
 }
 
 /// Writes `tables` as the configuration file in `dir`.
-pub fn write_config(dir: &Path, tables: &[String]) -> PathBuf {
+pub(crate) fn write_config(dir: &Path, tables: &[String]) -> PathBuf {
     let path = dir.join("agentd.toml");
     std::fs::write(&path, tables.join("\n")).expect("write agentd.toml");
     path
@@ -37,7 +37,7 @@ pub fn write_config(dir: &Path, tables: &[String]) -> PathBuf {
 
 /// A server with the configuration at `config`, its store in `data_dir`,
 /// its metrics on an ephemeral port, and `args` besides.
-pub fn start_server(config: &Path, data_dir: &Path, args: &[&str]) -> ServerProcess {
+pub(crate) fn start_server(config: &Path, data_dir: &Path, args: &[&str]) -> ServerProcess {
     let config = config.to_str().expect("a UTF-8 path");
     let mut all = vec!["--config", config, "--metrics-listen", "127.0.0.1:0"];
     all.extend_from_slice(args);
@@ -45,7 +45,7 @@ pub fn start_server(config: &Path, data_dir: &Path, args: &[&str]) -> ServerProc
 }
 
 /// The server's metrics, scraped now.
-pub async fn scrape(server: &ServerProcess) -> String {
+pub(crate) async fn scrape(server: &ServerProcess) -> String {
     const MARKER: &str = "metrics at http://";
     let log = server.wait_for_log(|log| log.contains(MARKER)).await;
     let start = log.find(MARKER).expect("the marker") + MARKER.len();
@@ -64,7 +64,7 @@ pub async fn scrape(server: &ServerProcess) -> String {
 }
 
 /// The value of the series `series` (name and labels, as rendered).
-pub fn metric(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn metric(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }

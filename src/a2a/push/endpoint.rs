@@ -28,7 +28,7 @@ use crate::runtime::{
 };
 
 /// The ledger's name.
-pub const LEDGER: &str = "a2a:push";
+pub(super) const LEDGER: &str = "a2a:push";
 /// How long one POST may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// POSTs in flight at once, per replica.
@@ -59,7 +59,7 @@ impl Target {
     }
 }
 
-pub struct PushEndpoint {
+pub(super) struct PushEndpoint {
     /// Where pushes may go; the client is this policy's.
     pub policy: AddressPolicy,
     pub retry: RetrySchedule,
@@ -158,7 +158,7 @@ impl Endpoint for PushEndpoint {
 }
 
 /// The status update that `event` of `run` is.
-pub fn update(run: &RunRecord, event: &RunEvent) -> proto::StreamResponse {
+pub(super) fn update(run: &RunRecord, event: &RunEvent) -> proto::StreamResponse {
     let message = if event.kind.lists_pending() {
         Some(task::input_required_message(run, &event.pending))
     } else if run.status() == event.status {
@@ -182,7 +182,7 @@ pub fn update(run: &RunRecord, event: &RunEvent) -> proto::StreamResponse {
 }
 
 /// `response` in proto JSON.
-pub fn body(response: &proto::StreamResponse) -> Result<Vec<u8>, String> {
+pub(super) fn body(response: &proto::StreamResponse) -> Result<Vec<u8>, String> {
     let json = a2a_pb::protojson::StreamResponse::decode(response.encode_to_vec().as_slice())
         .map_err(|error| format!("re-reading the update: {error}"))?;
     serde_json::to_vec(&json).map_err(|error| format!("writing the update as JSON: {error}"))

@@ -22,7 +22,7 @@ const MAX_CONFIGS: usize = 20;
 const DEFAULT_PAGE: usize = 20;
 
 /// Starts delivering push notifications into `tasks` (see `endpoint.rs`).
-pub async fn spawn(
+pub(crate) async fn spawn(
     runtime: &Runtime,
     allow_private: bool,
     tasks: &mut DeliveryTasks,
@@ -50,7 +50,7 @@ fn bad(field: &'static str, reason: impl std::fmt::Display) -> Status {
 }
 
 /// `request` checked and made a configuration of run `run_id` of `tenant`.
-pub async fn new_config(
+pub(crate) async fn new_config(
     run_id: RunId,
     tenant: &Tenant,
     request: proto::TaskPushNotificationConfig,
@@ -103,7 +103,7 @@ pub async fn new_config(
 }
 
 /// Stores `config`, unless its task has too many already.
-pub async fn store(runtime: &Runtime, config: &PushConfig) -> Result<(), Status> {
+pub(crate) async fn store(runtime: &Runtime, config: &PushConfig) -> Result<(), Status> {
     let existing = runtime
         .push_configs(&config.tenant, config.run_id)
         .await
@@ -118,7 +118,7 @@ pub async fn store(runtime: &Runtime, config: &PushConfig) -> Result<(), Status>
 }
 
 /// `config` as A2A spells it, for the A2A tenant `a2a_tenant`.
-pub fn to_proto(config: &PushConfig, a2a_tenant: &str) -> proto::TaskPushNotificationConfig {
+pub(crate) fn to_proto(config: &PushConfig, a2a_tenant: &str) -> proto::TaskPushNotificationConfig {
     proto::TaskPushNotificationConfig {
         tenant: a2a_tenant.to_owned(),
         id: config.id.clone(),
@@ -132,12 +132,12 @@ pub fn to_proto(config: &PushConfig, a2a_tenant: &str) -> proto::TaskPushNotific
     }
 }
 
-pub fn config_not_found(task_id: &str, id: &str) -> Status {
+pub(crate) fn config_not_found(task_id: &str, id: &str) -> Status {
     Status::not_found(format!("task {task_id} has no push notification config {id:?}"))
 }
 
 /// Run `run`'s configuration `id`.
-pub async fn get(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<PushConfig, Status> {
+pub(crate) async fn get(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<PushConfig, Status> {
     runtime
         .push_configs(&run.tenant, run.id)
         .await
@@ -149,7 +149,7 @@ pub async fn get(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<PushCon
 
 /// One page of `run`'s configurations, by id: after `page_token` (the
 /// last id of the previous page), and the next page's token.
-pub async fn list(
+pub(crate) async fn list(
     runtime: &Runtime,
     run: &RunRecord,
     page_size: i32,
@@ -180,7 +180,7 @@ pub async fn list(
 }
 
 /// Deletes `run`'s configuration `id`; NOT_FOUND without it.
-pub async fn delete(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<(), Status> {
+pub(crate) async fn delete(runtime: &Runtime, run: &RunRecord, id: &str) -> Result<(), Status> {
     match runtime
         .delete_push_config(&run.tenant, run.id, id)
         .await

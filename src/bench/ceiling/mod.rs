@@ -18,7 +18,7 @@ use super::args::CeilingServerArgs;
 use service::CeilingService;
 
 /// `agentd bench ceiling-server`: serves until interrupted.
-pub async fn serve(args: CeilingServerArgs) -> anyhow::Result<()> {
+pub(super) async fn serve(args: CeilingServerArgs) -> anyhow::Result<()> {
     let script = script::record().await?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;

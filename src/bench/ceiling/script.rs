@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use crate::bench::client::{self, CYCLE_ANSWER, CYCLE_PROMPT};
 
 /// The two streams of one cycle.
-pub struct Script {
+pub(super) struct Script {
     /// StreamAgent, `start` to `finish{SUSPENDED}`.
     pub start: Vec<AgentChunk>,
     /// Resume, `start{resumed}` to `finish{STOP}`.
@@ -30,7 +30,7 @@ async fn collect(stream: tonic::Streaming<AgentChunk>) -> anyhow::Result<Vec<Age
 }
 
 /// Runs one cycle on an in-process agentd and keeps its chunks.
-pub async fn record() -> anyhow::Result<Script> {
+pub(super) async fn record() -> anyhow::Result<Script> {
     let mut settings = FileConfig::default().settle(Overrides::default());
     settings.server.store = Some("memory:".into());
     settings.server.sweep_interval = std::time::Duration::ZERO;

@@ -18,13 +18,13 @@ use super::store::{CeilingStore, WriteKind};
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<AgentChunk, Status>> + Send>>;
 
-pub struct CeilingService {
+pub(super) struct CeilingService {
     script: Arc<Script>,
     store: CeilingStore,
 }
 
 impl CeilingService {
-    pub fn new(script: Script, store: CeilingStore) -> Self {
+    pub(super) fn new(script: Script, store: CeilingStore) -> Self {
         Self {
             script: Arc::new(script),
             store,

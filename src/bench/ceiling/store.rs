@@ -32,7 +32,7 @@ struct Write {
 
 /// What a write records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteKind {
+pub(super) enum WriteKind {
     /// A run is created.
     Start = 1,
     /// A run moves from its first version to its second.
@@ -40,13 +40,13 @@ pub enum WriteKind {
 }
 
 #[derive(Clone)]
-pub enum CeilingStore {
+pub(super) enum CeilingStore {
     Sqlite(SqliteCeiling),
     Postgres(PostgresCeiling),
 }
 
 impl CeilingStore {
-    pub async fn write(&self, run_id: &str, kind: WriteKind, body: Vec<u8>) -> Result<(), String> {
+    pub(super) async fn write(&self, run_id: &str, kind: WriteKind, body: Vec<u8>) -> Result<(), String> {
         match self {
             Self::Sqlite(store) => store.write(run_id, kind, body).await,
             Self::Postgres(store) => store.write(run_id, kind, body).await,
@@ -55,12 +55,12 @@ impl CeilingStore {
 }
 
 #[derive(Clone)]
-pub struct SqliteCeiling {
+pub(super) struct SqliteCeiling {
     writes: mpsc::UnboundedSender<Write>,
 }
 
 impl SqliteCeiling {
-    pub fn open(path: &Path, sync: SyncMode, naive: bool) -> anyhow::Result<Self> {
+    pub(super) fn open(path: &Path, sync: SyncMode, naive: bool) -> anyhow::Result<Self> {
         let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", sync.as_str())?;
@@ -132,14 +132,14 @@ const UPDATE: &str =
     "UPDATE ceiling_runs SET version = 2, updated_at = $2, body = $3 WHERE id = $1 AND version = 1";
 
 #[derive(Clone)]
-pub struct PostgresCeiling {
+pub(super) struct PostgresCeiling {
     pool: Pool,
 }
 
 impl PostgresCeiling {
     /// Connects to `url` (whose search path selects the schema) and creates
     /// the table.
-    pub async fn open(url: &str) -> anyhow::Result<Self> {
+    pub(super) async fn open(url: &str) -> anyhow::Result<Self> {
         let config = tokio_postgres::Config::from_str(url).context("invalid PostgreSQL URL")?;
         let manager = Manager::from_config(
             config,
@@ -182,7 +182,7 @@ impl PostgresCeiling {
 }
 
 /// Opens the store `store` names (`postgres://...`), or SQLite in `data_dir`.
-pub async fn open(
+pub(super) async fn open(
     data_dir: &Path,
     store: Option<&str>,
     sync: SyncMode,

@@ -5,7 +5,7 @@
 //! `application_name`, from /proc) and, through [`wire`], the statements
 //! and round trips a server sends.
 
-pub mod wire;
+pub(super) mod wire;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -18,7 +18,7 @@ use super::process::cpu_seconds;
 
 /// Where PostgreSQL listens, and who connects.
 #[derive(Clone, Debug)]
-pub struct Database {
+pub(super) struct Database {
     host: String,
     port: u16,
     user: String,
@@ -27,7 +27,7 @@ pub struct Database {
 }
 
 impl Database {
-    pub fn parse(url: &str) -> anyhow::Result<Self> {
+    pub(super) fn parse(url: &str) -> anyhow::Result<Self> {
         let config = Config::from_str(url).with_context(|| format!("invalid PostgreSQL URL {url:?}"))?;
         let host = match config.get_hosts() {
             [Host::Tcp(host)] => host.clone(),
@@ -54,14 +54,14 @@ impl Database {
         })
     }
 
-    pub fn address(&self) -> String {
+    pub(super) fn address(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
     /// The URL of this database through `address` (host:port), with
     /// `schema` first on the search path and `application` as the
     /// connections' name.
-    pub fn url(&self, address: &str, schema: &str, application: &str) -> String {
+    pub(super) fn url(&self, address: &str, schema: &str, application: &str) -> String {
         let mut url = format!("postgres://{}", encode(&self.user));
         if let Some(password) = &self.password {
             let _ = write!(url, ":{}", encode(password));
@@ -76,7 +76,7 @@ impl Database {
         url
     }
 
-    pub async fn connect(&self) -> anyhow::Result<Client> {
+    pub(super) async fn connect(&self) -> anyhow::Result<Client> {
         let url = self.url(&self.address(), "public", "agentd-bench");
         let (client, connection) = tokio_postgres::connect(&url, NoTls)
             .await
@@ -106,13 +106,13 @@ fn encode(text: &str) -> String {
 }
 
 /// Schemas made for one bench run, dropped by [`Schemas::drop_all`].
-pub struct Schemas {
+pub(super) struct Schemas {
     client: Client,
     names: Vec<String>,
 }
 
 impl Schemas {
-    pub async fn new(database: &Database) -> anyhow::Result<Self> {
+    pub(super) async fn new(database: &Database) -> anyhow::Result<Self> {
         Ok(Self {
             client: database.connect().await?,
             names: Vec::new(),
@@ -120,7 +120,7 @@ impl Schemas {
     }
 
     /// Creates a fresh schema for `label`; its name.
-    pub async fn create(&mut self, label: &str) -> anyhow::Result<String> {
+    pub(super) async fn create(&mut self, label: &str) -> anyhow::Result<String> {
         let name = format!(
             "agentd_bench_{label}_{}",
             &uuid::Uuid::now_v7().simple().to_string()[20..]
@@ -135,13 +135,13 @@ impl Schemas {
 
     /// The database's `synchronous_commit`, which agentd's store and the
     /// ceiling both commit with.
-    pub async fn synchronous_commit(&self) -> anyhow::Result<String> {
+    pub(super) async fn synchronous_commit(&self) -> anyhow::Result<String> {
         let row = self.client.query_one("SHOW synchronous_commit", &[]).await?;
         Ok(row.get(0))
     }
 
     /// CPU seconds the backends named `application` have used so far.
-    pub async fn backend_cpu_seconds(&self, application: &str) -> anyhow::Result<f64> {
+    pub(super) async fn backend_cpu_seconds(&self, application: &str) -> anyhow::Result<f64> {
         let rows = self
             .client
             .query(
@@ -156,7 +156,7 @@ impl Schemas {
             .sum())
     }
 
-    pub async fn drop_all(self) -> anyhow::Result<()> {
+    pub(super) async fn drop_all(self) -> anyhow::Result<()> {
         for name in &self.names {
             self.client
                 .batch_execute(&format!("DROP SCHEMA {name} CASCADE"))

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 
 /// What the relay counted so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub statements: u64,
     pub round_trips: u64,
 }
@@ -33,14 +33,14 @@ struct Counters {
 }
 
 /// A listening relay; it stops when dropped.
-pub struct Relay {
+pub(crate) struct Relay {
     pub addr: SocketAddr,
     counters: Arc<Counters>,
     accept: JoinHandle<()>,
 }
 
 impl Relay {
-    pub async fn start(upstream: String) -> anyhow::Result<Self> {
+    pub(crate) async fn start(upstream: String) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("binding the PostgreSQL relay")?;
@@ -66,7 +66,7 @@ impl Relay {
         })
     }
 
-    pub fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Counts {
         Counts {
             statements: self.counters.statements.load(Ordering::Relaxed),
             round_trips: self.counters.round_trips.load(Ordering::Relaxed),

@@ -9,7 +9,7 @@ use crate::pb::agent_chunk::Chunk as P;
 
 use super::value::{json_to_struct, timestamp};
 
-pub fn event_to_proto(run_id: &str, event: &Event) -> pb::AgentChunk {
+pub(crate) fn event_to_proto(run_id: &str, event: &Event) -> pb::AgentChunk {
     pb::AgentChunk {
         run_id: run_id.to_owned(),
         seq: event.seq,
@@ -77,7 +77,7 @@ fn chunk_to_proto(chunk: &Chunk) -> P {
     }
 }
 
-pub fn usage_to_proto(usage: Usage) -> pb::Usage {
+pub(super) fn usage_to_proto(usage: Usage) -> pb::Usage {
     let Usage {
         input_tokens,
         output_tokens,
@@ -88,7 +88,7 @@ pub fn usage_to_proto(usage: Usage) -> pb::Usage {
     }
 }
 
-pub fn failure_to_proto(failure: RunFailure) -> pb::RunError {
+pub(super) fn failure_to_proto(failure: RunFailure) -> pb::RunError {
     let RunFailure { code, message } = failure;
     pb::RunError { code, message }
 }
@@ -123,7 +123,7 @@ fn elicitation_to_proto(elicitation: &Elicitation) -> pb::Elicitation {
     }
 }
 
-pub fn payload_to_proto(payload: &SuspendPayload) -> pb::SuspendPayload {
+pub(super) fn payload_to_proto(payload: &SuspendPayload) -> pb::SuspendPayload {
     use pb::suspend_payload::Kind;
     let kind = match payload {
         SuspendPayload::AskUser(question) => Kind::AskUser(pb::AskUserPayload {

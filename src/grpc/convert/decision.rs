@@ -5,7 +5,7 @@ use crate::pb;
 
 use super::value::timestamp;
 
-pub fn decision_to_proto(decision: &Decision) -> pb::Decision {
+pub(super) fn decision_to_proto(decision: &Decision) -> pb::Decision {
     let Decision {
         tool_call_id,
         outcome,
@@ -24,7 +24,7 @@ pub fn decision_to_proto(decision: &Decision) -> pb::Decision {
     }
 }
 
-pub fn decisions_to_proto(decisions: &[Decision]) -> Vec<pb::Decision> {
+pub(super) fn decisions_to_proto(decisions: &[Decision]) -> Vec<pb::Decision> {
     decisions.iter().map(decision_to_proto).collect()
 }
 

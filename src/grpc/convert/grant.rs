@@ -5,7 +5,7 @@ use crate::pb;
 
 use super::value::timestamp;
 
-pub fn grant_to_proto(grant: &Grant) -> pb::Grant {
+pub(super) fn grant_to_proto(grant: &Grant) -> pb::Grant {
     pb::Grant {
         grant_id: grant.id.clone(),
         tool_name: grant.tool_name.clone(),
@@ -15,7 +15,7 @@ pub fn grant_to_proto(grant: &Grant) -> pb::Grant {
     }
 }
 
-pub fn grants_to_proto(grants: &[Grant]) -> Vec<pb::Grant> {
+pub(crate) fn grants_to_proto(grants: &[Grant]) -> Vec<pb::Grant> {
     grants.iter().map(grant_to_proto).collect()
 }
 

@@ -35,7 +35,7 @@ fn status_filter(status: i32) -> Result<Option<RunStatus>, RuntimeError> {
     })
 }
 
-pub fn list_runs_request(request: pb::ListRunsRequest) -> Result<ListRuns, RuntimeError> {
+pub(crate) fn list_runs_request(request: pb::ListRunsRequest) -> Result<ListRuns, RuntimeError> {
     let pb::ListRunsRequest {
         status,
         agent_id,
@@ -51,7 +51,7 @@ pub fn list_runs_request(request: pb::ListRunsRequest) -> Result<ListRuns, Runti
     })
 }
 
-pub fn run_page_to_proto(page: &RunPage) -> pb::ListRunsResponse {
+pub(crate) fn run_page_to_proto(page: &RunPage) -> pb::ListRunsResponse {
     pb::ListRunsResponse {
         runs: page.runs.iter().map(run_to_proto).collect(),
         next_page_token: page.next.map(page_token).unwrap_or_default(),

@@ -15,7 +15,7 @@ use super::invalid;
 use super::tools::tool_definitions;
 use super::value::{struct_to_json, value_to_json};
 
-pub fn parse_run_id(run_id: &str) -> Result<RunId, RuntimeError> {
+pub(crate) fn parse_run_id(run_id: &str) -> Result<RunId, RuntimeError> {
     if run_id.is_empty() {
         return Err(invalid("run_id", "run_id is required"));
     }
@@ -118,7 +118,7 @@ fn parse_optional_thread_id(thread_id: &str) -> Result<Option<ThreadId>, Runtime
 }
 
 /// The thread id a thread RPC names; required.
-pub fn parse_thread_id(thread_id: &str) -> Result<ThreadId, RuntimeError> {
+pub(crate) fn parse_thread_id(thread_id: &str) -> Result<ThreadId, RuntimeError> {
     parse_optional_thread_id(thread_id)?.ok_or_else(|| invalid("thread_id", "thread_id is required"))
 }
 

@@ -7,7 +7,7 @@ use crate::pb;
 use super::chunk::{call_to_proto, failure_to_proto, payload_to_proto, usage_to_proto};
 use super::value::{json_to_struct, timestamp};
 
-pub fn status_to_proto(status: RunStatus) -> pb::RunStatus {
+pub(super) fn status_to_proto(status: RunStatus) -> pb::RunStatus {
     match status {
         RunStatus::Running => pb::RunStatus::Running,
         RunStatus::Suspended => pb::RunStatus::Suspended,
@@ -34,7 +34,7 @@ pub(super) fn pending_to_proto(pending: &PendingCall, expires_at: Option<Timesta
     }
 }
 
-pub fn run_to_proto(run: &RunRecord) -> pb::Run {
+pub(crate) fn run_to_proto(run: &RunRecord) -> pb::Run {
     let (pending, final_text, error, cancel_reason) = match run.phase() {
         Phase::Suspended { pending, .. } => (&pending[..], "", None, ""),
         Phase::Completed { final_text } => (&[][..], final_text.as_str(), None, ""),
@@ -78,7 +78,7 @@ pub fn run_to_proto(run: &RunRecord) -> pb::Run {
 }
 
 /// The run with its conversation, as GetRun returns it.
-pub fn run_with_messages_to_proto(run: &RunRecord) -> pb::Run {
+pub(crate) fn run_with_messages_to_proto(run: &RunRecord) -> pb::Run {
     pb::Run {
         messages: super::message::run_messages(run),
         decisions: super::decision::decisions_to_proto(&run.state.decisions),
@@ -86,7 +86,7 @@ pub fn run_with_messages_to_proto(run: &RunRecord) -> pb::Run {
     }
 }
 
-pub fn agent_to_proto(agent: &Agent, is_default: bool) -> pb::Agent {
+pub(crate) fn agent_to_proto(agent: &Agent, is_default: bool) -> pb::Agent {
     pb::Agent {
         agent_id: agent.id.clone(),
         description: agent.description.clone(),

@@ -8,7 +8,7 @@ use super::invalid;
 use super::run::{pending_to_proto, status_to_proto};
 use super::value::timestamp;
 
-pub fn kind_to_proto(kind: RunEventKind) -> pb::RunEventKind {
+pub(super) fn kind_to_proto(kind: RunEventKind) -> pb::RunEventKind {
     match kind {
         RunEventKind::Started => pb::RunEventKind::Started,
         RunEventKind::Suspended => pb::RunEventKind::Suspended,
@@ -27,7 +27,7 @@ fn kind_from_proto(kind: i32) -> Option<RunEventKind> {
         .find(|candidate| kind_to_proto(*candidate) as i32 == kind)
 }
 
-pub fn run_event_to_proto(event: &RunEvent) -> pb::RunEvent {
+pub(crate) fn run_event_to_proto(event: &RunEvent) -> pb::RunEvent {
     pb::RunEvent {
         cursor: event.cursor().encode(),
         time: Some(timestamp(event.time)),
@@ -49,7 +49,7 @@ pub fn run_event_to_proto(event: &RunEvent) -> pb::RunEvent {
     }
 }
 
-pub fn watch_runs_request(request: pb::WatchRunsRequest) -> Result<WatchRuns, RuntimeError> {
+pub(crate) fn watch_runs_request(request: pb::WatchRunsRequest) -> Result<WatchRuns, RuntimeError> {
     let pb::WatchRunsRequest {
         after_cursor,
         kinds,

@@ -32,7 +32,7 @@ fn parse_page_token(token: &str) -> Result<Option<ThreadCursor>, RuntimeError> {
     })
 }
 
-pub fn list_threads_request(request: pb::ListThreadsRequest) -> Result<ListThreads, RuntimeError> {
+pub(crate) fn list_threads_request(request: pb::ListThreadsRequest) -> Result<ListThreads, RuntimeError> {
     let pb::ListThreadsRequest {
         page_size,
         page_token,
@@ -43,7 +43,7 @@ pub fn list_threads_request(request: pb::ListThreadsRequest) -> Result<ListThrea
     })
 }
 
-pub fn thread_page_to_proto(page: &ThreadPage) -> pb::ListThreadsResponse {
+pub(crate) fn thread_page_to_proto(page: &ThreadPage) -> pb::ListThreadsResponse {
     pb::ListThreadsResponse {
         threads: page.threads.iter().map(summary_to_proto).collect(),
         next_page_token: page.next.as_ref().map(page_token).unwrap_or_default(),
@@ -66,7 +66,7 @@ fn summary_to_proto(thread: &ThreadRecord) -> pb::Thread {
     }
 }
 
-pub fn thread_to_proto(view: &ThreadView) -> pb::Thread {
+pub(crate) fn thread_to_proto(view: &ThreadView) -> pb::Thread {
     let mut thread = summary_to_proto(&view.thread);
     // The latest run as read now (a due suspension reads as expired).
     if let Some(latest) = view.runs.last().filter(|run| run.id == view.thread.latest_run) {

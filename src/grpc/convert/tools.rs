@@ -8,7 +8,7 @@ use crate::pb;
 use super::value::struct_to_json;
 
 /// The run's tools; an unset input schema accepts any object.
-pub fn tool_definitions(tools: Vec<pb::ToolDefinition>) -> Vec<ToolDefinition> {
+pub(super) fn tool_definitions(tools: Vec<pb::ToolDefinition>) -> Vec<ToolDefinition> {
     tools
         .into_iter()
         .map(|tool| {

@@ -5,7 +5,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::domain::Timestamp;
 
-pub fn json_to_value(value: &Value) -> prost_types::Value {
+pub(crate) fn json_to_value(value: &Value) -> prost_types::Value {
     let kind = match value {
         Value::Null => Kind::NullValue(0),
         Value::Bool(b) => Kind::BoolValue(*b),
@@ -35,7 +35,7 @@ pub fn json_to_struct(value: &Value) -> prost_types::Struct {
     }
 }
 
-pub fn value_to_json(value: &prost_types::Value) -> Value {
+pub(crate) fn value_to_json(value: &prost_types::Value) -> Value {
     match &value.kind {
         None | Some(Kind::NullValue(_)) => Value::Null,
         Some(Kind::BoolValue(b)) => Value::Bool(*b),

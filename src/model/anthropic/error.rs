@@ -8,7 +8,7 @@ use crate::model::{ModelError, ModelErrorCode};
 
 /// The `error` object.
 #[derive(Debug, Deserialize)]
-pub struct ErrorWire {
+pub(super) struct ErrorWire {
     #[serde(default, rename = "type")]
     pub kind: String,
     #[serde(default)]
@@ -31,13 +31,13 @@ struct BodyWire {
 }
 
 /// Reads the provider's message from an error body.
-pub fn describe(body: &str) -> Option<String> {
+pub(super) fn describe(body: &str) -> Option<String> {
     let body: BodyWire = serde_json::from_str(body).ok()?;
     Some(body.error.text())
 }
 
 /// The failure an `error` event in the stream reports.
-pub fn stream_error(provider: &str, error: &ErrorWire) -> ModelError {
+pub(super) fn stream_error(provider: &str, error: &ErrorWire) -> ModelError {
     let code = match error.kind.as_str() {
         "rate_limit_error" => ModelErrorCode::RateLimited,
         "authentication_error" | "permission_error" => ModelErrorCode::Authentication,

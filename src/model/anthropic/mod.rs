@@ -14,7 +14,7 @@ use super::provider::DEFAULT_ANTHROPIC_MAX_TOKENS;
 use super::{ModelError, ModelRequest, ProviderSettings};
 
 /// The API version the request and stream formats here follow.
-pub const API_VERSION: &str = "2023-06-01";
+pub(super) const API_VERSION: &str = "2023-06-01";
 
 /// A model served through Anthropic Messages.
 pub(crate) type AnthropicMessages = HttpModel<Messages>;

@@ -11,7 +11,7 @@ use crate::domain::{Message, ToolSpec};
 use crate::model::ModelRequest;
 
 /// The JSON body asking `model` for a streamed step.
-pub fn body(model: &str, request: &ModelRequest<'_>, max_tokens: u32) -> Value {
+pub(super) fn body(model: &str, request: &ModelRequest<'_>, max_tokens: u32) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("max_tokens".into(), json!(max_tokens));

@@ -139,7 +139,7 @@ struct OpenCall {
 }
 
 /// The decoder of one Messages stream.
-pub struct MessagesDecoder {
+pub(crate) struct MessagesDecoder {
     provider: String,
     calls: HashMap<u64, OpenCall>,
     usage: Usage,
@@ -148,7 +148,7 @@ pub struct MessagesDecoder {
 }
 
 impl MessagesDecoder {
-    pub fn new(provider: &str) -> Self {
+    pub(crate) fn new(provider: &str) -> Self {
         Self {
             provider: provider.to_owned(),
             calls: HashMap::new(),

@@ -17,7 +17,7 @@ use crate::model::sse::{SseEvent, SseParser};
 use crate::model::{ModelError, ModelErrorCode, ModelEvent, ModelStream};
 
 /// A provider's reading of its event stream.
-pub trait StreamDecoder: Send + 'static {
+pub(crate) trait StreamDecoder: Send + 'static {
     /// Handles one event, adding the model events it completes to `out`.
     fn event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
 
@@ -104,7 +104,7 @@ impl<D: StreamDecoder> Decoding<D> {
 }
 
 /// The model stream of a successful streaming response.
-pub fn decode<D: StreamDecoder>(
+pub(super) fn decode<D: StreamDecoder>(
     provider: &str,
     response: Response,
     decoder: D,
@@ -132,7 +132,10 @@ pub fn decode<D: StreamDecoder>(
 /// Runs `data` (the data of each event, in order) through `decoder` and
 /// ends it: the events a response with those events gives.
 #[cfg(test)]
-pub fn decode_events<D: StreamDecoder>(mut decoder: D, data: &[&str]) -> Result<Vec<ModelEvent>, ModelError> {
+pub(crate) fn decode_events<D: StreamDecoder>(
+    mut decoder: D,
+    data: &[&str],
+) -> Result<Vec<ModelEvent>, ModelError> {
     let mut out = Vec::new();
     for data in data {
         let event = SseEvent {

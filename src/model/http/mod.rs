@@ -28,14 +28,14 @@ use crate::outbound::redirects::{within_origin, Follow};
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// A provider's HTTP client and settings.
-pub struct Transport {
+pub(super) struct Transport {
     client: reqwest::Client,
     settings: ProviderSettings,
 }
 
 /// A header carrying an API key (`value` holds the key): an error that does
 /// not quote the key when it cannot be sent.
-pub fn api_key_header(value: &str) -> Result<HeaderValue, ModelError> {
+pub(super) fn api_key_header(value: &str) -> Result<HeaderValue, ModelError> {
     let mut header = HeaderValue::from_str(value).map_err(|_| {
         ModelError::new(
             ModelErrorCode::Authentication,
@@ -47,10 +47,10 @@ pub fn api_key_header(value: &str) -> Result<HeaderValue, ModelError> {
 }
 
 /// Reads a provider's message out of an error body (its JSON error format).
-pub type DescribeError = fn(&str) -> Option<String>;
+pub(super) type DescribeError = fn(&str) -> Option<String>;
 
 impl Transport {
-    pub fn new(settings: ProviderSettings) -> Result<Self, reqwest::Error> {
+    pub(super) fn new(settings: ProviderSettings) -> Result<Self, reqwest::Error> {
         // The API key goes with every request: redirects only within
         // the provider's origin, and only ones that keep the body.
         let client = crate::http_client::builder()
@@ -62,7 +62,7 @@ impl Transport {
         Ok(Self { client, settings })
     }
 
-    pub fn settings(&self) -> &ProviderSettings {
+    pub(super) fn settings(&self) -> &ProviderSettings {
         &self.settings
     }
 
@@ -76,7 +76,7 @@ impl Transport {
     /// body are retried as [`Transport::post_stream`] says. The request is
     /// made in a span of its own, `model_request`, and carries the trace
     /// context (`traceparent`, `tracestate`) of the work it is made for.
-    pub async fn stream<D: StreamDecoder>(
+    pub(super) async fn stream<D: StreamDecoder>(
         &self,
         path: &str,
         mut headers: HeaderMap,
@@ -246,7 +246,7 @@ async fn read_limited(mut response: Response, idle: Duration) -> String {
 
 /// The message of a body that is not in the provider's error format: the
 /// common shapes of compatible servers, else the body itself.
-pub fn fallback_message(body: &str, status: StatusCode) -> String {
+pub(super) fn fallback_message(body: &str, status: StatusCode) -> String {
     if let Ok(json) = serde_json::from_str::<Value>(body) {
         let found = [
             json.pointer("/error/message"),
@@ -273,7 +273,7 @@ pub fn fallback_message(body: &str, status: StatusCode) -> String {
 }
 
 /// An error and its sources, as one line.
-pub fn chain(error: &dyn std::error::Error) -> String {
+pub(super) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(inner) = source {
@@ -288,7 +288,7 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 }
 
 /// A duration as people write it: `2s`, `0.25s`.
-pub fn secs(duration: Duration) -> String {
+pub(super) fn secs(duration: Duration) -> String {
     format!("{}s", duration.as_secs_f64())
 }
 

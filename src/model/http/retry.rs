@@ -9,13 +9,13 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::StatusCode;
 
 /// The longest backoff between two tries when the provider gives no hint.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A provider that asks for a longer wait than this is not waited for: the
 /// step fails at once with the provider's message.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+pub(super) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Rate limits and server-side failures may pass; other answers will not.
-pub fn is_retryable(status: StatusCode) -> bool {
+pub(super) fn is_retryable(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS
         || (status.is_server_error()
             && status != StatusCode::NOT_IMPLEMENTED
@@ -23,7 +23,7 @@ pub fn is_retryable(status: StatusCode) -> bool {
 }
 
 /// The wait the provider asked for, if it asked.
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     if let Some(ms) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
@@ -43,7 +43,7 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 /// The backoff before try number `retry` (0 for the first retry): `base`
 /// doubled each time, capped at [`MAX_BACKOFF`], then a random point in
 /// its upper half, so that clients that failed together spread out.
-pub fn backoff(base: Duration, retry: u32) -> Duration {
+pub(super) fn backoff(base: Duration, retry: u32) -> Duration {
     let ceiling = base
         .checked_mul(1u32.checked_shl(retry.min(16)).unwrap_or(u32::MAX))
         .unwrap_or(MAX_BACKOFF)
@@ -53,7 +53,7 @@ pub fn backoff(base: Duration, retry: u32) -> Duration {
 
 /// How long to wait before retry number `retry`, or `None` when the
 /// provider asked for a wait longer than we hold a step for.
-pub fn delay(headers: &HeaderMap, base: Duration, retry: u32) -> Option<Duration> {
+pub(super) fn delay(headers: &HeaderMap, base: Duration, retry: u32) -> Option<Duration> {
     match retry_after(headers, SystemTime::now()) {
         Some(wait) if wait > MAX_RETRY_AFTER => None,
         Some(wait) => Some(wait),

@@ -21,13 +21,13 @@ fn message_of(error: &Value) -> Option<String> {
 }
 
 /// Reads the provider's message from an error body.
-pub fn describe(body: &str) -> Option<String> {
+pub(super) fn describe(body: &str) -> Option<String> {
     let json: Value = serde_json::from_str(body).ok()?;
     message_of(json.get("error")?)
 }
 
 /// The failure an `error` chunk in the stream reports.
-pub fn stream_error(provider: &str, error: &Value) -> ModelError {
+pub(super) fn stream_error(provider: &str, error: &Value) -> ModelError {
     let message = message_of(error)
         .or_else(|| error.as_str().map(str::to_owned))
         .unwrap_or_else(|| fallback_message(&error.to_string(), reqwest::StatusCode::OK));

@@ -10,7 +10,7 @@ use crate::domain::{Message, ToolSpec};
 use crate::model::ModelRequest;
 
 /// The JSON body asking `model` for a streamed step.
-pub fn body(model: &str, request: &ModelRequest<'_>, max_tokens: Option<u32>) -> Value {
+pub(super) fn body(model: &str, request: &ModelRequest<'_>, max_tokens: Option<u32>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), messages(request.messages));
@@ -66,7 +66,7 @@ fn message(message: &Message) -> Value {
 /// that were not a JSON object (the model wrote invalid JSON, and was told
 /// so by the call's error result) go back as `{}`, since compatible servers
 /// parse this field.
-pub fn arguments_text(args: &Value) -> String {
+pub(super) fn arguments_text(args: &Value) -> String {
     if args.is_object() {
         args.to_string()
     } else {

@@ -77,7 +77,7 @@ struct PartialCall {
 }
 
 /// The decoder of one Chat Completions stream.
-pub struct ChatDecoder {
+pub(crate) struct ChatDecoder {
     provider: String,
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
@@ -88,7 +88,7 @@ pub struct ChatDecoder {
 }
 
 impl ChatDecoder {
-    pub fn new(provider: &str) -> Self {
+    pub(crate) fn new(provider: &str) -> Self {
         Self {
             provider: provider.to_owned(),
             calls: Vec::new(),

@@ -33,7 +33,7 @@ const ANSWER_PREFIX: &str = "User answered: ";
 
 /// The scripted model.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Scripted;
+pub(crate) struct Scripted;
 
 /// What the model does on a step, decided from the conversation.
 enum Script {

@@ -75,7 +75,7 @@ pub(in crate::runtime) struct Opening {
     pub told: oneshot::Sender<Result<(), StoreError>>,
 }
 
-pub struct Emitter {
+pub(crate) struct Emitter {
     live: Arc<LiveRun>,
     last_seq: u64,
     client: Option<mpsc::Sender<Delivery>>,
@@ -325,14 +325,14 @@ impl Emitter {
     }
 
     /// Records a chunk that the next commit stores with the run's state.
-    pub fn hold(&mut self, chunk: Chunk) {
+    pub(crate) fn hold(&mut self, chunk: Chunk) {
         let event = next_event(&mut self.last_seq, chunk);
         lock(&self.shared.unstored).events.push(event);
     }
 
     /// Records a chunk to be stored and released as soon as possible (after
     /// any held chunk, in order). Waits only if the store is far behind.
-    pub async fn emit_now(&mut self, chunk: Chunk) {
+    pub(crate) async fn emit_now(&mut self, chunk: Chunk) {
         let mut chunk = Some(chunk);
         // Numbered only once there is room: a step cut short while waiting
         // must not leave a seq numbered but never stored.

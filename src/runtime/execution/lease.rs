@@ -65,7 +65,7 @@ impl LeaseSettings {
 }
 
 /// A fresh replica id: unique per process, time-ordered.
-pub fn new_replica_id() -> String {
+pub(crate) fn new_replica_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 

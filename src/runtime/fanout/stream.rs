@@ -20,7 +20,7 @@ use crate::domain::{Chunk, Event, FinishReason, RunFailure, RunId, Timestamp, Us
 
 /// The code of the `error` chunk that ends a stream whose run the store
 /// refused to store.
-pub const STORE_UNAVAILABLE: &str = "store_unavailable";
+pub(super) const STORE_UNAVAILABLE: &str = "store_unavailable";
 
 /// The store refused to store a run that streams were following here: each
 /// of them ends with an `error` chunk (code [`STORE_UNAVAILABLE`]) and a

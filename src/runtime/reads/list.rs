@@ -42,7 +42,7 @@ pub struct RunPage {
 }
 
 /// The number of runs a page holds for a requested `page_size`.
-pub fn effective_page_size(page_size: u32) -> usize {
+pub(super) fn effective_page_size(page_size: u32) -> usize {
     match usize::try_from(page_size) {
         Ok(0) => DEFAULT_PAGE_SIZE,
         Ok(size) => size.min(MAX_PAGE_SIZE),

@@ -31,7 +31,7 @@ impl Synchronous {
 
 /// Splits `PATH?synchronous=full|normal` into the path and the setting
 /// (FULL without a query); any other option is an error.
-pub fn parse_location(location: &str) -> Result<(&str, Synchronous), StoreError> {
+pub(crate) fn parse_location(location: &str) -> Result<(&str, Synchronous), StoreError> {
     let Some((path, query)) = location.split_once('?') else {
         return Ok((location, Synchronous::default()));
     };

@@ -18,7 +18,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of a response body given to the model when not configured.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 /// Retries of an idempotent tool when not configured.
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
+pub(super) const DEFAULT_MAX_RETRIES: u32 = 2;
 
 /// How the arguments are sent.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]

@@ -29,26 +29,26 @@ use tokio::sync::watch;
 
 /// A listener that is never accepted from: a connection made to it waits
 /// in its backlog, where [`Silent::assert_untouched`] finds it.
-pub struct Silent {
+pub(crate) struct Silent {
     listener: StdListener,
     pub addr: SocketAddr,
 }
 
 impl Silent {
-    pub fn bind() -> Self {
+    pub(crate) fn bind() -> Self {
         let listener = StdListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("non-blocking");
         let addr = listener.local_addr().expect("address");
         Self { listener, addr }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Panics if anything connected (call it once the request that must
     /// not have reached it has ended: a connection is queued by then).
-    pub fn assert_untouched(&self) {
+    pub(crate) fn assert_untouched(&self) {
         match self.listener.accept() {
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(error) => panic!("accept: {error}"),
@@ -59,7 +59,7 @@ impl Silent {
 
 /// One request that reached an [`Origin`].
 #[derive(Clone, Debug)]
-pub struct Arrived {
+pub(crate) struct Arrived {
     pub method: Method,
     pub path: String,
     pub headers: HeaderMap,
@@ -70,7 +70,7 @@ pub struct Arrived {
 /// with a `Location` on another origin (its `elsewhere`), `/here/{status}`
 /// one to `/landed` on itself; any other path is recorded and answered
 /// 200 `arrived`.
-pub struct Origin {
+pub(crate) struct Origin {
     pub addr: SocketAddr,
     arrived: watch::Receiver<Vec<Arrived>>,
     task: tokio::task::JoinHandle<()>,
@@ -122,7 +122,7 @@ async fn answer(
 
 impl Origin {
     /// An origin whose `/away/…` redirects to `elsewhere` (a full URL).
-    pub async fn start(elsewhere: &str) -> Self {
+    pub(crate) async fn start(elsewhere: &str) -> Self {
         let (sender, arrived) = watch::channel(Vec::new());
         let routes = Routes {
             elsewhere: elsewhere.to_owned(),
@@ -137,17 +137,17 @@ impl Origin {
         Self { addr, arrived, task }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// What arrived so far.
-    pub fn arrived(&self) -> Vec<Arrived> {
+    pub(crate) fn arrived(&self) -> Vec<Arrived> {
         self.arrived.borrow().clone()
     }
 
     /// Waits (at most 20 s) until `count` requests have arrived.
-    pub async fn wait_for(&self, count: usize) -> Vec<Arrived> {
+    pub(crate) async fn wait_for(&self, count: usize) -> Vec<Arrived> {
         let mut arrived = self.arrived.clone();
         let waited = tokio::time::timeout(
             std::time::Duration::from_secs(20),
@@ -163,7 +163,7 @@ impl Origin {
 
 /// A JSON-RPC call of A2A `method` on the server at `addr`: the HTTP
 /// status and the body.
-pub async fn a2a_call(addr: SocketAddr, method: &str, params: Value) -> (u16, Value) {
+pub(crate) async fn a2a_call(addr: SocketAddr, method: &str, params: Value) -> (u16, Value) {
     let response = crate::helpers::http()
         .post(format!("http://{addr}/a2a/jsonrpc"))
         .header("A2A-Version", "1.0")
@@ -176,13 +176,13 @@ pub async fn a2a_call(addr: SocketAddr, method: &str, params: Value) -> (u16, Va
 }
 
 /// A user message of `text`, in task `task_id` (a new task when empty).
-pub fn user_message(text: &str, task_id: &str) -> Value {
+pub(crate) fn user_message(text: &str, task_id: &str) -> Value {
     json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
            "taskId": task_id, "parts": [{"text": text}]})
 }
 
 /// A task of the default agent waiting for an answer, started over A2A.
-pub async fn waiting_task(addr: SocketAddr) -> String {
+pub(crate) async fn waiting_task(addr: SocketAddr) -> String {
     let (status, body) = a2a_call(
         addr,
         "SendMessage",

@@ -10,7 +10,7 @@ use crate::helpers::*;
 
 /// The `toml` blocks of the section of `guide` titled `title` (a `## `
 /// heading), up to the next such heading.
-pub fn toml_blocks(guide: &str, title: &str) -> Vec<String> {
+pub(crate) fn toml_blocks(guide: &str, title: &str) -> Vec<String> {
     let section = guide
         .split(&format!("\n## {title}\n"))
         .nth(1)

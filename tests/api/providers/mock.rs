@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// How the provider answers one request.
-pub enum Reply {
+pub(crate) enum Reply {
     /// A 200 event stream: the transcript, written in pieces of at most
     /// `piece` bytes (so events and even UTF-8 characters are split).
     Stream { transcript: String, piece: usize },
@@ -39,14 +39,14 @@ pub enum Reply {
 
 impl Reply {
     /// A transcript streamed in pieces of 13 bytes.
-    pub fn sse(transcript: &str) -> Self {
+    pub(crate) fn sse(transcript: &str) -> Self {
         Reply::Stream {
             transcript: transcript.to_owned(),
             piece: 13,
         }
     }
 
-    pub fn status(status: u16, body: &str) -> Self {
+    pub(crate) fn status(status: u16, body: &str) -> Self {
         Reply::Status {
             status,
             headers: Vec::new(),
@@ -57,7 +57,7 @@ impl Reply {
 
 /// A request the provider received.
 #[derive(Clone, Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
@@ -72,7 +72,7 @@ struct Shared {
     hung_up: Notify,
 }
 
-pub struct MockProvider {
+pub(crate) struct MockProvider {
     pub base_url: String,
     shared: Arc<Shared>,
     task: JoinHandle<()>,
@@ -96,7 +96,7 @@ impl Drop for HangupGuard {
 
 impl MockProvider {
     /// Starts a provider that will answer with `replies`, in order.
-    pub async fn start(replies: Vec<Reply>) -> Self {
+    pub(crate) async fn start(replies: Vec<Reply>) -> Self {
         let shared = Arc::new(Shared::default());
         shared.replies.lock().unwrap().extend(replies);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -113,17 +113,17 @@ impl MockProvider {
     }
 
     /// The requests received so far.
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().unwrap().clone()
     }
 
     /// The JSON bodies received so far.
-    pub fn bodies(&self) -> Vec<Value> {
+    pub(crate) fn bodies(&self) -> Vec<Value> {
         self.requests().into_iter().map(|r| r.body).collect()
     }
 
     /// Waits (at most 10 s) until a client hung up on a keep-alive reply.
-    pub async fn wait_for_hangup(&self) {
+    pub(crate) async fn wait_for_hangup(&self) {
         let wait = async {
             loop {
                 let hung_up = self.shared.hung_up.notified();

@@ -5,7 +5,7 @@
 //! exact requests the provider receives.
 
 mod anthropic;
-pub mod config;
+pub(crate) mod config;
 mod failures;
 mod mock;
 mod openai;
@@ -21,15 +21,15 @@ use agentd::pb::{self, AgentChunk};
 use agentd::tools::{AskUser, Tool};
 use serde_json::Value;
 
-pub use mock::{MockProvider, Reply};
+pub(crate) use mock::{MockProvider, Reply};
 
 use crate::helpers::*;
 
-pub const MODEL: &str = "test-model";
-pub const INSTRUCTIONS: &str = "You are a concise assistant.";
+pub(crate) const MODEL: &str = "test-model";
+pub(crate) const INSTRUCTIONS: &str = "You are a concise assistant.";
 
 /// The gRPC server, the provider behind it, and the store's folder.
-pub struct Harness {
+pub(crate) struct Harness {
     api: TestServer,
     pub provider: MockProvider,
     _temp: tempfile::TempDir,
@@ -60,18 +60,18 @@ fn provider_config(kind: ProviderKind, base_url: &str) -> ProviderConfig {
 }
 
 /// The API key the provider should receive.
-pub fn api_key() -> Option<String> {
+pub(crate) fn api_key() -> Option<String> {
     std::env::var("CARGO_PKG_NAME").ok()
 }
 
 /// A server whose default agent (with `ask_user`) runs on a provider of
 /// `kind` that answers with `replies`.
-pub async fn harness(kind: ProviderKind, replies: Vec<Reply>) -> Harness {
+pub(crate) async fn harness(kind: ProviderKind, replies: Vec<Reply>) -> Harness {
     harness_with(kind, replies, |_| {}).await
 }
 
 /// Like [`harness`], with the provider table adjusted by `tune`.
-pub async fn harness_with(
+pub(crate) async fn harness_with(
     kind: ProviderKind,
     replies: Vec<Reply>,
     tune: impl FnOnce(&mut ProviderConfig),
@@ -100,7 +100,11 @@ pub async fn harness_with(
 
 /// A server on a provider of `kind` that answers each step with the next of
 /// these SSE `transcripts`, and the chunks of a run of `prompt` on it.
-pub async fn replay(kind: ProviderKind, transcripts: &[&str], prompt: &str) -> (Harness, Vec<AgentChunk>) {
+pub(crate) async fn replay(
+    kind: ProviderKind,
+    transcripts: &[&str],
+    prompt: &str,
+) -> (Harness, Vec<AgentChunk>) {
     let server = harness(kind, transcripts.iter().copied().map(Reply::sse).collect()).await;
     let chunks = server.stream(prompt).await;
     (server, chunks)
@@ -108,7 +112,7 @@ pub async fn replay(kind: ProviderKind, transcripts: &[&str], prompt: &str) -> (
 
 /// The [`tool_calls`] of `ask_user` calls with these ids and arguments
 /// (the tool's name as the provider sends it).
-pub fn ask_user_calls(calls: &[(&str, &Value)]) -> Vec<(String, String, Value)> {
+pub(crate) fn ask_user_calls(calls: &[(&str, &Value)]) -> Vec<(String, String, Value)> {
     calls
         .iter()
         .map(|(id, args)| ((*id).to_owned(), "ask_user".to_owned(), (*args).clone()))
@@ -116,17 +120,17 @@ pub fn ask_user_calls(calls: &[(&str, &Value)]) -> Vec<(String, String, Value)> 
 }
 
 /// The input schema of `ask_user`, as the provider must receive it.
-pub fn ask_user_schema() -> Value {
+pub(crate) fn ask_user_schema() -> Value {
     AskUser::new().spec().input_schema.clone()
 }
 
 /// The description of `ask_user`, as the provider must receive it.
-pub fn ask_user_description() -> String {
+pub(crate) fn ask_user_description() -> String {
     AskUser::new().spec().description.clone()
 }
 
 /// The `tool_call` chunks: id, name and arguments.
-pub fn tool_calls(chunks: &[AgentChunk]) -> Vec<(String, String, Value)> {
+pub(crate) fn tool_calls(chunks: &[AgentChunk]) -> Vec<(String, String, Value)> {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -141,7 +145,7 @@ pub fn tool_calls(chunks: &[AgentChunk]) -> Vec<(String, String, Value)> {
 }
 
 /// The `error` chunks.
-pub fn errors(chunks: &[AgentChunk]) -> Vec<pb::RunError> {
+pub(crate) fn errors(chunks: &[AgentChunk]) -> Vec<pb::RunError> {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -152,7 +156,7 @@ pub fn errors(chunks: &[AgentChunk]) -> Vec<pb::RunError> {
 }
 
 /// The usage of each `step_finish` chunk, as (input, output).
-pub fn step_usage(chunks: &[AgentChunk]) -> Vec<(u64, u64)> {
+pub(crate) fn step_usage(chunks: &[AgentChunk]) -> Vec<(u64, u64)> {
     chunks
         .iter()
         .filter_map(|c| match &c.chunk {
@@ -163,13 +167,13 @@ pub fn step_usage(chunks: &[AgentChunk]) -> Vec<(u64, u64)> {
 }
 
 /// The usage of the `finish` chunk, as (input, output).
-pub fn finish_usage(chunks: &[AgentChunk]) -> (u64, u64) {
+pub(crate) fn finish_usage(chunks: &[AgentChunk]) -> (u64, u64) {
     let usage = finish(chunks).usage.expect("finish carries usage");
     (usage.input_tokens, usage.output_tokens)
 }
 
 /// A run's usage as GetRun reports it, as (input, output).
-pub fn run_usage(run: &pb::Run) -> (u64, u64) {
+pub(crate) fn run_usage(run: &pb::Run) -> (u64, u64) {
     let usage = run.usage.expect("the run carries usage");
     (usage.input_tokens, usage.output_tokens)
 }
@@ -177,7 +181,7 @@ pub fn run_usage(run: &pb::Run) -> (u64, u64) {
 /// Asserts a run failed on a provider error: an `error` chunk with `code`
 /// whose message contains `message`, then `finish{ERROR}`, and GetRun says
 /// FAILED with the same error.
-pub async fn assert_failed(server: &Harness, chunks: &[AgentChunk], code: &str, message: &str) {
+pub(crate) async fn assert_failed(server: &Harness, chunks: &[AgentChunk], code: &str, message: &str) {
     let kinds = kinds(chunks);
     assert_eq!(kinds[kinds.len() - 2..], ["error", "finish"], "{kinds:?}");
     assert_eq!(finish_reason(chunks), pb::FinishReason::Error);

@@ -10,20 +10,20 @@ use agentd::pb::AgentChunk;
 
 use crate::pg::TestSchema;
 use crate::process::ServerProcess;
-pub use crate::process::{get_run, seqs, start_run, stream_prompt, subscribe};
+pub(super) use crate::process::{get_run, seqs, start_run, stream_prompt, subscribe};
 
 /// Lease settings of every replica in these tests.
-pub const LEASE_TTL: Duration = Duration::from_secs(1);
+pub(super) const LEASE_TTL: Duration = Duration::from_secs(1);
 const LEASE_RENEW: &str = "200ms";
 const RECOVERY_INTERVAL: &str = "200ms";
 
 /// A replica is an agentd process; its log lines are prefixed with its name.
-pub type Replica = ServerProcess;
+pub(super) type Replica = ServerProcess;
 
 impl ServerProcess {
     /// Starts a replica named `name` on `store` (a URL), with its data dir
     /// in `data_dir`, and waits until it listens.
-    pub fn on_store(store: &str, data_dir: &Path, name: &str) -> Self {
+    pub(crate) fn on_store(store: &str, data_dir: &Path, name: &str) -> Self {
         let ttl = agentd::config::duration::short(LEASE_TTL);
         Self::start_labelled(
             Some(name),
@@ -39,7 +39,7 @@ impl ServerProcess {
 
     /// [`ServerProcess::on_store`] with the default lease settings (10 s
     /// TTL), and the metrics endpoint on an ephemeral port.
-    pub fn on_store_with_default_leases(store: &str, data_dir: &Path, name: &str) -> Self {
+    pub(crate) fn on_store_with_default_leases(store: &str, data_dir: &Path, name: &str) -> Self {
         Self::start_labelled(
             Some(name),
             data_dir,
@@ -58,7 +58,7 @@ impl ServerProcess {
 
 /// Two replicas on one fresh PostgreSQL schema. The schema outlives the
 /// replicas (dropped last).
-pub struct Pair {
+pub(super) struct Pair {
     pub a: Replica,
     pub b: Replica,
     _dirs: tempfile::TempDir,
@@ -67,12 +67,12 @@ pub struct Pair {
 
 impl Pair {
     /// Replicas with short leases (see [`LEASE_TTL`]).
-    pub async fn start() -> Self {
+    pub(super) async fn start() -> Self {
         Self::start_with(Replica::on_store).await
     }
 
     /// Replicas with the default lease settings.
-    pub async fn start_with_default_leases() -> Self {
+    pub(super) async fn start_with_default_leases() -> Self {
         Self::start_with(Replica::on_store_with_default_leases).await
     }
 
@@ -92,12 +92,12 @@ impl Pair {
 }
 
 /// Asserts that `chunks` are seqs `first..` without gap or repeat.
-pub fn assert_contiguous(chunks: &[AgentChunk], first: u64) {
+pub(super) fn assert_contiguous(chunks: &[AgentChunk], first: u64) {
     let expected: Vec<u64> = (first..first + chunks.len() as u64).collect();
     assert_eq!(seqs(chunks), expected, "seqs must rise by exactly one");
 }
 
 /// Whether the chunk is a `start` of a resumption.
-pub fn is_resumed_start(chunk: &AgentChunk) -> bool {
+pub(super) fn is_resumed_start(chunk: &AgentChunk) -> bool {
     matches!(&chunk.chunk, Some(Chunk::Start(start)) if start.resumed)
 }

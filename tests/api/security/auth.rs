@@ -16,11 +16,11 @@ use tonic_types::StatusExt;
 use super::server::{keyed, write_file, Bearer, KeyedClient, SecureServer};
 use crate::helpers::collect;
 
-pub const ACME_KEY: &str = "acme-key-6f1d0c3a9b2e4d57";
-pub const GLOBEX_KEY: &str = "globex-key-0a8e7c6b5d4f3a21";
+pub(crate) const ACME_KEY: &str = "acme-key-6f1d0c3a9b2e4d57";
+pub(crate) const GLOBEX_KEY: &str = "globex-key-0a8e7c6b5d4f3a21";
 
 /// A server with two tenants, `acme` and `globex`.
-pub async fn two_tenants() -> SecureServer {
+pub(crate) async fn two_tenants() -> SecureServer {
     SecureServer::with_keys(&format!("# tenant:key\nacme:{ACME_KEY}\nglobex:{GLOBEX_KEY}\n")).await
 }
 

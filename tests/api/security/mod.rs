@@ -4,7 +4,7 @@
 //! MCP sessions bound to their key, hostile input, and the front door
 //! every surface goes through.
 
-pub mod auth;
+pub(crate) mod auth;
 mod deadline;
 mod door;
 mod drain;
@@ -13,8 +13,8 @@ mod garbage;
 mod limits;
 mod mcp_sessions;
 mod raw;
-pub mod server;
-pub mod sse;
+pub(crate) mod server;
+pub(crate) mod sse;
 mod stream_caps;
 mod sweep;
 mod tenants;

@@ -12,7 +12,7 @@ use tonic::{Request, Status};
 
 /// Passes bytes through in both directions.
 #[derive(Clone, Copy, Default)]
-pub struct RawCodec;
+pub(super) struct RawCodec;
 
 impl Codec for RawCodec {
     type Encode = Vec<u8>;
@@ -51,7 +51,7 @@ impl Decoder for RawCodec {
 /// Calls `method` of the agent service with `body` as the request; a
 /// streaming method's stream is read to its end. The status the call ends
 /// with (OK for a unary answer or a stream that ends well).
-pub async fn call(channel: Channel, method: &str, streaming: bool, body: Vec<u8>) -> Status {
+pub(super) async fn call(channel: Channel, method: &str, streaming: bool, body: Vec<u8>) -> Status {
     let mut grpc = Grpc::new(channel);
     if let Err(error) = grpc.ready().await {
         return Status::unavailable(format!("not ready: {error}"));
@@ -85,7 +85,7 @@ pub async fn call(channel: Channel, method: &str, streaming: bool, body: Vec<u8>
 /// request body, gRPC framing included, so that a test can send a frame
 /// whose length prefix promises more than follows. The status the call
 /// ends with, from the response's headers or its trailers.
-pub async fn call_with_body(mut channel: Channel, method: &str, body: Vec<u8>) -> Status {
+pub(super) async fn call_with_body(mut channel: Channel, method: &str, body: Vec<u8>) -> Status {
     use http_body_util::BodyExt as _;
     use tonic::codegen::{http, Service as _};
 

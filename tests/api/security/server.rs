@@ -20,9 +20,9 @@ use tonic::{Request, Status};
 use crate::helpers::settings_in;
 
 /// A client of the agent service that sends `authorization: Bearer <key>`.
-pub type KeyedClient = AgentServiceClient<InterceptedService<Channel, Bearer>>;
+pub(crate) type KeyedClient = AgentServiceClient<InterceptedService<Channel, Bearer>>;
 
-pub struct SecureServer {
+pub(crate) struct SecureServer {
     pub addr: SocketAddr,
     /// The server's data folder; files the settings name live there too.
     pub dir: tempfile::TempDir,
@@ -31,7 +31,7 @@ pub struct SecureServer {
 }
 
 /// Writes `lines` to `name` in `dir` and returns the path.
-pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write a test file");
     path
@@ -40,12 +40,15 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
 impl SecureServer {
     /// A server whose settings `configure` adjusts; it is given the data
     /// folder, to write key files into.
-    pub async fn start(configure: impl FnOnce(&Path, &mut ServerSettings)) -> Self {
+    pub(crate) async fn start(configure: impl FnOnce(&Path, &mut ServerSettings)) -> Self {
         Self::start_draining(Duration::from_secs(10), configure).await
     }
 
     /// As [`SecureServer::start`], with this drain period.
-    pub async fn start_draining(drain: Duration, configure: impl FnOnce(&Path, &mut ServerSettings)) -> Self {
+    pub(crate) async fn start_draining(
+        drain: Duration,
+        configure: impl FnOnce(&Path, &mut ServerSettings),
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut settings = settings_in(dir.path());
         configure(dir.path(), &mut settings);
@@ -72,7 +75,7 @@ impl SecureServer {
     }
 
     /// A server whose only keys are `tenant:key` lines of a keys file.
-    pub async fn with_keys(lines: &str) -> Self {
+    pub(crate) async fn with_keys(lines: &str) -> Self {
         let lines = lines.to_owned();
         Self::start(move |dir, settings| {
             settings.auth.api_keys_file = Some(write_file(dir, "api.keys", &lines));
@@ -80,22 +83,22 @@ impl SecureServer {
         .await
     }
 
-    pub fn endpoint(&self) -> Endpoint {
+    pub(crate) fn endpoint(&self) -> Endpoint {
         Endpoint::from_shared(format!("http://{}", self.addr)).expect("endpoint")
     }
 
     /// A new plaintext connection.
-    pub async fn channel(&self) -> Channel {
+    pub(crate) async fn channel(&self) -> Channel {
         self.endpoint().connect().await.expect("connect")
     }
 
     /// A client on a new connection, sending `key` (none: no header).
-    pub async fn client(&self, key: Option<&str>) -> KeyedClient {
+    pub(crate) async fn client(&self, key: Option<&str>) -> KeyedClient {
         keyed(self.channel().await, key)
     }
 
     /// Signals shutdown (the server drains) without waiting.
-    pub fn signal_shutdown(&mut self) {
+    pub(crate) fn signal_shutdown(&mut self) {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
@@ -103,7 +106,7 @@ impl SecureServer {
 
     /// Waits until `serve_with` returned (after
     /// [`SecureServer::signal_shutdown`]); the data folder stays.
-    pub async fn stopped(&mut self) {
+    pub(crate) async fn stopped(&mut self) {
         if let Some(stopped) = self.stopped.take() {
             stopped.await.expect("server task");
         }
@@ -119,7 +122,7 @@ impl Drop for SecureServer {
 }
 
 /// Starts a run as `client` and collects its stream to the end.
-pub async fn start(
+pub(crate) async fn start(
     client: &mut KeyedClient,
     request: agentd::pb::StreamAgentRequest,
 ) -> Result<Vec<agentd::pb::AgentChunk>, Status> {
@@ -128,7 +131,7 @@ pub async fn start(
 }
 
 /// A StreamAgent request with just a prompt.
-pub fn prompt(text: impl Into<String>) -> agentd::pb::StreamAgentRequest {
+pub(crate) fn prompt(text: impl Into<String>) -> agentd::pb::StreamAgentRequest {
     agentd::pb::StreamAgentRequest {
         prompt: text.into(),
         ..Default::default()
@@ -136,13 +139,13 @@ pub fn prompt(text: impl Into<String>) -> agentd::pb::StreamAgentRequest {
 }
 
 /// The agent service client on `channel`, sending `key`.
-pub fn keyed(channel: Channel, key: Option<&str>) -> KeyedClient {
+pub(crate) fn keyed(channel: Channel, key: Option<&str>) -> KeyedClient {
     AgentServiceClient::with_interceptor(channel, Bearer(key.map(str::to_owned)))
 }
 
 /// Adds `authorization: Bearer <key>` to every request (nothing for `None`).
 #[derive(Clone)]
-pub struct Bearer(pub Option<String>);
+pub(crate) struct Bearer(pub Option<String>);
 
 impl Interceptor for Bearer {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {

@@ -6,7 +6,12 @@ use serde_json::Value;
 
 /// A POST of `body` as JSON to `url`, with `key` as its bearer and
 /// `headers` besides.
-pub async fn post(url: &str, key: Option<&str>, headers: &[(&str, &str)], body: &Value) -> reqwest::Response {
+pub(crate) async fn post(
+    url: &str,
+    key: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> reqwest::Response {
     let mut request = crate::helpers::http().post(url).json(body);
     if let Some(key) = key {
         request = request.bearer_auth(key);
@@ -18,13 +23,13 @@ pub async fn post(url: &str, key: Option<&str>, headers: &[(&str, &str)], body: 
 }
 
 /// The events of a `text/event-stream` response, one at a time.
-pub struct Events {
+pub(crate) struct Events {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl Events {
-    pub fn of(response: reqwest::Response) -> Self {
+    pub(crate) fn of(response: reqwest::Response) -> Self {
         Self {
             response,
             buffer: String::new(),
@@ -33,7 +38,7 @@ impl Events {
 
     /// The next event's data, as JSON (events without data, such as
     /// priming ones, are skipped); `None` once the stream ends.
-    pub async fn next(&mut self) -> Option<Value> {
+    pub(crate) async fn next(&mut self) -> Option<Value> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
@@ -56,7 +61,7 @@ impl Events {
     }
 
     /// The first event that `wanted` picks; panics if the stream ends first.
-    pub async fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         while let Some(event) = self.next().await {
             if wanted(&event) {
                 return event;

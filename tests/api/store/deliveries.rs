@@ -15,7 +15,7 @@ use agentd::store::{AttemptOutcome, Claim, Enqueue, NewDelivery};
 use super::run_events::{all_events, fresh_tenant, next, running_run, suspended_like};
 use super::{status_events, AnyStore};
 
-pub async fn deliveries_conform(store: &AnyStore) {
+pub(super) async fn deliveries_conform(store: &AnyStore) {
     a_cursor_starts_where_it_is_first_seen(store).await;
     enqueueing_moves_the_cursor_once(store).await;
     a_claim_leases_each_delivery_for_one_attempt(store).await;
@@ -29,7 +29,7 @@ fn webhook(label: &str) -> String {
 }
 
 /// A run of `tenant` started, suspended and expired: three events.
-pub async fn three_events(store: &AnyStore, tenant: &Tenant) -> RunRecord {
+pub(super) async fn three_events(store: &AnyStore, tenant: &Tenant) -> RunRecord {
     let run = running_run(tenant, "assistant");
     store.create_run(&run, &[]).await.expect("create");
     let suspended = next(&run, suspended_like(&run));

@@ -9,7 +9,7 @@ use agentd::domain::{Grant, GrantScope, Remember, RunId, Tenant, ThreadId, Threa
 use super::run_events::fresh_tenant;
 use super::AnyStore;
 
-pub async fn grants_conform(store: &AnyStore) {
+pub(super) async fn grants_conform(store: &AnyStore) {
     grants_are_read_by_scope_and_deleted_by_their_tenant(store).await;
     a_threads_grants_go_with_it(store).await;
 }

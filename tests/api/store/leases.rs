@@ -14,7 +14,7 @@ use super::{
 };
 
 /// The lease suite, called by [`super::conformance`].
-pub async fn leases_conform(store: &AnyStore) {
+pub(super) async fn leases_conform(store: &AnyStore) {
     appends_extend_a_running_run(store).await;
     refused_appends_change_nothing(store).await;
     expired_leases_soonest_first(store).await;

@@ -11,7 +11,7 @@ use super::deliveries::three_events;
 use super::run_events::{all_events, fresh_tenant};
 use super::AnyStore;
 
-pub async fn push_configs_conform(store: &AnyStore) {
+pub(super) async fn push_configs_conform(store: &AnyStore) {
     configs_are_put_read_and_deleted_per_run(store).await;
     one_event_goes_to_each_target_in_order(store).await;
 }

@@ -10,7 +10,7 @@ use agentd::store::RunQuery;
 use super::{completed_from, resumption_events, status_events, suspended_run, suspension_events, AnyStore};
 
 /// The query suite, called by [`super::conformance`].
-pub async fn queries_conform(store: &AnyStore) {
+pub(super) async fn queries_conform(store: &AnyStore) {
     request_id_finds_its_run(store).await;
     listing_filters_newest_first(store).await;
     listing_pages_without_gaps_or_repeats(store).await;

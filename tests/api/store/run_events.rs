@@ -14,7 +14,7 @@ use agentd::store::StoreError;
 
 use super::{status_events, suspended_run, suspension_events, AnyStore};
 
-pub async fn run_events_conform(store: &AnyStore) {
+pub(super) async fn run_events_conform(store: &AnyStore) {
     each_status_change_is_one_event(store).await;
     a_refused_write_stores_no_event(store).await;
     reads_continue_after_any_position(store).await;
@@ -22,11 +22,11 @@ pub async fn run_events_conform(store: &AnyStore) {
     a_thread_takes_its_events_along(store).await;
 }
 
-pub fn fresh_tenant(label: &str) -> Tenant {
+pub(super) fn fresh_tenant(label: &str) -> Tenant {
     Tenant::new(&format!("{label}-{}", RunId::new().0.simple())).expect("a tenant id")
 }
 
-pub fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
+pub(super) fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
     super::edited(&suspended_run(agent), |run| {
         run.tenant = tenant.clone();
         run.request_id = None;
@@ -41,7 +41,7 @@ pub fn running_run(tenant: &Tenant, agent: &str) -> RunRecord {
 }
 
 /// `run` at its next version, in `phase`, a little later.
-pub fn next(run: &RunRecord, phase: Phase) -> RunRecord {
+pub(super) fn next(run: &RunRecord, phase: Phase) -> RunRecord {
     super::edited(run, |next| {
         next.version += 1;
         next.updated_at = Timestamp(run.updated_at.0 + 1_000);
@@ -49,14 +49,14 @@ pub fn next(run: &RunRecord, phase: Phase) -> RunRecord {
     })
 }
 
-pub fn suspended_like(run: &RunRecord) -> Phase {
+pub(super) fn suspended_like(run: &RunRecord) -> Phase {
     super::suspended_phase(run.created_at)
 }
 
 /// Every event of `tenant` after `after`, read a page of `page` at a time
 /// until the store has none settling (a shared store's concurrent writes
 /// of other tests may hold them back for a moment).
-pub async fn all_events(
+pub(super) async fn all_events(
     store: &AnyStore,
     tenant: &Tenant,
     after: EventPosition,

@@ -8,7 +8,7 @@ use agentd::store::{RunQueries, RunQuery, RunStore, SqliteStore, StoreError};
 
 use super::{status_events, suspended_run, suspension_events, AnyStore};
 
-pub async fn tenants_conform(store: &AnyStore) {
+pub(super) async fn tenants_conform(store: &AnyStore) {
     the_tenant_is_kept(store).await;
     request_ids_are_scoped_per_tenant(store).await;
     listings_filter_by_tenant(store).await;

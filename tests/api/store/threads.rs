@@ -15,7 +15,7 @@ use tokio::sync::Barrier;
 
 use super::{events_of, suspended_run, suspension_events, AnyStore};
 
-pub async fn threads_conform(store: &AnyStore) {
+pub(super) async fn threads_conform(store: &AnyStore) {
     a_thread_is_created_with_its_first_run(store).await;
     the_next_run_must_follow_the_latest(store).await;
     racing_starts_have_one_winner(store).await;

@@ -17,7 +17,7 @@ use tonic::Status;
 use crate::helpers::{collect, TestServer};
 
 /// A StreamAgent request with `prompt` on `thread`.
-pub fn on_thread(thread: &str, prompt: &str) -> pb::StreamAgentRequest {
+pub(crate) fn on_thread(thread: &str, prompt: &str) -> pb::StreamAgentRequest {
     pb::StreamAgentRequest {
         prompt: prompt.into(),
         thread_id: thread.into(),
@@ -26,14 +26,14 @@ pub fn on_thread(thread: &str, prompt: &str) -> pb::StreamAgentRequest {
 }
 
 /// Like [`on_thread`], asking for auto-resume.
-pub fn auto_resume(thread: &str, prompt: &str) -> pb::StreamAgentRequest {
+pub(crate) fn auto_resume(thread: &str, prompt: &str) -> pb::StreamAgentRequest {
     pb::StreamAgentRequest {
         auto_resume: true,
         ..on_thread(thread, prompt)
     }
 }
 
-pub async fn get_thread(server: &TestServer, thread: &str) -> Result<pb::Thread, Status> {
+pub(crate) async fn get_thread(server: &TestServer, thread: &str) -> Result<pb::Thread, Status> {
     server
         .client()
         .get_thread(pb::GetThreadRequest {
@@ -44,7 +44,7 @@ pub async fn get_thread(server: &TestServer, thread: &str) -> Result<pb::Thread,
 }
 
 /// Streams `request` to its end.
-pub async fn stream(
+pub(crate) async fn stream(
     server: &TestServer,
     request: pb::StreamAgentRequest,
 ) -> Result<Vec<pb::AgentChunk>, Status> {
@@ -54,7 +54,7 @@ pub async fn stream(
 
 /// The roles and contents of a thread's messages, e.g. `user: plan please`,
 /// `assistant -> ask_user`, `tool: User answered: Pro`.
-pub fn transcript(thread: &pb::Thread) -> Vec<String> {
+pub(crate) fn transcript(thread: &pb::Thread) -> Vec<String> {
     thread
         .messages
         .iter()

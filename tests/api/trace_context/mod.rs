@@ -15,18 +15,18 @@ use tonic::Status;
 use crate::helpers::{collect, TestServer};
 
 /// The context a run is started with.
-pub const STARTED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-pub const STARTED_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
-pub const STARTED_PARENT: &str = "00f067aa0ba902b7";
+pub(crate) const STARTED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+pub(crate) const STARTED_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+pub(crate) const STARTED_PARENT: &str = "00f067aa0ba902b7";
 /// The context a Resume of it comes with, days later.
-pub const RESUMED: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-pub const RESUMED_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
-pub const RESUMED_PARENT: &str = "b7ad6b7169203331";
+pub(crate) const RESUMED: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+pub(crate) const RESUMED_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+pub(crate) const RESUMED_PARENT: &str = "b7ad6b7169203331";
 /// Vendors' state, passed on as it is.
-pub const STATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+pub(crate) const STATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
 
 /// `message` with `traceparent` and, if given, `tracestate` metadata.
-pub fn traced<T>(message: T, traceparent: &str, tracestate: Option<&str>) -> tonic::Request<T> {
+pub(crate) fn traced<T>(message: T, traceparent: &str, tracestate: Option<&str>) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);
     let metadata = request.metadata_mut();
     metadata.insert("traceparent", traceparent.parse().expect("ASCII"));
@@ -37,7 +37,7 @@ pub fn traced<T>(message: T, traceparent: &str, tracestate: Option<&str>) -> ton
 }
 
 /// Runs `prompt` on `agent_id` with this trace context.
-pub async fn start_traced(
+pub(crate) async fn start_traced(
     server: &TestServer,
     agent_id: &str,
     prompt: &str,
@@ -58,7 +58,7 @@ pub async fn start_traced(
 }
 
 /// Answers `run_id`'s one question with `text`, with this trace context.
-pub async fn resume_traced(
+pub(crate) async fn resume_traced(
     server: &TestServer,
     run_id: &str,
     text: &str,
@@ -75,7 +75,7 @@ pub async fn resume_traced(
 
 /// The trace-id, parent-id and flags of a `traceparent` sent out, checked
 /// to be one (version 00, lowercase hex, no zero ids).
-pub fn parts(traceparent: &str) -> (String, String, String) {
+pub(crate) fn parts(traceparent: &str) -> (String, String, String) {
     let fields: Vec<&str> = traceparent.split('-').collect();
     assert_eq!(fields.len(), 4, "{traceparent}");
     assert_eq!(fields[0], "00", "{traceparent}");
@@ -96,7 +96,7 @@ pub fn parts(traceparent: &str) -> (String, String, String) {
 
 /// Asserts that `traceparent` continues the trace `trace` from a span of
 /// agentd's (not the caller's `parent`), sampled.
-pub fn assert_continues(traceparent: Option<&str>, trace: &str, parent: &str) {
+pub(crate) fn assert_continues(traceparent: Option<&str>, trace: &str, parent: &str) {
     let traceparent = traceparent.expect("a traceparent was sent");
     let (sent_trace, sent_parent, flags) = parts(traceparent);
     assert_eq!(sent_trace, trace, "the caller's trace");

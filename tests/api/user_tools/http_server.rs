@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 
 /// What one request brought.
 #[derive(Clone, Debug)]
-pub struct Received {
+pub(crate) struct Received {
     pub body: String,
     pub query: Option<String>,
     pub authorization: Option<String>,
@@ -30,7 +30,7 @@ struct Log {
 }
 
 /// The running server; it stops when dropped.
-pub struct HttpServer {
+pub(crate) struct HttpServer {
     pub addr: SocketAddr,
     log: Arc<Mutex<Log>>,
     task: tokio::task::JoinHandle<()>,
@@ -43,7 +43,7 @@ impl Drop for HttpServer {
 }
 
 /// Size of the `/big` body.
-pub const BIG_BODY_BYTES: usize = 5_000;
+pub(crate) const BIG_BODY_BYTES: usize = 5_000;
 
 type Shared = Arc<Mutex<Log>>;
 
@@ -69,7 +69,7 @@ fn record(
 }
 
 impl HttpServer {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let log: Shared = Arc::default();
         let app = Router::new()
             .route(
@@ -145,12 +145,12 @@ impl HttpServer {
         Self { addr, log, task }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// The requests `route` received, in order.
-    pub fn received(&self, route: &'static str) -> Vec<Received> {
+    pub(crate) fn received(&self, route: &'static str) -> Vec<Received> {
         self.log
             .lock()
             .unwrap()

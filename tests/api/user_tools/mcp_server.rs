@@ -22,11 +22,11 @@ use tokio_util::sync::CancellationToken;
 #[path = "../../../examples/mcp_echo_server/echo.rs"]
 mod echo;
 
-pub use echo::EchoServer;
+pub(crate) use echo::EchoServer;
 
 /// The example MCP server program (`examples/mcp_echo_server`), which
 /// `cargo test` builds next to the test binary.
-pub fn stdio_server_program() -> PathBuf {
+pub(crate) fn stdio_server_program() -> PathBuf {
     let test_binary = std::env::current_exe().expect("the test binary's path");
     let profile_dir = test_binary
         .parent()
@@ -44,7 +44,7 @@ pub fn stdio_server_program() -> PathBuf {
 }
 
 /// The example tools served over streamable HTTP at `/mcp`.
-pub struct McpHttpServer {
+pub(crate) struct McpHttpServer {
     pub addr: SocketAddr,
     /// Tool calls served, over every restart.
     pub calls: Arc<AtomicUsize>,
@@ -65,7 +65,7 @@ impl Drop for McpHttpServer {
 }
 
 impl McpHttpServer {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_on("127.0.0.1:0".parse().expect("address"), Arc::default()).await
     }
 
@@ -109,7 +109,7 @@ impl McpHttpServer {
 
     /// The headers of the POSTs whose JSON-RPC method is `method`, with
     /// their bodies.
-    pub fn posts_of(&self, method: &str) -> Vec<(HeaderMap, serde_json::Value)> {
+    pub(crate) fn posts_of(&self, method: &str) -> Vec<(HeaderMap, serde_json::Value)> {
         let posts = self.posts.lock().unwrap();
         posts
             .iter()
@@ -118,16 +118,16 @@ impl McpHttpServer {
             .collect()
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
     }
 
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
 
     /// Stops serving and waits until the port is closed.
-    pub async fn kill(mut self) -> (SocketAddr, Arc<AtomicUsize>) {
+    pub(crate) async fn kill(mut self) -> (SocketAddr, Arc<AtomicUsize>) {
         self.stop.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
@@ -136,7 +136,7 @@ impl McpHttpServer {
     }
 
     /// Serves again on the port a killed server used.
-    pub async fn restart((addr, calls): (SocketAddr, Arc<AtomicUsize>)) -> Self {
+    pub(crate) async fn restart((addr, calls): (SocketAddr, Arc<AtomicUsize>)) -> Self {
         Self::start_on(addr, calls).await
     }
 }
@@ -158,6 +158,6 @@ async fn record_post(State(posts): State<Posts>, request: Request, next: Next) -
 }
 
 /// Counts that nothing happened.
-pub fn assert_no_calls(server: &McpHttpServer) {
+pub(crate) fn assert_no_calls(server: &McpHttpServer) {
     assert_eq!(server.calls(), 0, "the MCP server was called");
 }

@@ -27,7 +27,7 @@ use crate::configured::agent;
 use crate::helpers::*;
 
 /// A test server hosting agents with configured tools and MCP servers.
-pub struct ToolServer {
+pub(crate) struct ToolServer {
     server: TestServer,
     _temp: tempfile::TempDir,
 }
@@ -42,7 +42,7 @@ impl Deref for ToolServer {
 
 /// Starts a server hosting `agents` with these `[[tools]]` and
 /// `[[mcp_servers]]` (written as in `agentd.toml`).
-pub async fn start(agents: Vec<AgentSpec>, config: &str) -> ToolServer {
+pub(crate) async fn start(agents: Vec<AgentSpec>, config: &str) -> ToolServer {
     let temp = tempfile::tempdir().expect("temp dir");
     let settings = settings_with(temp.path(), agents, config);
     ToolServer {
@@ -53,7 +53,7 @@ pub async fn start(agents: Vec<AgentSpec>, config: &str) -> ToolServer {
 
 /// Settings with a store in `dir`, `agents`, and the `[[tools]]` and
 /// `[[mcp_servers]]` of `config`.
-pub fn settings_with(dir: &std::path::Path, agents: Vec<AgentSpec>, config: &str) -> ServerSettings {
+pub(crate) fn settings_with(dir: &std::path::Path, agents: Vec<AgentSpec>, config: &str) -> ServerSettings {
     let mut settings = settings_in(dir);
     let file: ToolsFile = toml::from_str(config).expect("tool configuration");
     settings.agents = agents;
@@ -63,7 +63,7 @@ pub fn settings_with(dir: &std::path::Path, agents: Vec<AgentSpec>, config: &str
 }
 
 /// Why a server with these tools does not start.
-pub async fn start_error(agents: Vec<AgentSpec>, config: &str) -> String {
+pub(crate) async fn start_error(agents: Vec<AgentSpec>, config: &str) -> String {
     let temp = tempfile::tempdir().expect("temp dir");
     let settings = settings_with(temp.path(), agents, config);
     match agentd::server::build_runtime(&settings).await {
@@ -81,13 +81,13 @@ struct ToolsFile {
 }
 
 /// A scripted agent with these tool entries.
-pub fn agent_with(id: &str, tools: &[&str]) -> AgentSpec {
+pub(crate) fn agent_with(id: &str, tools: &[&str]) -> AgentSpec {
     agent(id, tools.iter().map(|t| ToolEntry::name(*t)).collect())
 }
 
 impl ToolServer {
     /// Runs `prompt` on `agent_id` and collects the stream.
-    pub async fn run(&self, agent_id: &str, prompt: &str) -> Vec<pb::AgentChunk> {
+    pub(crate) async fn run(&self, agent_id: &str, prompt: &str) -> Vec<pb::AgentChunk> {
         self.start_run(pb::StreamAgentRequest {
             agent_id: agent_id.into(),
             prompt: prompt.into(),
@@ -98,7 +98,7 @@ impl ToolServer {
     }
 
     /// The single tool result of a run of `prompt`.
-    pub async fn result_of(&self, agent_id: &str, prompt: &str) -> pb::ToolResult {
+    pub(crate) async fn result_of(&self, agent_id: &str, prompt: &str) -> pb::ToolResult {
         let chunks = self.run(agent_id, prompt).await;
         let mut results = tool_results(&chunks);
         assert_eq!(results.len(), 1, "{:?}", kinds(&chunks));
@@ -106,7 +106,7 @@ impl ToolServer {
     }
 
     /// ExecuteTool on `agent_id`.
-    pub async fn execute(&self, agent_id: &str, tool: &str, args: Value) -> pb::ExecuteToolResponse {
+    pub(crate) async fn execute(&self, agent_id: &str, tool: &str, args: Value) -> pb::ExecuteToolResponse {
         self.client()
             .execute_tool(pb::ExecuteToolRequest {
                 tool_name: tool.into(),
@@ -119,7 +119,7 @@ impl ToolServer {
     }
 
     /// The tools ListAgents shows for `agent_id`.
-    pub async fn tools_of(&self, agent_id: &str) -> Vec<pb::ToolInfo> {
+    pub(crate) async fn tools_of(&self, agent_id: &str) -> Vec<pb::ToolInfo> {
         let agents = self
             .client()
             .list_agents(pb::ListAgentsRequest {})
@@ -136,12 +136,12 @@ impl ToolServer {
 }
 
 /// A tool's input schema as JSON.
-pub fn schema_of(tool: &pb::ToolInfo) -> Value {
+pub(crate) fn schema_of(tool: &pb::ToolInfo) -> Value {
     struct_to_json(tool.input_schema.as_ref().expect("an input schema"))
 }
 
 /// Polls `check` (bounded) until it returns true.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

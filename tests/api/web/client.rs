@@ -17,17 +17,17 @@ use crate::security::server::Bearer;
 
 /// The HTTP version a client speaks.
 #[derive(Clone, Copy, Debug)]
-pub enum Http {
+pub(super) enum Http {
     One,
     Two,
 }
 
-pub type WebClient = AgentServiceClient<
+pub(super) type WebClient = AgentServiceClient<
     InterceptedService<GrpcWebClientService<Client<HttpConnector, GrpcWebCall<Body>>>, Bearer>,
 >;
 
 /// A gRPC-Web client of the agent service at `addr`.
-pub fn web_client(addr: SocketAddr, http: Http, key: Option<&str>) -> WebClient {
+pub(super) fn web_client(addr: SocketAddr, http: Http, key: Option<&str>) -> WebClient {
     let mut builder = Client::builder(TokioExecutor::new());
     if let Http::Two = http {
         builder.http2_only(true);

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use crate::security::server::SecureServer;
 
 /// The web app's folder, where `npm ci` put the packages the scripts use.
-pub fn web_dir() -> PathBuf {
+pub(crate) fn web_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("web")
 }
 
@@ -20,7 +20,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs `web/test/run.mjs SCRIPT ARGS` with Node (one script at a time in
 /// this process) and fails the test with its output unless it succeeds.
-pub fn run_script(script: &str, args: &[&str]) {
+pub(crate) fn run_script(script: &str, args: &[&str]) {
     // A script that failed in another test leaves the lock poisoned; the
     // next one runs all the same.
     let _turn = ONE_AT_A_TIME

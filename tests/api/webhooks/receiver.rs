@@ -19,11 +19,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 /// The secret every test webhook signs with (the libraries' test secret).
-pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// How the receiver answers one request.
 #[derive(Clone, Copy, Debug)]
-pub enum Answer {
+pub(crate) enum Answer {
     Status(u16),
     /// Holds the request open and never answers.
     Hang,
@@ -31,7 +31,7 @@ pub enum Answer {
 
 /// One request as it arrived.
 #[derive(Clone, Debug)]
-pub struct Received {
+pub(crate) struct Received {
     pub path: String,
     pub id: String,
     pub timestamp: String,
@@ -42,15 +42,15 @@ pub struct Received {
 }
 
 impl Received {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("a JSON body")
     }
 
-    pub fn event_type(&self) -> String {
+    pub(crate) fn event_type(&self) -> String {
         self.json()["type"].as_str().expect("a type").to_owned()
     }
 
-    pub fn run_id(&self) -> String {
+    pub(crate) fn run_id(&self) -> String {
         self.json()["data"]["runId"]
             .as_str()
             .expect("a run id")
@@ -66,7 +66,7 @@ struct Shared {
 }
 
 /// The running receiver; it stops when dropped.
-pub struct Receiver {
+pub(crate) struct Receiver {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
@@ -137,7 +137,7 @@ async fn receive(
 impl Receiver {
     /// A receiver that answers its first requests as `script` says, then
     /// 204 to every other.
-    pub async fn start(script: impl IntoIterator<Item = Answer>) -> Self {
+    pub(crate) async fn start(script: impl IntoIterator<Item = Answer>) -> Self {
         let verifier = standardwebhooks::Webhook::new(SECRET).expect("the test secret");
         check_the_verifier_against_the_test_vectors(&verifier);
         let shared = Arc::new(Shared {
@@ -158,13 +158,13 @@ impl Receiver {
     }
 
     /// The URL of one of its paths.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}/{path}", self.addr)
     }
 
     /// Waits (at most `limit`) until `count` requests have arrived, and
     /// returns every request so far.
-    pub async fn wait_for(&self, count: usize, limit: Duration) -> Vec<Received> {
+    pub(crate) async fn wait_for(&self, count: usize, limit: Duration) -> Vec<Received> {
         let mut arrived = self.shared.count.subscribe();
         let reached = tokio::time::timeout(limit, arrived.wait_for(|n| *n >= count)).await;
         let received = self.received();
@@ -180,7 +180,7 @@ impl Receiver {
         received
     }
 
-    pub fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.shared.received.lock().unwrap().clone()
     }
 }
