@@ -39,6 +39,8 @@
 //! store/       small traits by what callers need; SQLite, PostgreSQL, memory
 //! domain/      the plain data all of the above speak: runs, their phases
 //!              and checked transitions, chunks, questions and answers
+//!              (its own crate, crates/agentd-domain, re-exported here:
+//!              the compiler holds that it imports nothing of the others)
 //! config/      settings declared once (flag, AGENTD_* variable, file key)
 //! ```
 //!
@@ -77,7 +79,7 @@ mod bench;
 pub mod chat;
 pub mod cli;
 pub mod config;
-pub mod domain;
+pub use agentd_domain as domain;
 pub mod door;
 pub mod grpc;
 mod held_body;

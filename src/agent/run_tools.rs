@@ -38,8 +38,7 @@ impl Agent {
                 field: format!("tools[{index}].{part}"),
                 reason,
             };
-            definition
-                .check()
+            crate::tools::client::check_definition(definition)
                 .map_err(|error| refuse(error.part, error.reason))?;
             if self.tools.get(&definition.name).is_some() {
                 return Err(refuse(

@@ -73,12 +73,10 @@ pub fn check_input_schema(schema: &Value) -> Result<(), DefinitionError> {
         .map_err(|e| wrong(format!("is not a valid JSON Schema: {e}")))
 }
 
-impl ToolDefinition {
-    /// Checks the name and the input schema.
-    pub fn check(&self) -> Result<(), DefinitionError> {
-        check_tool_name(&self.name)?;
-        check_input_schema(&self.input_schema)
-    }
+/// Checks a client tool's definition: its name and its input schema.
+pub fn check_definition(definition: &ToolDefinition) -> Result<(), DefinitionError> {
+    check_tool_name(&definition.name)?;
+    check_input_schema(&definition.input_schema)
 }
 
 /// A client-executed tool.
@@ -197,9 +195,9 @@ mod tests {
 
     #[test]
     fn schemas_must_be_object_schemas_that_compile() {
-        assert_eq!(definition("a", any_object()).check(), Ok(()));
+        assert_eq!(check_definition(&definition("a", any_object())), Ok(()));
         assert_eq!(
-            definition("a", json!({"properties": {"x": {"type": "string"}}})).check(),
+            check_definition(&definition("a", json!({"properties": {"x": {"type": "string"}}}))),
             Ok(())
         );
         for bad in [
@@ -207,7 +205,7 @@ mod tests {
             json!({"type": "string"}),
             json!({"type": "object", "properties": {"x": {"type": 12}}}),
         ] {
-            let error = definition("a", bad.clone()).check().unwrap_err();
+            let error = check_definition(&definition("a", bad.clone())).unwrap_err();
             assert_eq!(error.part, "input_schema", "{bad}");
         }
     }

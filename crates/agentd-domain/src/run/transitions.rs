@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{
+use crate::{
     Chunk, Decider, DecisionOutcome, Event, FinishReason, RunFailure, Tenant, Timestamp, ToolOutput,
     WaitPolicies,
 };

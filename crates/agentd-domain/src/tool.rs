@@ -71,6 +71,6 @@ pub struct ToolDefinition {
 }
 
 /// The input schema of a tool that declares none: any JSON object.
-pub(crate) fn any_object() -> Value {
+pub fn any_object() -> Value {
     json!({"type": "object"})
 }

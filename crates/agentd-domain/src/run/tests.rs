@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::domain::{
+use crate::{
     Answer, Args, AskUserPayload, Chunk, Event, FinishReason, Message, RunFailure, SelectionMode,
     SuspendPayload, ToolCall, ToolOutput, WaitPolicies,
 };
@@ -87,12 +87,12 @@ fn answer(id: &str) -> AnswerRecord {
 /// The answer to the pending call at `index`, `id`'s, resolved as
 /// `resolution`.
 fn one(index: usize, id: &str, resolution: Resolution) -> Answered {
-    let decider = crate::domain::Decider::new("sha256:0123abcd", crate::domain::DecisionSource::Grpc);
+    let decider = crate::Decider::new("sha256:0123abcd", crate::DecisionSource::Grpc);
     Answered {
         index,
         record: answer(id),
         resolution,
-        decision: decider.decide(id, crate::domain::DecisionOutcome::Answered, NOW),
+        decision: decider.decide(id, crate::DecisionOutcome::Answered, NOW),
     }
 }
 
@@ -179,7 +179,7 @@ fn an_answer_gives_the_run_to_its_lease_and_keeps_the_other_calls_waiting() {
 
 #[test]
 fn each_change_by_an_answer_a_cancel_or_the_deadline_keeps_its_decisions() {
-    use crate::domain::{Decider, DecisionOutcome, DecisionSource, RunEventKind};
+    use crate::{Decider, DecisionOutcome, DecisionSource, RunEventKind};
     let mut run = suspended_on(&["a", "b"]);
     let output = Resolution::Output(ToolOutput::ok("User answered: Pro"));
     run.answer(vec![one(0, "a", output)], None, lease("b"))

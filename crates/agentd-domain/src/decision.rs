@@ -165,7 +165,7 @@ impl Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ElicitationResponse;
+    use crate::ElicitationResponse;
 
     #[test]
     fn outcomes_of_answers() {

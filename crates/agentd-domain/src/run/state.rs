@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{
+use crate::{
     Answer, Args, Chunk, Decision, Message, SuspendPayload, Tenant, ThreadId, Timestamp, ToolCall,
     ToolOutput, Usage,
 };
@@ -97,7 +97,7 @@ impl RunState {
     /// Records `decisions`, a cancel's or the deadline's, as what the
     /// change being made now is made of too: after the answer's, which the
     /// same write may store (each event takes the decisions of its kind,
-    /// see [`crate::domain::RunEventKind::decisions`]).
+    /// see [`crate::RunEventKind::decisions`]).
     pub fn close_by(&mut self, decisions: impl IntoIterator<Item = Decision>) {
         let start = if self.changed_by.is_empty() {
             self.decisions.len()

@@ -40,12 +40,12 @@ pub use suspend::{
     ElicitationResponse, SelectionMode, SuspendPayload, DECLINED_TO_ANSWER,
 };
 pub use tenant::{InvalidTenant, Tenant, MAX_TENANT_ID_LEN};
-pub(crate) use text::clip;
+pub use text::clip;
 pub use thread::{
     InvalidThreadId, LatestRun, ThreadCursor, ThreadId, ThreadQuery, ThreadRecord, MAX_THREAD_ID_LEN,
 };
 pub use time::Timestamp;
-pub(crate) use tool::any_object;
+pub use tool::any_object;
 pub use tool::{ToolCall, ToolDefinition, ToolOutput, ToolSpec};
 pub use trace::{
     InvalidTraceparent, InvalidTracestate, SpanId, TraceContext, TraceId, TraceState, MAX_TRACESTATE_LEN,

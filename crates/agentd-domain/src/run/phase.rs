@@ -6,7 +6,7 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::domain::{RunFailure, SuspendPayload, Timestamp, ToolCall};
+use crate::{RunFailure, SuspendPayload, Timestamp, ToolCall};
 
 use super::RunStatus;
 
@@ -28,7 +28,7 @@ pub enum Phase {
     },
     /// Waiting for Resume on `pending` until `expires_at`, reminding at
     /// `reminders` (those still to come, in order; see
-    /// [`crate::domain::WaitPolicies::reminders`]), the last time at
+    /// [`crate::WaitPolicies::reminders`]), the last time at
     /// `reminded_at`.
     Suspended {
         pending: PendingCalls,

@@ -3,7 +3,7 @@
 /// `text` cut to at most `max` bytes (at a character boundary), with a
 /// note of its full length when cut. For messages that quote a caller's
 /// or a model's input back, so that hostile input cannot make them huge.
-pub(crate) fn clip(text: String, max: usize) -> String {
+pub fn clip(text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }

@@ -99,7 +99,7 @@ impl WaitPolicies {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Args, ToolCall};
+    use crate::{Args, ToolCall};
 
     fn waiting(name: &str, since: Option<Timestamp>) -> PendingCall {
         PendingCall {
@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(policies.at_deadline(&approval), OnExpiry::Approve);
         let question = PendingCall {
             waiting: Waiting::Suspended {
-                payload: crate::domain::SuspendPayload::Custom {
+                payload: crate::SuspendPayload::Custom {
                     data: serde_json::Map::new(),
                 },
             },
