@@ -37,6 +37,7 @@
 //! tools/       ask_user, human_review, client, HTTP and MCP tools
 //!              (model/ and tools/ side by side: neither imports the other)
 //! store/       small traits by what callers need; SQLite, PostgreSQL, memory
+//!              (its own crate, crates/agentd-store, on the domain only)
 //! domain/      the plain data all of the above speak: runs, their phases
 //!              and checked transitions, chunks, questions and answers
 //!              (its own crate, crates/agentd-domain, re-exported here:
@@ -93,7 +94,7 @@ pub mod outbound;
 mod propagation;
 pub mod runtime;
 pub mod server;
-pub mod store;
+pub use agentd_store as store;
 pub mod telemetry;
 pub mod tenant_slots;
 pub mod tools;

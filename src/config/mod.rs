@@ -3,7 +3,7 @@
 //! `settings.rs` is the machinery that joins the sources (flag, then
 //! variable, then file, then default). Also how people write durations,
 //! addresses, origins and the public URL, and how URLs with credentials
-//! are printed (`redact.rs`). A leaf: it imports nothing of the crate. The
+//! are printed (the domain's `redact`). It imports only the domain. The
 //! whole file, with its agents, tools and webhooks, is read above it
 //! (`server/settings.rs`).
 
@@ -11,16 +11,15 @@ pub mod duration;
 mod listen;
 mod origins;
 mod public_url;
-mod redact;
 mod server;
 pub(crate) mod settings;
 
 use std::path::PathBuf;
 
+pub use crate::domain::{redact, Redacted};
 pub use listen::ListenAddr;
 pub use origins::AllowedOrigins;
 pub use public_url::PublicUrl;
-pub use redact::{redact, Redacted};
 pub use server::{
     A2aConfig, A2aLayer, AuthConfig, AuthLayer, Overrides, ServerConfig, ServerLayer, TlsConfig, TlsLayer,
 };

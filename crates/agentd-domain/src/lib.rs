@@ -12,6 +12,7 @@ mod decision;
 mod grant;
 mod message;
 mod question;
+mod redact;
 mod run;
 mod run_event;
 mod suspend;
@@ -29,6 +30,7 @@ pub use decision::{Decider, Decision, DecisionOutcome, DecisionSource, DEADLINE}
 pub use grant::{Grant, GrantScope, Remember};
 pub use message::Message;
 pub use question::{unknown_key, APPROVAL_KEYS, ELICITATION_RESPONSE_KEYS};
+pub use redact::{redact, Redacted};
 pub use run::{
     AnswerRecord, AnswerVia, Answered, Continuation, EditedCall, Lease, PendingCall, PendingCalls, Phase,
     Position, Resolution, ResumeRecord, RunId, RunOptions, RunParts, RunRecord, RunState, RunStatus, Staged,

@@ -149,9 +149,9 @@ async fn runs_stored_before_tenants_belong_to_the_default_tenant() {
     {
         let conn = rusqlite::Connection::open(&path).expect("open");
         for sql in [
-            include_str!("../../../src/store/sqlite/migrations/0001_runs.sql"),
-            include_str!("../../../src/store/sqlite/migrations/0002_run_queries.sql"),
-            include_str!("../../../src/store/sqlite/migrations/0003_leases.sql"),
+            include_str!("../../../crates/agentd-store/src/sqlite/migrations/0001_runs.sql"),
+            include_str!("../../../crates/agentd-store/src/sqlite/migrations/0002_run_queries.sql"),
+            include_str!("../../../crates/agentd-store/src/sqlite/migrations/0003_leases.sql"),
         ] {
             conn.execute_batch(sql).expect("an old migration");
         }
