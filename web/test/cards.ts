@@ -21,6 +21,7 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Locator, type Page } from "playwright-core";
+import { chromiumPath, card } from "./page";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { AgentService, RunStatus, type AgentChunk, type StreamAgentRequestSchema } from "../src/gen/agentd/v1/agentd_pb";
 import { expectNoViolations } from "./axe";
@@ -40,15 +41,6 @@ async function start(agentd: Agentd, request: MessageInitShape<typeof StreamAgen
   check(last?.chunk.case === "finish", `the run of ${JSON.stringify(request.prompt)} finished its stream`);
   check((await agentd.getRun({ runId: chunks[0].runId })).status === RunStatus.SUSPENDED, `${request.prompt} waits`);
   return chunks[0].runId;
-}
-
-function chromiumPath(): string {
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
-  return env?.CHROMIUM || "/usr/bin/chromium";
-}
-
-function card(page: Page, runId: string): Locator {
-  return page.getByRole("article", { name: new RegExp(runId) });
 }
 
 async function visibleIds(page: Page): Promise<string[]> {

@@ -12,14 +12,10 @@
 // checks over gRPC that only the last request ran). CHROMIUM names the
 // browser (default /usr/bin/chromium).
 import { chromium } from "playwright-core";
+import { chromiumPath } from "./page";
 
 function check(condition: unknown, what: string): asserts condition {
   if (!condition) throw new Error(`door: ${what}`);
-}
-
-function chromiumPath(): string {
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
-  return env?.CHROMIUM || "/usr/bin/chromium";
 }
 
 const PROMPT = "Help me pick a plan";

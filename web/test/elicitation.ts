@@ -15,6 +15,7 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Locator, type Page } from "playwright-core";
+import { chromiumPath, card } from "./page";
 import { AgentService, RunStatus, type AgentChunk } from "../src/gen/agentd/v1/agentd_pb";
 
 type Agentd = Client<typeof AgentService>;
@@ -32,15 +33,6 @@ async function start(agentd: Agentd, prompt: string): Promise<string> {
   check(suspended?.chunk.case === "toolCallSuspended", `${prompt} suspends`);
   check(suspended.chunk.value.suspendPayload?.kind.case === "elicitation", `${prompt} suspends on an elicitation`);
   return chunks[0].runId;
-}
-
-function chromiumPath(): string {
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
-  return env?.CHROMIUM || "/usr/bin/chromium";
-}
-
-function card(page: Page, runId: string): Locator {
-  return page.getByRole("article", { name: new RegExp(runId) });
 }
 
 async function invalid(control: Locator): Promise<boolean> {

@@ -19,6 +19,7 @@
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { chromium, type Locator, type Page } from "playwright-core";
+import { chromiumPath, card } from "./page";
 import {
   AgentService,
   DecisionSource,
@@ -53,15 +54,6 @@ async function start(agentd: Agentd, request: MessageInitShape<typeof StreamAgen
   const last = chunks[chunks.length - 1];
   check(last?.chunk.case === "finish", `the run of ${JSON.stringify(request.prompt ?? request.messages)} finished its stream`);
   return chunks[0].runId;
-}
-
-function chromiumPath(): string {
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
-  return env?.CHROMIUM || "/usr/bin/chromium";
-}
-
-function card(page: Page, runId: string): Locator {
-  return page.getByRole("article", { name: new RegExp(runId) });
 }
 
 /** The card's status: what was sent, then how the run went on. */

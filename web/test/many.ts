@@ -20,6 +20,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { chromiumPath } from "./page";
 import { AgentService, Role, type StreamAgentRequestSchema } from "../src/gen/agentd/v1/agentd_pb";
 import { expectNoViolations } from "./axe";
 
@@ -31,11 +32,6 @@ const FILLED = { timeout: 120_000 };
 
 function check(condition: unknown, what: string): asserts condition {
   if (!condition) throw new Error(`many: ${what}`);
-}
-
-function chromiumPath(): string {
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
-  return env?.CHROMIUM || "/usr/bin/chromium";
 }
 
 const LONG =

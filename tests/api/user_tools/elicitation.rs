@@ -283,6 +283,15 @@ async fn speaks(server: &ToolServer, version: &str) {
     );
 }
 
+/// The agent of the binary-driven tests: the scripted model with the
+/// `travel` MCP server's tools.
+const TRAVEL_AGENT: &str = r#"
+[[agents]]
+id = "travel"
+model = "scripted"
+tools = ["mcp:travel"]
+"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Python with the MCP SDK: set AGENTD_TEST_MCP_PYTHON; .ci/run runs it"]
 async fn a_stdio_server_on_the_2026_protocol_asks_through_input_required_results() {
@@ -359,13 +368,7 @@ async fn an_answer_after_a_kill_9_reaches_the_server() {
     for (server, told) in cases {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("agentd.toml");
-        let agents = r#"
-            [[agents]]
-            id = "travel"
-            model = "scripted"
-            tools = ["mcp:travel"]
-            "#;
-        std::fs::write(&config, format!("{agents}\n{server}")).expect("write the config");
+        std::fs::write(&config, format!("{TRAVEL_AGENT}\n{server}")).expect("write the config");
         let data = dir.path().join("data");
         let args = ["--config", config.to_str().expect("a UTF-8 path")];
         let mut first = ServerProcess::start_with(&data, &args, &[]);
@@ -434,18 +437,12 @@ async fn stopping_agentd_ends_a_stdio_server_that_waits() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pid_file = dir.path().join("server.pid");
     let config = dir.path().join("agentd.toml");
-    let agents = r#"
-        [[agents]]
-        id = "travel"
-        model = "scripted"
-        tools = ["mcp:travel"]
-        "#;
     let server = format!(
         "{}env = {{ ELICIT_SERVER_PID_FILE = {:?} }}\n",
         stdio("2025-11-25"),
         pid_file.to_str().expect("a UTF-8 path")
     );
-    std::fs::write(&config, format!("{agents}\n{server}")).expect("write the config");
+    std::fs::write(&config, format!("{TRAVEL_AGENT}\n{server}")).expect("write the config");
     let data = dir.path().join("data");
     let args = ["--config", config.to_str().expect("a UTF-8 path")];
     let mut agentd = ServerProcess::start_with(&data, &args, &[]);
